@@ -1,0 +1,5 @@
+"""`python -m gpulab`."""
+
+from gpulab.cli import main
+
+main()

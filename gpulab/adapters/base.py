@@ -1,0 +1,202 @@
+"""Narrow interfaces to the outside world.
+
+The engine, steps and checks talk only to these protocols. The real implementations live beside
+this file (`docker_runtime.py`, `kind.py`, `helm.py`, `kube.py`) and are the only modules that
+import docker-py, pyhelm3, the kubernetes client or run `kind`/`helm`. Tests use in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from gpulab.render import ContainerSpec, HelmRelease
+
+__all__ = [
+    "ContainerInfo",
+    "ContainerRuntime",
+    "ExecResult",
+    "HelmGateway",
+    "KindProvider",
+    "KubeGateway",
+    "NetworkInfo",
+    "RuntimeInfo",
+]
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command run inside a container returned."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """A container as observed (never as wished)."""
+
+    id: str
+    name: str
+    image: str
+    status: str  # created, running, exited, ...
+    labels: Mapping[str, str] = field(default_factory=dict)
+    networks: Mapping[str, str] = field(default_factory=dict)  # network name → IPv4 address
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+
+@dataclass(frozen=True)
+class NetworkInfo:
+    """A Docker network's identity and IPAM config (`IPAM.Config` entries verbatim)."""
+
+    id: str
+    name: str
+    ipam_config: list[dict[str, Any]]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    containers: tuple[str, ...] = ()  # names of attached containers
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """Facts about the container engine used by doctor/preflight."""
+
+    version: str
+    api_version: str
+    cpus: int
+    memory_bytes: int
+    os: str
+    cgroup_version: str = ""
+    storage_driver: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+class ContainerRuntime(Protocol):
+    """The Docker operations gpulab needs (kind's node provider, narrowed)."""
+
+    def info(self) -> RuntimeInfo: ...
+
+    def image_present(self, image: str) -> bool: ...
+
+    def run_node(self, spec: ContainerSpec) -> ContainerInfo:
+        """Start a node container the way kind does; the image must already be present."""
+        ...
+
+    def get(self, name: str) -> ContainerInfo | None: ...
+
+    def containers(self, labels: Mapping[str, str]) -> list[ContainerInfo]:
+        """Containers (running or not) carrying all of `labels`."""
+        ...
+
+    def exec(
+        self, name: str, argv: list[str], *, stdin: bytes | None = None, timeout: float = 600
+    ) -> ExecResult: ...
+
+    def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:
+        """Write `data` to the file `path` inside the container, creating parent folders."""
+        ...
+
+    def remove(self, name: str) -> bool:
+        """Force-remove a container and its anonymous volumes; False if it did not exist."""
+        ...
+
+    def network(self, name: str) -> NetworkInfo | None: ...
+
+    def networks(self, labels: Mapping[str, str] | None = None) -> list[NetworkInfo]: ...
+
+    def remove_network(self, name: str) -> bool: ...
+
+    def volumes(self, labels: Mapping[str, str]) -> list[str]: ...
+
+    def remove_volume(self, name: str) -> bool: ...
+
+
+class KindProvider(Protocol):
+    """The `kind` binary: management cluster lifecycle."""
+
+    def version(self) -> str: ...
+
+    def clusters(self) -> list[str]: ...
+
+    def create(self, name: str, config: dict[str, Any], *, wait_seconds: int = 120) -> None: ...
+
+    def delete(self, name: str) -> None: ...
+
+    def kubeconfig(self, name: str) -> str:
+        """The cluster's kubeconfig text (host endpoint)."""
+        ...
+
+
+class HelmGateway(Protocol):
+    """Helm releases on one cluster (pyhelm3 behind a sync facade)."""
+
+    def installed(self, release: HelmRelease) -> bool:
+        """True when the release exists, is deployed, at this chart version with these values."""
+        ...
+
+    def install(self, release: HelmRelease, *, timeout_seconds: int = 600) -> None: ...
+
+    def uninstall(self, name: str, namespace: str) -> None: ...
+
+
+class KubeGateway(Protocol):
+    """A Kubernetes API server (management cluster or a tenant)."""
+
+    def server_version(self) -> str: ...
+
+    def apply(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply with field manager `gpulab`; returns the live (or dry-run) object."""
+        ...
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None: ...
+
+    def list_objects(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    def delete(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> bool: ...
+
+    def patch_node_status(self, name: str, patch: list[dict[str, Any]]) -> None:
+        """JSON patch on the node's status subresource."""
+        ...
+
+    def annotate(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        annotations: Mapping[str, str | None],
+        namespace: str | None = None,
+    ) -> None:
+        """Merge-patch annotations; a None value removes the key."""
+        ...
+
+    def secret_data(self, name: str, namespace: str, key: str) -> bytes | None: ...
+
+    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20) -> str: ...
+
+    def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]: ...
+
+
+def kubeconfig_path_hint(path: Path) -> str:
+    """How to use a saved kubeconfig, without printing its contents."""
+    return f"export KUBECONFIG={path}"

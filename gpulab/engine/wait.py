@@ -1,0 +1,55 @@
+"""Bounded waits that remember what they last saw, so a timeout can say it."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from gpulab.errors import AdapterError, GpulabError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gpulab.engine.step import StepContext
+
+__all__ = ["WaitTimeout", "wait_until"]
+
+
+class WaitTimeout(GpulabError):
+    """A bounded wait ran out; `last_seen` is the latest observation."""
+
+    def __init__(self, what: str, seconds: float, last_seen: str) -> None:
+        detail = f"; last seen: {last_seen}" if last_seen else ""
+        super().__init__(f"timed out after {seconds:.0f}s waiting for {what}{detail}")
+        self.last_seen = last_seen
+
+
+def wait_until(
+    ctx: StepContext,
+    step: str,
+    what: str,
+    probe: Callable[[], tuple[bool, str]],
+    *,
+    timeout: float,
+    interval: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
+    """Poll `probe` (→ ok, observation) until ok or `timeout` seconds; returns the observation.
+
+    Adapter errors while polling (an API not up yet, a webhook warming up) count as observations,
+    not failures: they are retried until the deadline and then reported as the last thing seen.
+    """
+    limit = timeout * ctx.timeout_scale
+    deadline = clock() + limit
+    seen = ""
+    while True:
+        try:
+            ok, seen = probe()
+        except AdapterError as err:
+            ok, seen = False, str(err)
+        ctx.observe(step, f"{what}: {seen}" if seen else what)
+        if ok:
+            return seen
+        if clock() >= deadline:
+            raise WaitTimeout(what, limit, seen)
+        ctx.sleep(interval * min(ctx.timeout_scale, 1.0))

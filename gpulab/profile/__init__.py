@@ -1,0 +1,1 @@
+"""Profiles: the declarative description of a lab, its schema and its loader."""

@@ -1,0 +1,210 @@
+"""Find, read and validate profiles; report every problem as `file:line: path: message`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import ValidationError
+
+from gpulab.errors import ProfileError, UsageError
+from gpulab.profile.model import KamajiHamiProfile, Profile
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from pydantic_core import ErrorDetails
+
+__all__ = [
+    "LoadedProfile",
+    "builtin_profiles",
+    "format_path",
+    "load_profile",
+    "parse_profile",
+    "profiles_dir",
+]
+
+PROFILES_ENV = "GPULAB_PROFILES_DIR"
+DEFAULT_PROFILE = "kamaji-hami"
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedProfile:
+    """A validated profile and where it came from."""
+
+    profile: Profile
+    source: Path
+    builtin: bool
+
+
+def profiles_dir() -> Path:
+    """Where built-in profiles live: $GPULAB_PROFILES_DIR, the source tree, or the install."""
+    override = os.environ.get(PROFILES_ENV)
+    if override:
+        return Path(override)
+    source_tree = Path(__file__).resolve().parents[2] / "profiles"
+    if source_tree.is_dir():
+        return source_tree
+    return Path(sys.prefix) / "share" / "gpulab" / "profiles"
+
+
+def builtin_profiles() -> dict[str, Path]:
+    """Built-in profile names mapped to their files."""
+    folder = profiles_dir()
+    if not folder.is_dir():
+        return {}
+    return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
+
+
+def load_profile(ref: str | None) -> LoadedProfile:
+    """Resolve a built-in name or a path and validate it. Raises ProfileError or UsageError."""
+    ref = ref or DEFAULT_PROFILE
+    builtins = builtin_profiles()
+    looks_like_path = os.sep in ref or ref.endswith((".yaml", ".yml")) or Path(ref).is_file()
+    if not looks_like_path and ref in builtins:
+        path, builtin = builtins[ref], True
+    elif looks_like_path:
+        path, builtin = Path(ref), False
+    else:
+        known = ", ".join(builtins) or "none found"
+        raise UsageError(
+            f"unknown profile '{ref}'",
+            hint=f"built-in profiles: {known}; or pass a file path to --profile",
+        )
+    if not path.is_file():
+        raise UsageError(f"profile file not found: {path}", hint="check the --profile path")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot read profile {path}: {err.strerror}") from None
+    return LoadedProfile(parse_profile(text, str(path)), path, builtin)
+
+
+def parse_profile(text: str, source: str = "<profile>") -> Profile:
+    """Validate profile YAML text; every problem becomes one `source:line: path: msg` line."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise ProfileError(source, [f"{source}{line}: not valid YAML: {problem}"]) from None
+    if root is None:
+        raise ProfileError(source, [f"{source}: the file is empty"])
+    lines: dict[Loc, int] = {}
+    duplicates: list[str] = []
+    _index_lines(root, (), lines, duplicates, source)
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ProfileError(source, [f"{source}:1: a profile must be a mapping of fields"])
+    problems = list(duplicates)
+    stack = data.get("stack")
+    model = _model_for(stack)
+    if model is None:
+        problems.append(
+            _line(source, lines, ("stack",))
+            + f"stack: must be one of {', '.join(_STACKS)} (got {stack!r})"
+        )
+        raise ProfileError(source, problems)
+    try:
+        profile = model.model_validate(data)
+    except ValidationError as err:
+        problems.extend(_describe(source, lines, err.errors()))
+        raise ProfileError(source, problems) from None
+    if problems:
+        raise ProfileError(source, problems)
+    return profile
+
+
+_STACKS: dict[str, type[Profile]] = {"kamaji-hami": KamajiHamiProfile}
+
+
+def _model_for(stack: object) -> type[Profile] | None:
+    return _STACKS.get(stack) if isinstance(stack, str) else None
+
+
+def format_path(loc: Iterable[str | int]) -> str:
+    """('tenants', 1, 'gpus', 0, 'memory_mib') → 'tenants[1].gpus[0].memory_mib'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _index_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], duplicates: list[str], source: str
+) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                duplicates.append(
+                    f"{source}:{key_node.start_mark.line + 1}: "
+                    f"{format_path((*loc, key))}: key appears twice"
+                )
+            seen.add(key)
+            lines[(*loc, key)] = key_node.start_mark.line + 1
+            _index_lines(value_node, (*loc, key), lines, duplicates, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _index_lines(item, (*loc, index), lines, duplicates, source)
+
+
+def _line(source: str, lines: dict[Loc, int], loc: Loc) -> str:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return f"{source}:{lines[loc[:end]]}: "
+    return f"{source}: "
+
+
+_MESSAGES = {
+    "extra_forbidden": "unknown field (check the spelling; see docs/profile-reference.md)",
+    "missing": "required field is missing",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "string_type": "must be a string",
+    "bool_type": "must be true or false",
+    "dict_type": "must be a mapping",
+    "list_type": "must be a list",
+    "model_type": "must be a mapping of fields",
+    "too_short": "must not be empty",
+}
+
+
+def _describe(source: str, lines: dict[Loc, int], errors: list[ErrorDetails]) -> list[str]:
+    out: list[str] = []
+    for error in errors:
+        loc: Loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
+        out.append(f"{_line(source, lines, loc)}{format_path(loc) or '<top>'}: {_message(error)}")
+    return out
+
+
+def _is_union_tag(part: str | int) -> bool:
+    return isinstance(part, str) and part.startswith(("function-", "constrained-"))
+
+
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<"}.get(kind, "<=")
+        bound = next(iter(ctx.values()))
+        return f"must be {op} {bound}"
+    if kind == "literal_error":
+        return f"must be {ctx.get('expected', 'one of the allowed values')}"
+    if kind == "value_error":
+        return str(error["msg"]).removeprefix("Value error, ")
+    if kind == "string_too_short":
+        return "must not be empty"
+    return _MESSAGES.get(kind, str(error["msg"]))

@@ -1,0 +1,1 @@
+"""Stacks: one module per lab kind, each turning a profile into a plan of steps."""

@@ -1,0 +1,782 @@
+"""The kamaji-hami lab as a plan of steps.
+
+Order (one place decides it): management cluster → cert-manager → MetalLB → Kamaji, then per
+tenant, concurrently: control plane → workers → join → Calico → HAMi → mock GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from gpulab import render
+from gpulab.engine.step import Artifact
+from gpulab.engine.wait import wait_until
+from gpulab.errors import AdapterError, GpulabError, HostError
+from gpulab.netcalc import AddressRange, metallb_range
+from gpulab.paths import write_secret
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
+    from gpulab.engine.step import Step, StepContext
+    from gpulab.profile.model import KamajiHamiProfile, TenantSpec
+
+__all__ = ["HostFacts", "LabAdapters", "build_steps", "observe_host_facts"]
+
+# kubeadm preflight checks a kindest/node container cannot pass, and only those:
+#  SystemVerification: the kernel config is not readable inside a container;
+#  FileContent--proc-sys-net-bridge-bridge-nf-call-iptables: /proc/sys is the host's, read-only;
+#  Swap: the host may have swap; kind's kubelet config tolerates it (failSwapOn: false).
+IGNORED_PREFLIGHT = (
+    "SystemVerification",
+    "FileContent--proc-sys-net-bridge-bridge-nf-call-iptables",
+    "Swap",
+)
+WORKER_KUBECONFIG = "/etc/gpulab/admin.conf"
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Values that depend on the live host; None when Docker could not be asked."""
+
+    metallb_pool: AddressRange | None = None
+    pool_error: str = ""
+
+
+@dataclass
+class LabAdapters:
+    """The adapters the kamaji-hami steps use; tests pass fakes."""
+
+    runtime: ContainerRuntime
+    kind: KindProvider
+    kube: Callable[[Path], KubeGateway]
+    helm: Callable[[Path], HelmGateway]
+    fetch: Callable[[str], str]
+    lab_dir: Path
+
+    def management_kubeconfig(self) -> Path:
+        return self.lab_dir / "management.kubeconfig"
+
+    def tenant_kubeconfig(self, tenant: str) -> Path:
+        return self.lab_dir / f"{tenant}.kubeconfig"
+
+
+def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | None) -> HostFacts:
+    """Ask Docker for the kind network's subnet; absent network or Docker → pending."""
+    if runtime is None:
+        return HostFacts(pool_error="Docker not reachable")
+    try:
+        network = runtime.network(profile.management.network)
+    except GpulabError as err:
+        return HostFacts(pool_error=str(err))
+    if network is None:
+        return HostFacts(pool_error=f"network '{profile.management.network}' does not exist yet")
+    metallb = profile.components.metallb
+    try:
+        pool = metallb_range(
+            network.ipam_config,
+            size=metallb.pool_size,
+            offset_from_top=metallb.pool_offset_from_top,
+            network=network.name,
+        )
+    except HostError as err:
+        return HostFacts(pool_error=str(err))
+    return HostFacts(metallb_pool=pool)
+
+
+def _adapters(ctx: StepContext) -> LabAdapters:
+    adapters: LabAdapters = ctx.adapters
+    return adapters
+
+
+def _mgmt(ctx: StepContext) -> KubeGateway:
+    adapters = _adapters(ctx)
+    return adapters.kube(adapters.management_kubeconfig())
+
+
+def _deployment_available(kube: KubeGateway, name: str, namespace: str) -> tuple[bool, str]:
+    dep = kube.get("apps/v1", "Deployment", name, namespace)
+    if dep is None:
+        return False, f"deployment {namespace}/{name} not found"
+    status = dep.get("status") or {}
+    want = (dep.get("spec") or {}).get("replicas", 1)
+    ready = status.get("availableReplicas") or 0
+    return ready >= want, f"deployment {namespace}/{name} {ready}/{want} available"
+
+
+def _daemonset_ready(kube: KubeGateway, name: str, namespace: str) -> tuple[bool, str]:
+    ds = kube.get("apps/v1", "DaemonSet", name, namespace)
+    if ds is None:
+        return False, f"daemonset {namespace}/{name} not found"
+    status = ds.get("status") or {}
+    want = status.get("desiredNumberScheduled") or 0
+    ready = status.get("numberReady") or 0
+    return want > 0 and ready >= want, f"daemonset {namespace}/{name} {ready}/{want} ready"
+
+
+def _crd_established(kube: KubeGateway, name: str) -> tuple[bool, str]:
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+    if crd is None:
+        return False, f"CRD {name} not found"
+    for cond in (crd.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Established":
+            return cond.get("status") == "True", f"CRD {name} Established={cond.get('status')}"
+    return False, f"CRD {name} has no Established condition yet"
+
+
+def _manifest_objects(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict) and doc.get("kind")]
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+# --------------------------------------------------------------------------- management
+
+
+@dataclass
+class ManagementCluster:
+    profile: KamajiHamiProfile
+    lab: str
+    name: str = "management/cluster"
+    title: str = "Creating management cluster (kind)"
+    requires: tuple[str, ...] = ()
+
+    @property
+    def cluster(self) -> str:
+        return render.kind_cluster_name(self.lab)
+
+    def describe(self) -> list[Artifact]:
+        config = render.kind_cluster_config(self.profile, self.lab)
+        return [
+            Artifact("kind-cluster", self.cluster, config),
+            Artifact("file", "management.kubeconfig", {"mode": "0600"}),
+        ]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = _adapters(ctx)
+        if self.cluster not in adapters.kind.clusters():
+            return False
+        node = adapters.runtime.get(f"{self.cluster}-control-plane")
+        if node is None or not node.running:
+            raise HostError(
+                f"kind cluster '{self.cluster}' exists but its node is not running",
+                hint=f"docker start {self.cluster}-control-plane, or gpulab down then gpulab up",
+            )
+        self._save_kubeconfig(adapters)
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = _adapters(ctx)
+        image = self.profile.management.node_image
+        ctx.note(f"kind create cluster --name {self.cluster} --image {image}")
+        adapters.kind.create(self.cluster, render.kind_cluster_config(self.profile, self.lab))
+        self._save_kubeconfig(adapters)
+
+    def _save_kubeconfig(self, adapters: LabAdapters) -> None:
+        text = adapters.kind.kubeconfig(self.cluster)
+        write_secret(adapters.management_kubeconfig(), text.encode())
+
+
+@dataclass
+class HelmAddon:
+    """A management add-on installed with Helm, then checked to be functionally ready."""
+
+    release: render.HelmRelease
+    name: str
+    title: str
+    requires: tuple[str, ...]
+    ready: Callable[[KubeGateway], tuple[bool, str]]
+    ready_what: str
+    timeout: float = 300
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("helm-release", self.release.name, self.release.to_dict())]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = _adapters(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        if not helm.installed(self.release):
+            return False
+        try:
+            ok, seen = self.ready(_mgmt(ctx))
+        except AdapterError:
+            return False
+        ctx.observe(self.name, seen)
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = _adapters(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        ctx.note(f"helm upgrade --install {self.release.name} {self.release.chart} "
+                 f"--version {self.release.version} -n {self.release.namespace}")
+        helm.install(self.release, timeout_seconds=int(self.timeout))
+        kube = _mgmt(ctx)
+        wait_until(ctx, self.name, self.ready_what, lambda: self.ready(kube), timeout=self.timeout)
+
+
+def _cert_manager_ready(kube: KubeGateway) -> tuple[bool, str]:
+    """The webhook answers: a dry-run Issuer is admitted (pods Ready is not enough)."""
+    ok, seen = _deployment_available(kube, "cert-manager-webhook", "cert-manager")
+    if not ok:
+        return ok, seen
+    issuer = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Issuer",
+        "metadata": {"name": "gpulab-webhook-probe", "namespace": "cert-manager"},
+        "spec": {"selfSigned": {}},
+    }
+    kube.apply(issuer, dry_run=True)
+    return True, "cert-manager webhook admitted a dry-run Issuer"
+
+
+def _kamaji_ready(kube: KubeGateway) -> tuple[bool, str]:
+    ok, seen = _crd_established(kube, "tenantcontrolplanes.kamaji.clastix.io")
+    if not ok:
+        return ok, seen
+    for dep in kube.list_objects("apps/v1", "Deployment", "kamaji-system"):
+        name = dep["metadata"]["name"]
+        ok, seen = _deployment_available(kube, name, "kamaji-system")
+        if not ok:
+            return ok, seen
+    return True, "Kamaji CRDs served and controller available"
+
+
+@dataclass
+class MetalLB:
+    """MetalLB (native L2 manifest) and an IPv4 pool derived from the kind network."""
+
+    profile: KamajiHamiProfile
+    facts: HostFacts
+    name: str = "management/metallb"
+    title: str = "Installing MetalLB with the kind network's IPv4 pool"
+    requires: tuple[str, ...] = ("management/cluster",)
+    timeout: float = 240
+
+    def describe(self) -> list[Artifact]:
+        metallb = self.profile.components.metallb
+        pool_note = str(self.facts.metallb_pool) if self.facts.metallb_pool else (
+            f"pending ({self.facts.pool_error})" if self.facts.pool_error else "pending"
+        )
+        arts = [
+            Artifact(
+                "manifest",
+                f"metallb-{metallb.version}",
+                {"url": metallb.url, "apply": "server-side", "pool": pool_note},
+            )
+        ]
+        for obj in render.metallb_objects(self.profile, self.facts.metallb_pool):
+            arts.append(Artifact("object", f"{obj['kind']}/{obj['metadata']['name']}", obj))
+        return arts
+
+    def _pool(self, ctx: StepContext) -> AddressRange:
+        if self.facts.metallb_pool is not None:
+            return self.facts.metallb_pool
+        adapters = _adapters(ctx)
+        net_name = self.profile.management.network
+        network = adapters.runtime.network(net_name)
+        if network is None:
+            raise HostError(f"Docker network '{net_name}' not found after the cluster was created")
+        metallb = self.profile.components.metallb
+        return metallb_range(
+            network.ipam_config,
+            size=metallb.pool_size,
+            offset_from_top=metallb.pool_offset_from_top,
+            network=net_name,
+        )
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = _mgmt(ctx)
+        try:
+            pool = self._pool(ctx)
+            ok, _ = _deployment_available(kube, "controller", "metallb-system")
+            live = kube.get(
+                "metallb.io/v1beta1", "IPAddressPool",
+                self.profile.components.metallb.pool_name, "metallb-system",
+            )
+        except AdapterError:
+            return False
+        return ok and live is not None and (live.get("spec") or {}).get("addresses") == [str(pool)]
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = _adapters(ctx)
+        kube = _mgmt(ctx)
+        pool = self._pool(ctx)
+        ctx.note(f"MetalLB pool {pool} (IPv4 subnet {pool.subnet})")
+        for obj in _manifest_objects(adapters.fetch(self.profile.components.metallb.url)):
+            kube.apply(obj)
+        wait_until(
+            ctx, self.name, "MetalLB controller",
+            lambda: _deployment_available(kube, "controller", "metallb-system"),
+            timeout=self.timeout,
+        )
+        objects = render.metallb_objects(self.profile, pool)
+
+        def apply_pool() -> tuple[bool, str]:
+            # The pool webhook refuses connections for a while after the pod is Ready.
+            for obj in objects:
+                kube.apply(obj)
+            return True, f"pool {pool} accepted"
+
+        wait_until(ctx, self.name, "MetalLB to accept the address pool", apply_pool,
+                   timeout=self.timeout, interval=3)
+
+
+# --------------------------------------------------------------------------- per tenant
+
+
+@dataclass
+class TenantControlPlane:
+    profile: KamajiHamiProfile
+    tenant: TenantSpec
+    timeout: float = 600
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/control-plane"
+
+    @property
+    def title(self) -> str:
+        return f"Creating control plane of {self.tenant.name} (Kamaji)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/kamaji", "management/metallb")
+
+    @property
+    def namespace(self) -> str:
+        return self.profile.components.kamaji.tenant_namespace
+
+    def describe(self) -> list[Artifact]:
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+        tcp = render.tenant_control_plane(self.profile, self.tenant)
+        return [
+            Artifact("object", f"Namespace/{self.namespace}", ns),
+            Artifact("object", f"TenantControlPlane/{self.tenant.name}", tcp),
+            Artifact("file", f"{self.tenant.name}.kubeconfig",
+                     {"from": f"secret {self.namespace}/{self.tenant.name}-admin-kubeconfig "
+                      "key admin.conf", "mode": "0600"}),
+        ]
+
+    def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        tcp = kube.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane",
+                       self.tenant.name, self.namespace)
+        if tcp is None:
+            return False, "TenantControlPlane not found"
+        status = tcp.get("status") or {}
+        version = ((status.get("kubernetesResources") or {}).get("version") or {})
+        state = version.get("status", "Unknown")
+        endpoint = status.get("controlPlaneEndpoint", "")
+        return state == "Ready", f"status {state}" + (f", endpoint {endpoint}" if endpoint else "")
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = _mgmt(ctx)
+        ok, seen = self._ready(kube)
+        ctx.observe(self.name, seen)
+        if not ok:
+            return False
+        self._save_kubeconfig(ctx, kube)
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = _mgmt(ctx)
+        for art in self.describe():
+            if art.kind == "object":
+                kube.apply(art.body)
+        wait_until(ctx, self.name, f"TenantControlPlane {self.tenant.name} Ready",
+                   lambda: self._ready(kube), timeout=self.timeout, interval=5)
+        self._save_kubeconfig(ctx, kube)
+
+    def _save_kubeconfig(self, ctx: StepContext, kube: KubeGateway) -> None:
+        secret = f"{self.tenant.name}-admin-kubeconfig"
+        data = kube.secret_data(secret, self.namespace, "admin.conf")
+        if not data:
+            raise AdapterError(f"secret {self.namespace}/{secret} has no admin.conf yet")
+        path = write_secret(_adapters(ctx).tenant_kubeconfig(self.tenant.name), data)
+        ctx.note(f"kubeconfig saved to {path} (mode 0600)")
+
+
+@dataclass
+class TenantWorkers:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/workers"
+
+    @property
+    def title(self) -> str:
+        return f"Starting worker containers of {self.tenant.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/cluster",)
+
+    def specs(self) -> list[render.ContainerSpec]:
+        return [render.worker_container(self.profile, self.lab, self.tenant, i)
+                for i in range(self.tenant.workers.count)]
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("container", s.name, s.to_dict()) for s in self.specs()]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        runtime = _adapters(ctx).runtime
+        for spec in self.specs():
+            info = runtime.get(spec.name)
+            if info is None or not info.running:
+                return False
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        runtime = _adapters(ctx).runtime
+        for spec in self.specs():
+            info = runtime.get(spec.name)
+            if info is not None and info.running:
+                continue
+            if info is not None:  # stopped or half-created: kind nodes cannot be restarted
+                runtime.remove(spec.name)
+            if not runtime.image_present(spec.image):
+                raise HostError(
+                    f"worker image {spec.image} is not on this Docker host",
+                    hint=f"docker pull {spec.image}",
+                )
+            ctx.note(f"docker run {spec.name} ({spec.image})")
+            runtime.run_node(spec)
+
+
+@dataclass
+class JoinWorkers:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 300
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/join"
+
+    @property
+    def title(self) -> str:
+        return f"Joining workers to {self.tenant.name} (kubeadm)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/control-plane", f"{self.tenant.name}/workers")
+
+    def nodes(self) -> list[str]:
+        return [render.worker_name(self.lab, self.tenant.name, i)
+                for i in range(self.tenant.workers.count)]
+
+    def describe(self) -> list[Artifact]:
+        ignored = ",".join(IGNORED_PREFLIGHT)
+        return [
+            Artifact("command", f"join {node}", {
+                "container": node,
+                "steps": [
+                    f"copy {self.tenant.name}.kubeconfig to {WORKER_KUBECONFIG} (0600)",
+                    f"kubeadm token create --print-join-command --kubeconfig {WORKER_KUBECONFIG}",
+                    f"<join command> --ignore-preflight-errors={ignored}",
+                ],
+            }, cluster=self.tenant.name)
+            for node in self.nodes()
+        ]
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = _adapters(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _registered(self, kube: KubeGateway) -> set[str]:
+        return {n["metadata"]["name"] for n in kube.list_objects("v1", "Node")}
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            registered = self._registered(self._tenant(ctx))
+        except AdapterError:
+            return False
+        return set(self.nodes()) <= registered
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = _adapters(ctx)
+        kube = self._tenant(ctx)
+        registered = self._registered(kube)
+        kubeconfig = adapters.tenant_kubeconfig(self.tenant.name).read_bytes()
+        for node in self.nodes():
+            if node in registered:
+                continue
+            adapters.runtime.copy_in(node, WORKER_KUBECONFIG, kubeconfig, mode=0o600)
+            token = adapters.runtime.exec(
+                node, ["kubeadm", "token", "create", "--print-join-command",
+                       "--kubeconfig", WORKER_KUBECONFIG], timeout=120,
+            )
+            if not token.ok or "kubeadm join" not in token.stdout:
+                raise AdapterError(
+                    f"could not create a join token on {node}",
+                    output=(token.stderr or token.stdout).strip()[-2000:],
+                )
+            argv = [*shlex.split(token.stdout.strip()),
+                    f"--ignore-preflight-errors={','.join(IGNORED_PREFLIGHT)}"]
+            ctx.note(f"kubeadm join on {node}")
+            result = adapters.runtime.exec(node, argv, timeout=self.timeout)
+            if not result.ok:
+                tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+                raise AdapterError(f"kubeadm join failed on {node}: {' | '.join(tail)}",
+                                   hint="gpulab logs collects the worker's kubelet journal",
+                                   output=result.stderr)
+        wait_until(ctx, self.name, f"nodes {', '.join(self.nodes())} registered",
+                   lambda: self._seen(kube), timeout=self.timeout, interval=3)
+
+    def _seen(self, kube: KubeGateway) -> tuple[bool, str]:
+        registered = self._registered(kube)
+        missing = sorted(set(self.nodes()) - registered)
+        return not missing, f"missing {', '.join(missing)}" if missing else "all registered"
+
+
+@dataclass
+class Calico:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 420
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/calico"
+
+    @property
+    def title(self) -> str:
+        return f"Installing Calico in {self.tenant.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/join",)
+
+    def describe(self) -> list[Artifact]:
+        calico = self.profile.components.calico
+        return [Artifact("manifest", f"calico-{calico.version}", {
+            "url": calico.url,
+            "apply": "server-side",
+            "set_env": {"daemonset/calico-node": render.calico_pool_env(self.tenant)},
+        }, cluster=self.tenant.name)]
+
+    def objects(self, text: str) -> list[dict[str, Any]]:
+        """The upstream manifest with calico-node's IPv4 pool set to the tenant's pod CIDR."""
+        objects = _manifest_objects(text)
+        env = render.calico_pool_env(self.tenant)
+        for obj in objects:
+            if obj.get("kind") == "DaemonSet" and obj["metadata"]["name"] == "calico-node":
+                for container in obj["spec"]["template"]["spec"]["containers"]:
+                    if container.get("name") == "calico-node":
+                        entries = [e for e in container.get("env", []) if e.get("name") not in env]
+                        entries += [{"name": k, "value": v} for k, v in env.items()]
+                        container["env"] = entries
+        return objects
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = _adapters(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _nodes_ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        nodes = kube.list_objects("v1", "Node")
+        not_ready = [n["metadata"]["name"] for n in nodes if not _node_ready(n)]
+        ok, seen = _daemonset_ready(kube, "calico-node", "kube-system")
+        if not ok:
+            return ok, seen
+        return bool(nodes) and not not_ready, (
+            f"not Ready: {', '.join(not_ready)}" if not_ready else f"{len(nodes)} node(s) Ready"
+        )
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            ok, _ = self._nodes_ready(self._tenant(ctx))
+        except AdapterError:
+            return False
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = self._tenant(ctx)
+        text = _adapters(ctx).fetch(self.profile.components.calico.url)
+        for obj in self.objects(text):
+            kube.apply(obj)
+        wait_until(ctx, self.name, "calico-node ready and nodes Ready",
+                   lambda: self._nodes_ready(kube), timeout=self.timeout, interval=5)
+
+
+@dataclass
+class Hami:
+    profile: KamajiHamiProfile
+    tenant: TenantSpec
+    timeout: float = 420
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/hami"
+
+    @property
+    def title(self) -> str:
+        return f"Installing HAMi with the mock device plugin in {self.tenant.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/calico",)
+
+    @property
+    def release(self) -> render.HelmRelease:
+        return render.hami_release(self.profile, self.tenant)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("helm-release", self.release.name, self.release.to_dict(),
+                         cluster=self.tenant.name)]
+
+    def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        ok, seen = _deployment_available(kube, "hami-scheduler", self.release.namespace)
+        if not ok:
+            return ok, seen
+        if kube.get("v1", "ConfigMap", "hami-scheduler-device", self.release.namespace) is None:
+            return False, "ConfigMap hami-scheduler-device not created yet"
+        return True, "hami-scheduler available"
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = _adapters(ctx)
+        path = adapters.tenant_kubeconfig(self.tenant.name)
+        try:
+            if not adapters.helm(path).installed(self.release):
+                return False
+            ok, _ = self._ready(adapters.kube(path))
+        except AdapterError:
+            return False
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = _adapters(ctx)
+        path = adapters.tenant_kubeconfig(self.tenant.name)
+        adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
+        kube = adapters.kube(path)
+        wait_until(ctx, self.name, "hami-scheduler ready", lambda: self._ready(kube),
+                   timeout=self.timeout, interval=5)
+
+
+@dataclass
+class MockGpus:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 180
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/gpus"
+
+    @property
+    def title(self) -> str:
+        return f"Describing mock GPUs on {self.tenant.name}'s workers"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/hami",)
+
+    def nodes(self) -> list[tuple[str, int]]:
+        return [(render.worker_name(self.lab, self.tenant.name, i), i)
+                for i in range(self.tenant.workers.count)]
+
+    def describe(self) -> list[Artifact]:
+        return [
+            Artifact("node-patch", node, {
+                "annotations": {
+                    render.GPU_REGISTER_ANNOTATION: render.gpu_register_annotation(self.tenant, i)
+                },
+                "statusPatch": render.gpu_capacity_patch(self.tenant),
+                "expectAllocatable": {k: str(v) for k, v in
+                                      render.gpu_capacity(self.tenant).items()},
+            }, cluster=self.tenant.name)
+            for node, i in self.nodes()
+        ]
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = _adapters(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _advertised(self, kube: KubeGateway) -> tuple[bool, str]:
+        want = {k: str(v) for k, v in render.gpu_capacity(self.tenant).items()}
+        for node, _ in self.nodes():
+            live = kube.get("v1", "Node", node)
+            if live is None:
+                return False, f"node {node} not found"
+            alloc = (live.get("status") or {}).get("allocatable") or {}
+            got = {k: str(alloc.get(k, "0")) for k in want}
+            if got != want:
+                return False, f"{node} allocatable {json.dumps(got, sort_keys=True)}"
+        return True, "allocatable matches the profile on every worker"
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        if not self.tenant.gpus:
+            return True
+        try:
+            kube = self._tenant(ctx)
+            for node, i in self.nodes():
+                live = kube.get("v1", "Node", node) or {}
+                annotations = (live.get("metadata") or {}).get("annotations") or {}
+                wanted = render.gpu_register_annotation(self.tenant, i)
+                if annotations.get(render.GPU_REGISTER_ANNOTATION) != wanted:
+                    return False
+            ok, _ = self._advertised(kube)
+        except AdapterError:
+            return False
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = self._tenant(ctx)
+        for node, i in self.nodes():
+            # Capacity first: the mock plugin reports zero until nvidia.com/gpu capacity > 0.
+            kube.patch_node_status(node, render.gpu_capacity_patch(self.tenant))
+            kube.annotate("v1", "Node", node, {
+                render.GPU_REGISTER_ANNOTATION: render.gpu_register_annotation(self.tenant, i)
+            })
+        wait_until(ctx, self.name, "mock GPUs advertised", lambda: self._advertised(kube),
+                   timeout=self.timeout, interval=5)
+
+
+def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[Step]:
+    """Every step of `up` for this profile, in the one order that matters."""
+    steps: list[Step] = [
+        ManagementCluster(profile, lab),
+        HelmAddon(
+            render.helm_release(profile.components.cert_manager),
+            name="management/cert-manager",
+            title="Installing cert-manager",
+            requires=("management/cluster",),
+            ready=_cert_manager_ready,
+            ready_what="cert-manager webhook to admit objects",
+        ),
+        MetalLB(profile, facts),
+        HelmAddon(
+            render.kamaji_release(profile),
+            name="management/kamaji",
+            title="Installing Kamaji",
+            requires=("management/cert-manager",),
+            ready=_kamaji_ready,
+            ready_what="Kamaji CRDs and controller",
+        ),
+    ]
+    for tenant in profile.tenants:
+        steps += [
+            TenantControlPlane(profile, tenant),
+            TenantWorkers(profile, lab, tenant),
+            JoinWorkers(profile, lab, tenant),
+            Calico(profile, lab, tenant),
+            Hami(profile, tenant),
+            MockGpus(profile, lab, tenant),
+        ]
+    return steps
