@@ -183,6 +183,217 @@ def plan(
     _guard(body)
 
 
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show each step's details.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, str]:
+    from gpulab import core
+
+    loaded = _load(profile)
+    return loaded, core.lab_name(loaded.profile, name)
+
+
+@app.command()
+def up(
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    verbose: VerboseOpt = False,
+    json_events: Annotated[
+        bool, typer.Option("--json", help="One JSON event per line on stdout.")
+    ] = False,
+    skip_preflight: Annotated[
+        bool, typer.Option("--skip-preflight", help="Do not stop on failed doctor checks.")
+    ] = False,
+) -> None:
+    """Build the lab. Safe to re-run: finished steps are skipped, a failed or interrupted run
+    continues from the first unfinished step."""
+
+    def body() -> int:
+        from gpulab import core
+        from gpulab.progress import make_reporter
+
+        loaded, lab = _resolve_lab(profile, name)
+        if not json_events:
+            err.print(f"Building lab '{lab}' from {loaded.source}", markup=False)
+        with make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
+            result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
+        if result.interrupted:
+            err.print(f"interrupted: lab '{lab}' is partly built; run `gpulab up` to continue "
+                      f"or `gpulab down --name {lab}` to remove it", markup=False)
+            return int(ExitCode.INTERRUPTED)
+        if not result.ok:
+            for failure in result.failures:
+                error = failure.error
+                err.print(f"error: {error}", markup=False)
+                if failure.last_seen:
+                    err.print(f"  last seen: {failure.last_seen}", markup=False)
+            err.print(f"next: `gpulab up` resumes from here; `gpulab logs --name {lab}` collects "
+                      f"diagnostics; `gpulab down --name {lab}` removes the lab", markup=False)
+            codes = {int(f.error.exit_code) for f in result.failures if f.error}
+            return max(codes) if codes else int(ExitCode.FAILED)
+        if not json_events:
+            if result.all_skipped:
+                err.print(f"lab '{lab}' is already up; nothing to do", markup=False)
+            else:
+                err.print(f"lab '{lab}' is up. Next: gpulab verify --name {lab}", markup=False)
+        return 0
+
+    _guard(body)
+
+
+@app.command()
+def down(
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove everything the lab owns (found by Docker labels), then check nothing is left."""
+
+    def body() -> int:
+        from gpulab import core
+        from gpulab.tools import find_tool
+
+        lab = name or _load(profile).profile.name
+        lab = core.lab_name(_load(profile).profile, lab)
+        runtime = core.connect_runtime()
+        kind = None
+        kind_binary = find_tool("kind")
+        if kind_binary:
+            from gpulab.adapters.kind import KindCli
+
+            kind = KindCli(binary=kind_binary)
+        result = core.down(lab, runtime, kind)
+        if json_out:
+            typer.echo(json.dumps({"lab": lab, "removed": result.removed, "kept": result.kept,
+                                   "leftovers": result.leftovers}, indent=2))
+        else:
+            if not result.removed:
+                err.print(f"nothing to remove: no lab named '{lab}' on this host", markup=False)
+            for item in result.removed:
+                err.print(f" - removed {item}", markup=False)
+            for item in result.kept:
+                err.print(f" = kept {item}", markup=False)
+            if not kind_binary:
+                err.print("note: kind not found; removed the cluster's containers by label",
+                          markup=False)
+        if result.leftovers:
+            err.print(f"error: still present after down: {', '.join(result.leftovers)}",
+                      markup=False)
+            return int(ExitCode.FAILED)
+        if result.removed and not json_out:
+            err.print(f"lab '{lab}' removed; nothing labelled for it is left", markup=False)
+        return 0
+
+    _guard(body)
+
+
+@app.command()
+def status(
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.text,
+) -> None:
+    """Show what exists for the lab: management cluster, tenants' workers, kubeconfigs."""
+
+    def body() -> int:
+        from gpulab import core
+
+        loaded, lab = _resolve_lab(profile, name)
+        info = core.status(lab, core.connect_runtime(), loaded.profile)
+        if output is not Output.text:
+            typer.echo(json.dumps(info, indent=2))
+            return 0
+        if not info["exists"]:
+            err.print(f"no lab named '{lab}' on this host (gpulab up --name {lab} builds it)",
+                      markup=False)
+        mgmt = info["management"]
+        out.print(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}",
+                  markup=False)
+        table = Table("TENANT", "WORKER", "STATE", "IP", "KUBECONFIG", box=None)
+        for tenant, entry in info["tenants"].items():
+            for worker in entry["workers"]:
+                table.add_row(tenant, worker["name"], worker["state"], worker["ip"],
+                              entry["kubeconfig"] or "-")
+        out.print(table)
+        return 0
+
+    _guard(body)
+
+
+@app.command()
+def doctor(
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    install_tools: Annotated[
+        bool, typer.Option("--install-tools",
+                           help="Download the pinned kind and helm into gpulab's cache "
+                                "(checksums verified).")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check the host can run the lab: Docker, CPU, memory, disk, inotify, kind, helm, names."""
+
+    def body() -> int:
+        from gpulab import core
+        from gpulab.tools import HELM_VERSION, find_tool, install_tool
+
+        loaded, lab = _resolve_lab(profile, name)
+        if install_tools:
+            for tool, version in (("kind", loaded.profile.management.kind_version),
+                                  ("helm", HELM_VERSION)):
+                if find_tool(tool) is None:
+                    path = install_tool(tool, version)
+                    err.print(f"installed {tool} {version} at {path}", markup=False)
+        runtime = None
+        docker_error = ""
+        try:
+            runtime = core.connect_runtime(timeout=5)
+        except GpulabError as error:
+            docker_error = str(error)
+        findings = core.preflight(loaded.profile, lab, runtime, docker_error)
+        if json_out:
+            typer.echo(json.dumps([f.to_dict() for f in findings], indent=2))
+        else:
+            table = Table("CHECK", "STATUS", "DETAIL", "FIX", box=None)
+            colors = {"ok": "green", "warn": "yellow", "fail": "red"}
+            for f in findings:
+                table.add_row(f.check, f"[{colors[f.status]}]{f.status}[/]", f.detail, f.fix)
+            out.print(table)
+        return int(ExitCode.HOST) if any(f.status == "fail" for f in findings) else 0
+
+    _guard(body)
+
+
+@app.command()
+def kubeconfig(
+    tenant: Annotated[str, typer.Argument(help="Tenant name, or 'management'.")],
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    export: Annotated[
+        bool, typer.Option("--export", help="Print `export KUBECONFIG=...` for eval.")
+    ] = False,
+) -> None:
+    """Print the path of a tenant's saved kubeconfig (never its contents)."""
+
+    def body() -> int:
+        from gpulab.errors import UsageError
+        from gpulab.paths import lab_dir
+
+        loaded, lab = _resolve_lab(profile, name)
+        known = ["management", *(t.name for t in loaded.profile.tenants)]
+        if tenant not in known:
+            raise UsageError(f"unknown tenant '{tenant}'", hint=f"choose from {', '.join(known)}")
+        path = lab_dir(lab) / f"{tenant}.kubeconfig"
+        if not path.is_file():
+            raise UsageError(f"no kubeconfig saved for {tenant} in lab '{lab}'",
+                             hint=f"run gpulab up --name {lab}")
+        typer.echo(f"export KUBECONFIG={path}" if export else str(path))
+        return 0
+
+    _guard(body)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from gpulab.errors import GpulabError
+from gpulab.errors import GpulabError, HostError
 from gpulab.profile.model import _dns_label
 
 if TYPE_CHECKING:
-    from gpulab.adapters.base import ContainerRuntime
+    from collections.abc import Callable
+
+    from gpulab.adapters.base import ContainerRuntime, KindProvider
+    from gpulab.doctor import Finding
+    from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
     from gpulab.profile.model import Profile
+    from gpulab.stacks.kamaji_hami import LabAdapters
 
-__all__ = ["connect_runtime", "lab_name", "plan_steps"]
+__all__ = [
+    "Teardown",
+    "connect_runtime",
+    "down",
+    "lab_adapters",
+    "lab_name",
+    "plan_steps",
+    "preflight",
+    "status",
+    "up",
+]
 
 
 def lab_name(profile: Profile, override: str | None) -> str:
@@ -51,3 +67,177 @@ def plan_steps(
     if runtime is not None and facts.pool_error:
         note = f"MetalLB range pending: {facts.pool_error}"
     return kamaji_hami.build_steps(profile, lab, facts), note
+
+
+# --------------------------------------------------------------------------- up
+
+
+def lab_adapters(profile: Profile, lab: str, runtime: ContainerRuntime) -> LabAdapters:
+    """The real adapters for a lab (kind, helm and the Kubernetes client by kubeconfig path)."""
+    from gpulab.adapters.helm import PyHelm3Gateway
+    from gpulab.adapters.kind import KindCli
+    from gpulab.adapters.kube import KubeClient
+    from gpulab.manifests import fetch_manifest
+    from gpulab.paths import lab_dir
+    from gpulab.stacks.kamaji_hami import LabAdapters
+    from gpulab.tools import find_tool
+
+    kind_binary = find_tool("kind")
+    helm_binary = find_tool("helm")
+    if kind_binary is None or helm_binary is None:
+        missing = " and ".join(n for n, b in (("kind", kind_binary), ("helm", helm_binary))
+                               if b is None)
+        raise HostError(f"{missing} not found on PATH or in gpulab's cache",
+                        hint="run gpulab doctor --install-tools")
+    folder = lab_dir(lab)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return LabAdapters(
+        runtime=runtime,
+        kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig"),
+        kube=KubeClient,
+        helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
+        fetch=fetch_manifest,
+        lab_dir=folder,
+    )
+
+
+def preflight(profile: Profile, lab: str, runtime: ContainerRuntime | None,
+              docker_error: str = "") -> list[Finding]:
+    """Doctor's findings for this profile and lab."""
+    from gpulab.doctor import diagnose, observe_host
+    from gpulab.tools import find_tool
+
+    clusters: tuple[str, ...] = ()
+    kind_binary = find_tool("kind")
+    if kind_binary and runtime is not None:
+        from gpulab.adapters.kind import KindCli
+
+        try:
+            clusters = tuple(KindCli(binary=kind_binary).clusters())
+        except GpulabError:
+            clusters = ()
+    snapshot = observe_host(runtime, docker_error, kind_binary=kind_binary,
+                            helm_binary=find_tool("helm"), kind_clusters=clusters)
+    return diagnose(snapshot, profile, lab)
+
+
+def up(profile: Profile, name: str | None, report: Reporter, *,
+       adapters: LabAdapters | None = None, skip_preflight: bool = False,
+       sleep: Callable[[float], None] | None = None) -> RunResult:
+    """Build the lab; idempotent and resumable (state is what exists)."""
+    from gpulab.engine.runner import run_steps
+    from gpulab.engine.step import StepContext
+    from gpulab.stacks import kamaji_hami
+
+    lab = lab_name(profile, name)
+    if adapters is None:
+        runtime = connect_runtime()
+        if not skip_preflight:
+            failed = [f for f in preflight(profile, lab, runtime) if f.status == "fail"]
+            if failed:
+                first = failed[0]
+                more = f" (+{len(failed) - 1} more; see gpulab doctor)" if len(failed) > 1 else ""
+                raise HostError(f"preflight: {first.check}: {first.detail}{more}",
+                                hint=first.fix or "see gpulab doctor")
+        adapters = lab_adapters(profile, lab, runtime)
+    facts = kamaji_hami.observe_host_facts(profile, adapters.runtime)
+    steps = kamaji_hami.build_steps(profile, lab, facts)
+    ctx = StepContext(lab=lab, adapters=adapters)
+    if sleep is not None:
+        ctx.sleep = sleep
+    return run_steps(steps, ctx, report)
+
+
+# --------------------------------------------------------------------------- down
+
+
+@dataclass
+class Teardown:
+    """What `down` removed and what (if anything) is left."""
+
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+
+
+def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Teardown:
+    """Remove everything labelled for the lab; works on half-built labs and after crashes."""
+    import shutil
+
+    from gpulab.paths import lab_dir
+    from gpulab.render import LABEL_LAB, kind_cluster_name
+
+    result = Teardown()
+    cluster = kind_cluster_name(lab)
+    kind_label = {"io.x-k8s.kind.cluster": cluster}
+    if kind is not None and cluster in kind.clusters():
+        kind.delete(cluster)
+        result.removed.append(f"kind cluster {cluster}")
+    # Whatever kind could not remove (no kind binary, a crash mid-create) goes by label.
+    for labels in ({LABEL_LAB: lab}, kind_label):
+        for container in runtime.containers(labels):
+            if runtime.remove(container.name):
+                result.removed.append(f"container {container.name}")
+        for volume in runtime.volumes(labels):
+            if runtime.remove_volume(volume):
+                result.removed.append(f"volume {volume}")
+        for network in runtime.networks(labels):
+            if runtime.remove_network(network.name):
+                result.removed.append(f"network {network.name}")
+    folder = lab_dir(lab)
+    if folder.exists():
+        shutil.rmtree(folder)
+        result.removed.append(f"lab files {folder}")
+    for labels in ({LABEL_LAB: lab}, kind_label):
+        result.leftovers += [f"container {c.name}" for c in runtime.containers(labels)]
+        result.leftovers += [f"volume {v}" for v in runtime.volumes(labels)]
+        result.leftovers += [f"network {n.name}" for n in runtime.networks(labels)]
+    if kind is not None and cluster in kind.clusters():
+        result.leftovers.append(f"kind cluster {cluster}")
+    shared = runtime.network("kind")
+    if shared is not None and result.removed:
+        result.kept.append("Docker network 'kind' (shared by every kind cluster on this host; "
+                           "`docker network rm kind` when nothing uses it)")
+    return result
+
+
+# --------------------------------------------------------------------------- status
+
+
+def status(lab: str, runtime: ContainerRuntime, profile: Profile | None) -> dict[str, Any]:
+    """What exists for the lab, from Docker labels (and the profile for what is missing)."""
+    from gpulab.paths import lab_dir
+    from gpulab.render import LABEL_LAB, LABEL_TENANT, kind_cluster_name, worker_name
+
+    cluster = kind_cluster_name(lab)
+    node = runtime.get(f"{cluster}-control-plane")
+    workers = runtime.containers({LABEL_LAB: lab})
+    tenants: dict[str, dict[str, Any]] = {}
+    for container in workers:
+        tenant = container.labels.get(LABEL_TENANT, "?")
+        entry = tenants.setdefault(tenant, {"workers": []})
+        entry["workers"].append({"name": container.name, "state": container.status,
+                                 "ip": next(iter(container.networks.values()), "")})
+    if profile is not None:
+        for spec in profile.tenants:
+            entry = tenants.setdefault(spec.name, {"workers": []})
+            have = {w["name"] for w in entry["workers"]}
+            for index in range(spec.workers.count):
+                wanted = worker_name(lab, spec.name, index)
+                if wanted not in have:
+                    entry["workers"].append({"name": wanted, "state": "missing", "ip": ""})
+    folder = lab_dir(lab)
+    for tenant, entry in tenants.items():
+        kubeconfig = folder / f"{tenant}.kubeconfig"
+        entry["kubeconfig"] = str(kubeconfig) if kubeconfig.exists() else ""
+    return {
+        "lab": lab,
+        "management": {
+            "cluster": cluster,
+            "state": node.status if node else "missing",
+            "kubeconfig": str(folder / "management.kubeconfig")
+            if (folder / "management.kubeconfig").exists() else "",
+        },
+        "tenants": dict(sorted(tenants.items())),
+        "exists": node is not None or bool(workers),
+    }

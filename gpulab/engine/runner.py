@@ -1,8 +1,9 @@
 """Run a plan: each step observes then acts; independent steps (tenants) run concurrently.
 
 The lab's state is what exists, so a re-run skips satisfied steps and continues from the first one
-that is not; there is no local progress file to get out of sync. A failure stops new steps from
-starting, lets running ones finish, and reports every result.
+that is not; there is no local progress file to get out of sync. A failed step blocks only the
+steps that depend on it (one tenant's failure does not stop another tenant); an interrupt stops
+new steps from starting. Every step's result is reported.
 """
 
 from __future__ import annotations
@@ -148,7 +149,6 @@ def run_steps(
             elapsed = clock() - started
             result = StepResult(step.name, step.title, Outcome.FAILED, elapsed, wrapped, last)
             report(Event(step.name, "failed", step.title, result.elapsed, str(err)))
-            stop.set()
             return result
         result = StepResult(step.name, step.title, Outcome.DONE, clock() - started)
         report(Event(step.name, "done", step.title, result.elapsed))

@@ -117,6 +117,8 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
     except ValidationError as err:
         problems.extend(_describe(source, lines, err.errors()))
         raise ProfileError(source, problems) from None
+    for loc, message in profile.semantic_problems():
+        problems.append(f"{_line(source, lines, loc)}{format_path(loc)}: {message}")
     if problems:
         raise ProfileError(source, problems)
     return profile

@@ -277,24 +277,6 @@ class TenantSpec(_Strict):
     _version = field_validator("kubernetes_version")(_kube_version)
     _cidrs = field_validator("pod_cidr", "service_cidr")(_cidr)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> TenantSpec:
-        pod = ipaddress.ip_network(self.pod_cidr)
-        svc = ipaddress.ip_network(self.service_cidr)
-        if pod.overlaps(svc):
-            raise ValueError(
-                f"pod_cidr {self.pod_cidr} overlaps service_cidr {self.service_cidr}"
-            )
-        match = _KINDEST_TAG.match(self.workers.image)
-        if match and match.group(1) != self.kubernetes_version:
-            raise ValueError(
-                f"workers.image is kindest/node {match.group(1)} but kubernetes_version is "
-                f"{self.kubernetes_version}; the worker's kubelet must match the tenant"
-            )
-        if self.control_plane.port == self.control_plane.konnectivity_port:
-            raise ValueError("control_plane.port and konnectivity_port must differ")
-        return self
-
     def device_ids(self, worker_index: int) -> list[str]:
         """Mock device ids of one worker, unique across the tenant."""
         ids: list[str] = []
@@ -322,20 +304,45 @@ class KamajiHamiProfile(_Strict):
 
     _name = field_validator("name")(_dns_label)
 
-    @model_validator(mode="after")
-    def _cross_checks(self) -> KamajiHamiProfile:
+    def semantic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Rules across fields, each with the field path it is about."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
         seen: set[str] = set()
-        for tenant in self.tenants:
-            if tenant.name in seen:
-                raise ValueError(f"duplicate tenant name '{tenant.name}'")
-            seen.add(tenant.name)
         for index, tenant in enumerate(self.tenants):
+            at = ("tenants", index)
+            if tenant.name in seen:
+                problems.append(((*at, "name"), f"duplicate tenant name '{tenant.name}'"))
+            seen.add(tenant.name)
             problem = compat.kamaji_tenant_version_problem(
                 self.components.kamaji.image_tag, tenant.kubernetes_version
             )
             if problem:
-                raise ValueError(f"tenants[{index}].kubernetes_version: {problem}")
-        return self
+                problems.append(((*at, "kubernetes_version"), problem))
+            if ipaddress.ip_network(tenant.pod_cidr).overlaps(
+                ipaddress.ip_network(tenant.service_cidr)
+            ):
+                problems.append((
+                    (*at, "service_cidr"),
+                    f"{tenant.service_cidr} overlaps pod_cidr {tenant.pod_cidr}",
+                ))
+            match = _KINDEST_TAG.match(tenant.workers.image)
+            if match and match.group(1) != tenant.kubernetes_version:
+                problems.append((
+                    (*at, "workers", "image"),
+                    f"kindest/node {match.group(1)} does not match kubernetes_version "
+                    f"{tenant.kubernetes_version}; the worker's kubelet must match its tenant",
+                ))
+            cp = tenant.control_plane
+            if cp.port == cp.konnectivity_port:
+                problems.append((
+                    (*at, "control_plane", "konnectivity_port"),
+                    f"must differ from control_plane.port ({cp.port})",
+                ))
+            ids = tenant.device_ids(0)
+            if len(set(ids)) != len(ids):
+                problems.append(((*at, "gpus"), "two GPU entries produce the same device ids; "
+                                 "give each model its own id_prefix"))
+        return problems
 
     def tenant(self, name: str) -> TenantSpec:
         for tenant in self.tenants:

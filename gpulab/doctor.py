@@ -1,0 +1,245 @@
+"""`gpulab doctor` and `up`'s preflight: pure findings over observed host facts.
+
+Observation (`observe_host`) is the only I/O; `diagnose` turns facts into ok/warn/fail findings,
+each with the fix, so it is tested without a host.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpulab.errors import GpulabError
+from gpulab.netcalc import ipv4_subnets
+from gpulab.render import LABEL_LAB, kind_cluster_name
+
+if TYPE_CHECKING:
+    from gpulab.adapters.base import ContainerInfo, ContainerRuntime, NetworkInfo, RuntimeInfo
+    from gpulab.profile.model import KamajiHamiProfile
+
+__all__ = ["Finding", "HostSnapshot", "diagnose", "needs", "observe_host"]
+
+GIB = 1024**3
+INOTIFY_WATCHES = 524288
+INOTIFY_INSTANCES = 512
+MIN_DOCKER_MAJOR = 20
+# Rough budgets (docs/peers-and-users.md §3): a control plane ~0.5 GiB, a worker ~0.3 GiB before
+# add-ons; with cert-manager, MetalLB, Kamaji, etcd, Calico and HAMi the write-up needed 8 GB free
+# for two tenants.
+BASE_MEMORY_GIB = 4.0
+TENANT_MEMORY_GIB = 2.0
+BASE_DISK_GIB = 12.0
+TENANT_DISK_GIB = 4.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One doctor line: what was checked, ok/warn/fail, what was seen and the fix."""
+
+    check: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    """Everything doctor looks at, observed once."""
+
+    docker: RuntimeInfo | None = None
+    docker_error: str = ""
+    disk_free_bytes: int | None = None
+    inotify_watches: int | None = None
+    inotify_instances: int | None = None
+    kind_version: str | None = None  # None: not found
+    helm_version: str | None = None
+    kind_clusters: tuple[str, ...] = ()
+    containers: tuple[ContainerInfo, ...] = ()
+    networks: tuple[NetworkInfo, ...] = ()
+    images_present: dict[str, bool] = field(default_factory=dict)
+
+
+def needs(profile: KamajiHamiProfile) -> tuple[float, float, int]:
+    """(memory GiB, disk GiB, CPUs) the profile needs."""
+    workers = sum(t.workers.count for t in profile.tenants)
+    memory = BASE_MEMORY_GIB + TENANT_MEMORY_GIB * len(profile.tenants) + 0.3 * workers
+    disk = BASE_DISK_GIB + TENANT_DISK_GIB * len(profile.tenants)
+    return memory, disk, 2
+
+
+def diagnose(snapshot: HostSnapshot, profile: KamajiHamiProfile, lab: str) -> list[Finding]:
+    """Findings in a stable order; any `fail` stops `up` before it creates anything."""
+    out: list[Finding] = []
+    info = snapshot.docker
+    if info is None:
+        out.append(Finding("docker", "fail", snapshot.docker_error or "Docker not reachable",
+                           "start the Docker engine (or set DOCKER_HOST), then retry"))
+        return out
+    major = _major(info.version)
+    out.append(Finding(
+        "docker", "ok" if major >= MIN_DOCKER_MAJOR else "warn",
+        f"Docker {info.version} (API {info.api_version}, {info.os})",
+        "" if major >= MIN_DOCKER_MAJOR else f"Docker {MIN_DOCKER_MAJOR}+ is recommended",
+    ))
+    memory, disk, cpus = needs(profile)
+    have_mem = info.memory_bytes / GIB
+    out.append(Finding(
+        "memory", "ok" if have_mem >= memory else "warn",
+        f"{have_mem:.1f} GiB for Docker; the profile needs about {memory:.1f} GiB",
+        "" if have_mem >= memory else "free memory, give Docker more, or remove a tenant",
+    ))
+    out.append(Finding(
+        "cpu", "ok" if info.cpus >= cpus else "fail", f"{info.cpus} CPUs (need {cpus})",
+        "" if info.cpus >= cpus else f"give Docker at least {cpus} CPUs",
+    ))
+    if snapshot.disk_free_bytes is not None:
+        free = snapshot.disk_free_bytes / GIB
+        out.append(Finding(
+            "disk", "ok" if free >= disk else "warn",
+            f"{free:.1f} GiB free for Docker; the profile needs about {disk:.0f} GiB",
+            "" if free >= disk else "free disk space (docker system prune)",
+        ))
+    out.extend(_inotify(snapshot))
+    out.append(_tool("kind", snapshot.kind_version, profile.management.kind_version))
+    out.append(_tool("helm", snapshot.helm_version, "v3.8.0", minimum=True))
+    out.extend(_collisions(snapshot, profile, lab))
+    return out
+
+
+def _major(version: str) -> int:
+    match = re.match(r"v?(\d+)", version)
+    return int(match.group(1)) if match else 0
+
+
+def _inotify(snapshot: HostSnapshot) -> list[Finding]:
+    out = []
+    for name, value, want in (
+        ("inotify watches", snapshot.inotify_watches, INOTIFY_WATCHES),
+        ("inotify instances", snapshot.inotify_instances, INOTIFY_INSTANCES),
+    ):
+        if value is None:
+            continue
+        key = "max_user_watches" if "watches" in name else "max_user_instances"
+        ok = value >= want
+        out.append(Finding(
+            name, "ok" if ok else "warn", f"fs.inotify.{key} = {value} (kind recommends {want})",
+            "" if ok else f"sudo sysctl fs.inotify.{key}={want}",
+        ))
+    return out
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+def _tool(name: str, found: str | None, wanted: str, *, minimum: bool = False) -> Finding:
+    if found is None:
+        return Finding(name, "fail", f"{name} not found",
+                       f"gpulab doctor --install-tools, or install {name} {wanted}")
+    if minimum:
+        ok = _version_tuple(found) >= _version_tuple(wanted)
+        return Finding(name, "ok" if ok else "fail", f"{name} {found}",
+                       "" if ok else f"install {name} {wanted} or newer")
+    same = _version_tuple(found) == _version_tuple(wanted)
+    return Finding(name, "ok" if same else "warn", f"{name} {found} (profile pins {wanted})",
+                   "" if same else f"gpulab doctor --install-tools installs {name} {wanted}")
+
+
+def _collisions(snapshot: HostSnapshot, profile: KamajiHamiProfile, lab: str) -> list[Finding]:
+    out: list[Finding] = []
+    prefix = f"gpulab-{lab}-"
+    foreign = [c.name for c in snapshot.containers
+               if c.name.startswith(prefix) and c.labels.get(LABEL_LAB) != lab]
+    if foreign:
+        out.append(Finding("names", "fail",
+                           f"containers named like this lab's but not labelled for it: "
+                           f"{', '.join(sorted(foreign))}",
+                           "remove them, or choose another --name"))
+    else:
+        ours = sum(1 for c in snapshot.containers if c.labels.get(LABEL_LAB) == lab)
+        cluster = kind_cluster_name(lab)
+        state = "exists (up resumes it)" if cluster in snapshot.kind_clusters or ours else "free"
+        out.append(Finding("names", "ok", f"lab '{lab}' {state}"))
+    network = next((n for n in snapshot.networks if n.name == profile.management.network), None)
+    subnets = ipv4_subnets(network.ipam_config) if network else []
+    clashes = []
+    for tenant in profile.tenants:
+        for label, cidr in (("pod_cidr", tenant.pod_cidr), ("service_cidr", tenant.service_cidr)):
+            net = ipaddress.ip_network(cidr)
+            for subnet in subnets:
+                if net.overlaps(subnet):
+                    clashes.append(f"{tenant.name}.{label} {cidr} overlaps Docker network "
+                                   f"'{profile.management.network}' {subnet}")
+    if clashes:
+        out.append(Finding("subnets", "fail", "; ".join(clashes),
+                           "change the tenant CIDRs in the profile"))
+    elif network is not None:
+        out.append(Finding("subnets", "ok",
+                           f"network '{network.name}' {', '.join(map(str, subnets)) or 'no IPv4'}"))
+    else:
+        out.append(Finding("subnets", "ok",
+                           f"network '{profile.management.network}' will be created by kind"))
+    return out
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _tool_version(binary: str | None, argv: list[str], pattern: str) -> str | None:
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run([binary, *argv], capture_output=True, text=True, timeout=20,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(pattern, done.stdout + done.stderr)
+    return match.group(1) if match else "unknown"
+
+
+def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
+                 kind_binary: str | None = None, helm_binary: str | None = None,
+                 kind_clusters: tuple[str, ...] = ()) -> HostSnapshot:
+    """Gather the snapshot (the only I/O in doctor)."""
+    info = None
+    containers: tuple[ContainerInfo, ...] = ()
+    networks: tuple[NetworkInfo, ...] = ()
+    if runtime is not None:
+        try:
+            info = runtime.info()
+            containers = tuple(runtime.containers({}))
+            networks = tuple(runtime.networks())
+        except GpulabError as err:
+            docker_error = str(err)
+            info = None
+    disk_root = Path("/var/lib/docker")
+    try:
+        disk_free = shutil.disk_usage(disk_root if disk_root.exists() else Path.home()).free
+    except OSError:
+        disk_free = None
+    return HostSnapshot(
+        docker=info,
+        docker_error=docker_error,
+        disk_free_bytes=disk_free,
+        inotify_watches=_read_int("/proc/sys/fs/inotify/max_user_watches"),
+        inotify_instances=_read_int("/proc/sys/fs/inotify/max_user_instances"),
+        kind_version=_tool_version(kind_binary or shutil.which("kind"), ["version"],
+                                   r"kind (v[\d.]+)"),
+        helm_version=_tool_version(helm_binary or shutil.which("helm"),
+                                   ["version", "--template", "{{.Version}}"], r"(v[\d.]+)"),
+        kind_clusters=kind_clusters,
+        containers=containers,
+        networks=networks,
+    )

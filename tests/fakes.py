@@ -1,0 +1,347 @@
+"""In-memory fakes of Docker, kind, helm and the Kubernetes APIs, playing the operators' parts.
+
+`FakeWorld` reacts the way the real components do, just instantly: kind creates a node container,
+Helm installs make their Deployments available, a TenantControlPlane becomes Ready and gets its
+admin kubeconfig secret, `kubeadm join` registers a Node, Calico makes nodes Ready, and HAMi's mock
+plugin advertises what the node annotation describes once `nvidia.com/gpu` capacity is set.
+Faults are injected by name (`fail_once`), so every adapter call can be made to fail once.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpulab import render
+from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
+from gpulab.errors import AdapterError
+
+KIND_IPAM = [
+    {"Subnet": "fc00:f853:ccd:e793::/64"},
+    {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"},
+]
+METALLB_MANIFEST = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: metallb-system}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: controller, namespace: metallb-system}
+spec: {replicas: 1}
+"""
+CALICO_MANIFEST = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: calico-node, namespace: kube-system}
+spec:
+  template:
+    spec:
+      containers:
+        - name: calico-node
+          env:
+            - {name: CALICO_IPV4POOL_CIDR, value: 192.168.0.0/16}
+            - {name: OTHER, value: kept}
+"""
+
+
+class Faults:
+    """Named one-shot faults: `fail_once.add("helm.install:kamaji")` fails that call once."""
+
+    def __init__(self) -> None:
+        self.fail_once: set[str] = set()
+        self.calls: list[str] = []
+        self._lock = threading.Lock()
+
+    def hit(self, name: str) -> None:
+        with self._lock:
+            self.calls.append(name)
+            if name in self.fail_once:
+                self.fail_once.discard(name)
+                raise AdapterError(f"injected fault: {name}")
+
+
+@dataclass
+class FakeWorld:
+    faults: Faults = field(default_factory=Faults)
+    containers: dict[str, ContainerInfo] = field(default_factory=dict)
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    clusters: set[str] = field(default_factory=set)
+    kubes: dict[str, FakeKube] = field(default_factory=dict)  # "management" or tenant name
+    images: set[str] = field(default_factory=set)
+    network_present: bool = True
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def kube(self, cluster: str) -> FakeKube:
+        with self.lock:
+            if cluster not in self.kubes:
+                self.kubes[cluster] = FakeKube(self, cluster)
+            return self.kubes[cluster]
+
+
+class FakeRuntime:
+    def __init__(self, world: FakeWorld) -> None:
+        self.world = world
+
+    def info(self) -> RuntimeInfo:
+        return RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian")
+
+    def image_present(self, image: str) -> bool:
+        return image in self.world.images or not self.world.images
+
+    def run_node(self, spec: render.ContainerSpec) -> ContainerInfo:
+        self.world.faults.hit(f"docker.run:{spec.name}")
+        info = ContainerInfo(spec.name, spec.name, spec.image, "running", dict(spec.labels),
+                             {spec.network: f"172.18.0.{10 + len(self.world.containers)}"})
+        with self.world.lock:
+            self.world.containers[spec.name] = info
+        return info
+
+    def get(self, name: str) -> ContainerInfo | None:
+        return self.world.containers.get(name)
+
+    def containers(self, labels: dict[str, str]) -> list[ContainerInfo]:
+        return [c for c in self.world.containers.values()
+                if all(c.labels.get(k) == v for k, v in labels.items())]
+
+    def exec(self, name: str, argv: list[str], *, stdin: bytes | None = None,
+             timeout: float = 600) -> ExecResult:
+        self.world.faults.hit(f"docker.exec:{argv[0]}:{argv[1] if len(argv) > 1 else ''}")
+        container = self.world.containers.get(name)
+        if container is None:
+            raise AdapterError(f"No such container: {name}")
+        tenant = container.labels.get(render.LABEL_TENANT, "")
+        if argv[:3] == ["kubeadm", "token", "create"]:
+            return ExecResult(0, "kubeadm join 172.18.255.200:6443 --token abc.def "
+                                 "--discovery-token-ca-cert-hash sha256:00\n", "")
+        if argv[:2] == ["kubeadm", "join"]:
+            kube = self.world.kube(tenant)
+            kube.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                      "status": {"conditions": [{"type": "Ready", "status": "False"}],
+                                 "capacity": {}, "allocatable": {}}})
+            return ExecResult(0, "This node has joined the cluster", "")
+        return ExecResult(127, "", f"unknown command {argv}")
+
+    def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:
+        self.world.files[(name, path)] = data
+
+    def remove(self, name: str) -> bool:
+        return self.world.containers.pop(name, None) is not None
+
+    def network(self, name: str) -> NetworkInfo | None:
+        if not self.world.network_present or name != "kind":
+            return None
+        return NetworkInfo("n1", "kind", copy.deepcopy(KIND_IPAM))
+
+    def networks(self, labels: dict[str, str] | None = None) -> list[NetworkInfo]:
+        net = self.network("kind")
+        return [net] if net and not labels else []
+
+    def remove_network(self, name: str) -> bool:
+        return False
+
+    def volumes(self, labels: dict[str, str]) -> list[str]:
+        return []
+
+    def remove_volume(self, name: str) -> bool:
+        return False
+
+
+class FakeKind:
+    def __init__(self, world: FakeWorld) -> None:
+        self.world = world
+
+    def version(self) -> str:
+        return "v0.33.0"
+
+    def clusters(self) -> list[str]:
+        return sorted(self.world.clusters)
+
+    def create(self, name: str, config: dict[str, Any], *, wait_seconds: int = 120) -> None:
+        self.world.faults.hit("kind.create")
+        with self.world.lock:
+            self.world.clusters.add(name)
+            self.world.containers[f"{name}-control-plane"] = ContainerInfo(
+                f"{name}-control-plane", f"{name}-control-plane", config["nodes"][0]["image"],
+                "running", {"io.x-k8s.kind.cluster": name}, {"kind": "172.18.0.2"})
+
+    def delete(self, name: str) -> None:
+        with self.world.lock:
+            self.world.clusters.discard(name)
+            self.world.containers.pop(f"{name}-control-plane", None)
+
+    def kubeconfig(self, name: str) -> str:
+        return f"# kubeconfig of {name}\ncluster: management\n"
+
+
+_RELEASE_DEPLOYMENTS = {
+    "cert-manager": [("cert-manager-webhook", "cert-manager"), ("cert-manager", "cert-manager")],
+    "kamaji": [("kamaji", "kamaji-system")],
+    "hami": [("hami-scheduler", "kube-system")],
+}
+
+
+def _cluster_of(path: Path) -> str:
+    return "management" if path.name == "management.kubeconfig" else path.stem
+
+
+class FakeHelm:
+    def __init__(self, world: FakeWorld, kubeconfig: Path) -> None:
+        self.world = world
+        self.cluster = _cluster_of(kubeconfig)
+
+    def installed(self, release: render.HelmRelease) -> bool:
+        kube = self.world.kube(self.cluster)
+        return kube.releases.get(release.name) == (release.version, json.dumps(
+            release.values, sort_keys=True))
+
+    def install(self, release: render.HelmRelease, *, timeout_seconds: int = 600) -> None:
+        self.world.faults.hit(f"helm.install:{release.name}:{self.cluster}")
+        kube = self.world.kube(self.cluster)
+        kube.releases[release.name] = (release.version, json.dumps(release.values, sort_keys=True))
+        for name, namespace in _RELEASE_DEPLOYMENTS.get(release.name, []):
+            kube.put({"apiVersion": "apps/v1", "kind": "Deployment",
+                      "metadata": {"name": name, "namespace": namespace},
+                      "spec": {"replicas": 1}, "status": {"availableReplicas": 1}})
+        if release.name == "kamaji":
+            kube.put({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                      "metadata": {"name": "tenantcontrolplanes.kamaji.clastix.io"},
+                      "status": {"conditions": [{"type": "Established", "status": "True"}]}})
+        if release.name == "hami":
+            kube.put({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "hami-scheduler-device", "namespace": "kube-system"}})
+
+    def uninstall(self, name: str, namespace: str) -> None:
+        self.world.kube(self.cluster).releases.pop(name, None)
+
+
+Key = tuple[str, str, str, str]
+
+
+class FakeKube:
+    """A tiny API server: objects by (apiVersion, kind, namespace, name) plus operator reactions."""
+
+    def __init__(self, world: FakeWorld, cluster: str) -> None:
+        self.world = world
+        self.cluster = cluster
+        self.objects: dict[Key, dict[str, Any]] = {}
+        self.releases: dict[str, tuple[str, str]] = {}
+        self.secrets: dict[tuple[str, str], dict[str, bytes]] = {}
+
+    @staticmethod
+    def key(obj: dict[str, Any]) -> Key:
+        meta = obj["metadata"]
+        return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+    def put(self, obj: dict[str, Any]) -> None:
+        with self.world.lock:
+            self.objects[self.key(obj)] = copy.deepcopy(obj)
+
+    def server_version(self) -> str:
+        return "v1.36.4"
+
+    def apply(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        verb = "kube.dry_run" if dry_run else "kube.apply"
+        self.world.faults.hit(f"{verb}:{self.cluster}:{obj['kind']}")
+        if dry_run:
+            return copy.deepcopy(obj)
+        live = copy.deepcopy(obj)
+        kind = obj["kind"]
+        if kind == "Deployment":
+            live.setdefault("status", {})["availableReplicas"] = 1
+        if kind == "DaemonSet" and obj["metadata"]["name"] == "calico-node":
+            live["status"] = {"desiredNumberScheduled": 1, "numberReady": 1}
+            for key, node in list(self.objects.items()):
+                if key[1] == "Node":
+                    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        if kind == "TenantControlPlane":
+            tenant = obj["metadata"]["name"]
+            live["status"] = {"kubernetesResources": {"version": {"status": "Ready"}},
+                              "controlPlaneEndpoint": "172.18.255.200:6443"}
+            self.secrets[(obj["metadata"]["namespace"], f"{tenant}-admin-kubeconfig")] = {
+                "admin.conf": f"# kubeconfig of {tenant}\n".encode()}
+        self.put(live)
+        return live
+
+    def get(self, api_version: str, kind: str, name: str,
+            namespace: str | None = None) -> dict[str, Any] | None:
+        self.world.faults.hit(f"kube.get:{self.cluster}:{kind}")
+        obj = self.objects.get((api_version, kind, namespace or "", name))
+        return copy.deepcopy(obj) if obj else None
+
+    def list_objects(self, api_version: str, kind: str, namespace: str | None = None,
+                     label_selector: str | None = None) -> list[dict[str, Any]]:
+        return [copy.deepcopy(o) for k, o in self.objects.items()
+                if k[0] == api_version and k[1] == kind and (namespace is None or k[2] == namespace)]
+
+    def delete(self, api_version: str, kind: str, name: str,
+               namespace: str | None = None) -> bool:
+        return self.objects.pop((api_version, kind, namespace or "", name), None) is not None
+
+    def patch_node_status(self, name: str, patch: list[dict[str, Any]]) -> None:
+        self.world.faults.hit(f"kube.patch_node_status:{self.cluster}")
+        node = self.objects[("v1", "Node", "", name)]
+        for op in patch:
+            key = op["path"].split("/")[-1].replace("~1", "/")
+            node["status"]["capacity"][key] = op["value"]
+        self._mock_plugin(node)
+
+    def annotate(self, api_version: str, kind: str, name: str,
+                 annotations: dict[str, str | None], namespace: str | None = None) -> None:
+        self.world.faults.hit(f"kube.annotate:{self.cluster}")
+        obj = self.objects[(api_version, kind, namespace or "", name)]
+        current = obj["metadata"].setdefault("annotations", {})
+        for key, value in annotations.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        if kind == "Node":
+            self._mock_plugin(obj)
+
+    def _mock_plugin(self, node: dict[str, Any]) -> None:
+        """HAMi's mock device plugin: advertise the annotation once capacity gpu > 0."""
+        raw = (node["metadata"].get("annotations") or {}).get(render.GPU_REGISTER_ANNOTATION)
+        capacity = node["status"]["capacity"]
+        if not raw or int(capacity.get("nvidia.com/gpu", "0")) <= 0:
+            return
+        cards = json.loads(raw)
+        node["status"]["allocatable"].update({
+            "nvidia.com/gpu": capacity["nvidia.com/gpu"],
+            "nvidia.com/gpumem": str(sum(c["devmem"] for c in cards)),
+            "nvidia.com/gpucores": str(sum(c["devcore"] for c in cards)),
+            "nvidia.com/gpumem-percentage": str(100 * len(cards)),
+        })
+
+    def secret_data(self, name: str, namespace: str, key: str) -> bytes | None:
+        return self.secrets.get((namespace, name), {}).get(key)
+
+    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20) -> str:
+        return ""
+
+    def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]:
+        return []
+
+
+def fake_adapters(world: FakeWorld, lab_dir: Path) -> Any:
+    from gpulab.stacks.kamaji_hami import LabAdapters
+
+    manifests = {"metallb": METALLB_MANIFEST, "calico": CALICO_MANIFEST}
+
+    def fetch(url: str) -> str:
+        world.faults.hit(f"fetch:{'metallb' if 'metallb' in url else 'calico'}")
+        return manifests["metallb" if "metallb" in url else "calico"]
+
+    lab_dir.mkdir(parents=True, exist_ok=True)
+    return LabAdapters(
+        runtime=FakeRuntime(world),
+        kind=FakeKind(world),
+        kube=lambda path: world.kube(_cluster_of(path)),
+        helm=lambda path: FakeHelm(world, path),
+        fetch=fetch,
+        lab_dir=lab_dir,
+    )

@@ -1,0 +1,260 @@
+"""The step engine and the whole kamaji-hami `up`, driven through fakes of every adapter."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import stat
+import threading
+from typing import Any
+
+import pytest
+
+from gpulab import core, render
+from gpulab.engine.runner import Event, Outcome, run_steps
+from gpulab.engine.step import StepContext
+from gpulab.engine.wait import WaitTimeout, wait_until
+from gpulab.paths import lab_dir
+from gpulab.stacks.kamaji_hami import build_steps, observe_host_facts
+from tests.fakes import FakeRuntime, FakeWorld, fake_adapters
+
+STEP_NAMES = [
+    "management/cluster", "management/cert-manager", "management/metallb", "management/kamaji",
+    *[f"{t}/{s}" for t in ("tenant-a", "tenant-b")
+      for s in ("control-plane", "workers", "join", "calico", "hami", "gpus")],
+]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def kinds(self, kind: str) -> list[str]:
+        return [e.step for e in self.events if e.kind == kind]
+
+
+def _up(profile, world: FakeWorld, recorder: Recorder | None = None):
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    return core.up(profile, None, recorder or Recorder(), adapters=adapters,
+                   sleep=lambda _s: None)
+
+
+def test_up_builds_everything_in_order(kamaji_profile) -> None:
+    world = FakeWorld()
+    recorder = Recorder()
+    result = _up(kamaji_profile, world, recorder)
+    assert result.ok, [str(r.error) for r in result.failures]
+    assert [r.name for r in result.results] == STEP_NAMES
+    assert {r.outcome for r in result.results} == {Outcome.DONE}
+    # Every dependency finished before its dependant started.
+    done_at = {e.step: i for i, e in enumerate(recorder.events) if e.kind == "done"}
+    started_at = {e.step: i for i, e in enumerate(recorder.events) if e.kind == "started"}
+    for step in build_steps(kamaji_profile, "kamaji-hami",
+                            observe_host_facts(kamaji_profile, FakeRuntime(world))):
+        for dep in step.requires:
+            assert done_at[dep] < started_at[step.name], (dep, step.name)
+    # What was built is what the write-up describes.
+    tenant_a = world.kube("tenant-a")
+    node = tenant_a.objects[("v1", "Node", "", "gpulab-kamaji-hami-tenant-a-worker")]
+    assert node["status"]["allocatable"]["nvidia.com/gpumem"] == "81920"
+    assert node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION] == \
+        render.gpu_register_annotation(kamaji_profile.tenants[0], 0)
+    pool = world.kube("management").objects[
+        ("metallb.io/v1beta1", "IPAddressPool", "metallb-system", "kind-ip-pool")]
+    assert pool["spec"]["addresses"] == ["172.18.255.200-172.18.255.250"]
+    calico = tenant_a.objects[("apps/v1", "DaemonSet", "kube-system", "calico-node")]
+    env = calico["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "CALICO_IPV4POOL_CIDR", "value": "10.244.0.0/16"} in env
+    assert {"name": "OTHER", "value": "kept"} in env
+    assert sum(1 for e in env if e["name"] == "CALICO_IPV4POOL_CIDR") == 1
+
+
+def test_join_uses_named_preflight_ignores_and_a_0600_kubeconfig(kamaji_profile) -> None:
+    world = FakeWorld()
+    assert _up(kamaji_profile, world).ok
+    join_calls = [c for c in world.faults.calls if c.startswith("docker.exec:kubeadm:join")]
+    assert len(join_calls) == 2
+    worker = "gpulab-kamaji-hami-tenant-b-worker"
+    assert world.files[(worker, "/etc/gpulab/admin.conf")] == b"# kubeconfig of tenant-b\n"
+    for name in ("management", "tenant-a", "tenant-b"):
+        path = lab_dir("kamaji-hami") / f"{name}.kubeconfig"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_join_never_ignores_all_preflight_checks() -> None:
+    from gpulab.stacks.kamaji_hami import IGNORED_PREFLIGHT
+
+    assert "all" not in {c.lower() for c in IGNORED_PREFLIGHT}
+    assert IGNORED_PREFLIGHT
+
+
+def test_rerun_on_a_finished_lab_does_nothing(kamaji_profile) -> None:
+    world = FakeWorld()
+    assert _up(kamaji_profile, world).ok
+    world.faults.calls.clear()
+    recorder = Recorder()
+    again = _up(kamaji_profile, world, recorder)
+    assert again.ok and again.all_skipped
+    mutating = [c for c in world.faults.calls
+                if c.split(":")[0] in {"kind.create", "helm.install", "kube.apply", "docker.run",
+                                       "kube.patch_node_status", "kube.annotate"}
+                or c.startswith("docker.exec")]
+    assert mutating == []
+
+
+@pytest.mark.parametrize("fault", [
+    "kind.create",
+    "helm.install:cert-manager:management",
+    "fetch:metallb",
+    "kube.apply:management:IPAddressPool",
+    "helm.install:kamaji:management",
+    "kube.apply:management:TenantControlPlane",
+    "docker.run:gpulab-kamaji-hami-tenant-a-worker",
+    "docker.exec:kubeadm:token",
+    "docker.exec:kubeadm:join",
+    "fetch:calico",
+    "kube.apply:tenant-b:DaemonSet",
+    "helm.install:hami:tenant-a",
+    "kube.patch_node_status:tenant-b",
+    "kube.annotate:tenant-a",
+])
+def test_a_failure_anywhere_then_up_again_converges(kamaji_profile, fault: str) -> None:
+    world = FakeWorld()
+    world.faults.fail_once.add(fault)
+    first = _up(kamaji_profile, world)
+    if fault in {"kube.apply:management:IPAddressPool"}:
+        assert first.ok  # the pool is retried while MetalLB's webhook warms up
+    else:
+        assert not first.ok
+        failed = first.failures[0]
+        assert "injected fault" in str(failed.error)
+        blocked = [r for r in first.results if r.outcome is Outcome.NOT_RUN]
+        assert all(r.outcome is not Outcome.DONE for r in blocked)
+    second = _up(kamaji_profile, world)
+    assert second.ok, [str(r.error) for r in second.failures]
+    if fault != "kind.create":  # nothing existed before the first step
+        assert any(r.outcome is Outcome.SKIPPED for r in second.results)
+    third = _up(kamaji_profile, world)
+    assert third.all_skipped
+
+
+@pytest.mark.parametrize("failing", STEP_NAMES)
+def test_failure_injected_at_every_step_is_resumable(kamaji_profile, failing: str) -> None:
+    world = FakeWorld()
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    steps = build_steps(kamaji_profile, "kamaji-hami",
+                        observe_host_facts(kamaji_profile, adapters.runtime))
+    target = next(s for s in steps if s.name == failing)
+    original = target.apply
+
+    def broken(ctx: StepContext) -> None:
+        original(ctx)  # the step did its work, then the process "died" before it finished
+        from gpulab.errors import AdapterError
+
+        raise AdapterError("simulated crash after acting")
+
+    target.apply = broken  # type: ignore[method-assign]
+    first = run_steps(steps, StepContext("kamaji-hami", adapters, sleep=lambda _s: None),
+                      Recorder())
+    assert [r.name for r in first.failures] == [failing]
+    if failing.startswith("tenant-a/"):  # the other tenant is independent and finished
+        assert all(r.outcome is Outcome.DONE for r in first.results if r.name.startswith("tenant-b"))
+    second = _up(kamaji_profile, world)
+    assert second.ok
+    assert second.results[STEP_NAMES.index(failing)].outcome is Outcome.SKIPPED
+
+
+def test_tenants_are_provisioned_concurrently(kamaji_profile) -> None:
+    world = FakeWorld()
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    steps = build_steps(kamaji_profile, "kamaji-hami",
+                        observe_host_facts(kamaji_profile, adapters.runtime))
+    barrier = threading.Barrier(2, timeout=10)
+    for step in steps:
+        if step.name.endswith("/control-plane"):
+            original = step.apply
+
+            def meet(ctx: StepContext, _orig: Any = original) -> None:
+                barrier.wait()  # both tenants must be in this step at the same time
+                _orig(ctx)
+
+            step.apply = meet  # type: ignore[method-assign]
+    result = run_steps(steps, StepContext("kamaji-hami", adapters, sleep=lambda _s: None),
+                       Recorder())
+    assert result.ok, [str(r.error) for r in result.failures]
+
+
+def test_ctrl_c_mid_step_leaves_a_resumable_lab(kamaji_profile) -> None:
+    world = FakeWorld()
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    steps = build_steps(kamaji_profile, "kamaji-hami",
+                        observe_host_facts(kamaji_profile, adapters.runtime))
+    target = next(s for s in steps if s.name == "management/kamaji")
+    original = target.apply
+    release = threading.Event()
+
+    def interrupted(ctx: StepContext) -> None:
+        _thread.interrupt_main()  # what Ctrl-C does: KeyboardInterrupt in the main thread
+        release.wait(5)
+        original(ctx)
+
+    target.apply = interrupted  # type: ignore[method-assign]
+    try:
+        result = run_steps(steps, StepContext("kamaji-hami", adapters, sleep=lambda _s: None),
+                           Recorder())
+    finally:
+        release.set()
+    assert result.interrupted and not result.ok
+    assert all(r.outcome is Outcome.NOT_RUN for r in result.results
+               if r.name.startswith("tenant-"))
+    again = _up(kamaji_profile, world)
+    assert again.ok
+
+
+def test_wait_until_reports_last_seen_on_timeout() -> None:
+    ctx = StepContext("lab", None, sleep=lambda _s: None)
+    ticks = iter(range(1000))
+    with pytest.raises(WaitTimeout) as info:
+        wait_until(ctx, "s", "the thing", lambda: (False, "status Provisioning"),
+                   timeout=5, clock=lambda: float(next(ticks)))
+    assert "timed out after 5s waiting for the thing; last seen: status Provisioning" in str(
+        info.value)
+    assert ctx.last_seen["s"] == "the thing: status Provisioning"
+
+
+def test_failed_wait_surfaces_in_step_result(kamaji_profile) -> None:
+    world = FakeWorld()
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    # HAMi never becomes ready: the hami-scheduler Deployment is missing.
+    original = world.kube
+
+    steps = build_steps(kamaji_profile, "kamaji-hami",
+                        observe_host_facts(kamaji_profile, adapters.runtime))
+    ctx = StepContext("kamaji-hami", adapters, sleep=lambda _s: None, timeout_scale=0.001)
+    from tests import fakes
+
+    fakes._RELEASE_DEPLOYMENTS["hami"], saved = [], fakes._RELEASE_DEPLOYMENTS["hami"]
+    try:
+        result = run_steps(steps, ctx, Recorder())
+    finally:
+        fakes._RELEASE_DEPLOYMENTS["hami"] = saved
+    assert original is not None
+    failures = {r.name: r for r in result.failures}
+    assert set(failures) == {"tenant-a/hami", "tenant-b/hami"}
+    assert "deployment kube-system/hami-scheduler not found" in failures["tenant-a/hami"].last_seen
+
+
+def test_json_events_are_machine_readable(kamaji_profile, capsys) -> None:
+    from gpulab.progress import JsonReporter
+
+    world = FakeWorld()
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    core.up(kamaji_profile, None, JsonReporter(), adapters=adapters, sleep=lambda _s: None)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {line["event"] for line in lines} >= {"started", "done"}
+    assert all({"step", "event", "title", "elapsed", "ts"} <= set(line) for line in lines)

@@ -1,0 +1,265 @@
+"""What gpulab renders, checked against the write-up and the upstream schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from gpulab import render
+from gpulab.errors import HostError
+from gpulab.netcalc import metallb_range
+from gpulab.plan import plan_documents, plan_json, plan_yaml
+from gpulab.profile.model import GpuSpec
+from gpulab.stacks.kamaji_hami import HostFacts, build_steps
+from tests.schemas import validate_object
+
+# Verbatim from shared/reference/001 (step 3), with ${t} = tenant-a and TENANT_VERSION = v1.36.4.
+WRITE_UP_TCP = yaml.safe_load("""
+apiVersion: kamaji.clastix.io/v1alpha1
+kind: TenantControlPlane
+metadata:
+ name: tenant-a
+ namespace: tenants
+ labels:
+   tenant.clastix.io: tenant-a
+spec:
+ controlPlane:
+   deployment:
+     replicas: 1
+   service:
+     serviceType: LoadBalancer
+ kubernetes:
+   version: "v1.36.4"
+   kubelet:
+     configurationJSONPatches:
+       - op: add
+         path: /cgroupDriver
+         value: systemd
+ networkProfile:
+   port: 6443
+   podCidr: 10.244.0.0/16
+ addons:
+   coreDNS: {}
+   kubeProxy: {}
+   konnectivity:
+     server:
+       port: 8132
+     agent:
+       mode: DaemonSet
+""")
+# Verbatim from the write-up's step 5 (tenant-a).
+WRITE_UP_TENANT_A_ANNOTATION = (
+    '[{"id":"GPU-MOCK-0","count":10,"devmem":81920,"devcore":100,'
+    '"type":"NVIDIA-A100-SXM4-80GB","health":true,"numa":0,"mode":"hami-core"}]'
+)
+KIND_IPAM = [  # `docker network inspect kind` on a default (dual-stack) kind network
+    {"Subnet": "fc00:f853:ccd:e793::/64"},
+    {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"},
+]
+
+
+def _leaves(obj: Any, path: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(_leaves(value, f"{path}.{key}" if path else key))
+        return out
+    return {path: obj}
+
+
+def test_tenant_control_plane_matches_the_write_up_field_by_field(kamaji_profile) -> None:
+    ours = render.tenant_control_plane(kamaji_profile, kamaji_profile.tenants[0])
+    theirs, mine = _leaves(WRITE_UP_TCP), _leaves(ours)
+    for path, value in theirs.items():
+        assert mine.get(path) == value, path
+    # The only additions: Kamaji's own default service CIDR made explicit, and a managed-by label.
+    assert set(mine) - set(theirs) == {
+        "spec.networkProfile.serviceCidr",
+        "metadata.labels.app.kubernetes.io/managed-by",
+    }
+    assert mine["spec.networkProfile.serviceCidr"] == "10.96.0.0/16"
+
+
+def test_tenant_a_annotation_matches_the_write_up(kamaji_profile) -> None:
+    ours = json.loads(render.gpu_register_annotation(kamaji_profile.tenants[0], 0))
+    theirs = json.loads(WRITE_UP_TENANT_A_ANNOTATION)
+    assert [{k: v for k, v in d.items() if k != "index"} for d in ours] == theirs
+    assert [d["index"] for d in ours] == [0]  # HAMi v2.10's DeviceInfo also carries the index
+
+
+def test_tenant_b_annotation_matches_the_write_up(kamaji_profile) -> None:
+    tenant_b = kamaji_profile.tenants[1]
+    cards = json.loads(render.gpu_register_annotation(tenant_b, 0))
+    assert [(c["id"], c["devmem"], c["devcore"], c["count"], c["index"]) for c in cards] == [
+        ("GPU-MOCK-B0", 24576, 100, 10, 0),
+        ("GPU-MOCK-B1", 24576, 100, 10, 1),
+    ]
+    assert render.gpu_capacity_patch(tenant_b) == [
+        {"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "20"}
+    ]
+    assert render.gpu_capacity(tenant_b) == {
+        "nvidia.com/gpu": 20,
+        "nvidia.com/gpumem": 49152,
+        "nvidia.com/gpucores": 200,
+        "nvidia.com/gpumem-percentage": 200,
+    }
+
+
+def test_tenant_a_capacity_matches_the_write_up(kamaji_profile) -> None:
+    assert render.gpu_capacity(kamaji_profile.tenants[0]) == {
+        "nvidia.com/gpu": 10,
+        "nvidia.com/gpumem": 81920,
+        "nvidia.com/gpucores": 100,
+        "nvidia.com/gpumem-percentage": 100,
+    }
+
+
+@pytest.mark.parametrize(("ipam", "expected"), [
+    (KIND_IPAM, "172.18.255.200-172.18.255.250"),
+    (list(reversed(KIND_IPAM)), "172.18.255.200-172.18.255.250"),
+    ([{"Subnet": "172.19.0.0/24", "Gateway": "172.19.0.1"}], "172.19.0.200-172.19.0.250"),
+    ([{"Subnet": "10.77.16.0/20"}, {"Subnet": "fd00::/64"}], "10.77.31.200-10.77.31.250"),
+])
+def test_metallb_range(ipam, expected) -> None:
+    pool = metallb_range(ipam)
+    assert str(pool) == expected
+    assert pool.size == 51
+
+
+def test_metallb_range_never_glues_ipv6_to_ipv4() -> None:
+    pool = metallb_range(KIND_IPAM)
+    assert ":" not in str(pool)
+
+
+@pytest.mark.parametrize("ipam", [[], None, [{"Subnet": "fc00:f853:ccd:e793::/64"}],
+                                  [{"Subnet": "not-a-subnet"}]])
+def test_metallb_range_without_ipv4(ipam) -> None:
+    with pytest.raises(HostError, match="has no IPv4 subnet"):
+        metallb_range(ipam)
+
+
+def test_metallb_range_subnet_too_small() -> None:
+    with pytest.raises(HostError, match="too small for a 51-address MetalLB pool"):
+        metallb_range([{"Subnet": "172.20.0.0/26"}])
+
+
+def test_sharing_sizes_follow_the_write_up_and_the_rule() -> None:
+    a100 = render.sharing_sizes(GpuSpec(model="A100", memory_mib=81920), "GPU-MOCK-0")
+    assert (a100.share_memory, a100.share_cores, a100.big_memory, a100.big_cores) == (
+        20000, 30, 90000, 10)
+    l4 = render.sharing_sizes(GpuSpec(model="L4", memory_mib=24576), "GPU-MOCK-B0")
+    assert (l4.share_memory, l4.share_cores, l4.big_memory, l4.big_cores) == (6000, 30, 30000, 10)
+    for cores in range(1, 101):
+        for memory in (1, 3, 999, 4000, 24576, 81920, 196608):
+            s = render.sharing_sizes(GpuSpec(model="X", memory_mib=memory, cores=cores), "id")
+            if not s.applicable:
+                continue
+            assert 3 * s.share_cores <= cores < 4 * s.share_cores  # three fit, a fourth does not
+            assert 4 * s.share_memory <= memory  # the fourth is refused for cores, not memory
+            assert s.big_memory > memory
+            assert 1 <= s.big_cores
+
+
+def test_sharing_needs_four_slots() -> None:
+    assert not render.sharing_sizes(GpuSpec(model="X", memory_mib=80000, split=3), "id").applicable
+
+
+def _all_steps(profile, pool=True):
+    facts = HostFacts(metallb_range(KIND_IPAM)) if pool else HostFacts(pool_error="no docker")
+    return build_steps(profile, "kamaji-hami", facts)
+
+
+def test_plan_is_deterministic(kamaji_profile) -> None:
+    assert plan_yaml(_all_steps(kamaji_profile)) == plan_yaml(_all_steps(kamaji_profile))
+    assert plan_json(_all_steps(kamaji_profile)) == plan_json(_all_steps(kamaji_profile))
+
+
+def test_plan_order_management_then_tenants(kamaji_profile) -> None:
+    names = [json.loads(plan_json(_all_steps(kamaji_profile)))[i]["step"] for i in range(16)]
+    assert names[:4] == ["management/cluster", "management/cert-manager", "management/metallb",
+                         "management/kamaji"]
+    assert names[4:10] == [f"tenant-a/{s}" for s in
+                           ("control-plane", "workers", "join", "calico", "hami", "gpus")]
+
+
+def test_plan_yaml_stream_holds_every_object_and_validates(kamaji_profile) -> None:
+    text = plan_yaml(_all_steps(kamaji_profile))
+    docs = list(yaml.safe_load_all(text))
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("TenantControlPlane") == 2
+    assert kinds.count("IPAddressPool") == 1
+    assert kinds.count("L2Advertisement") == 1
+    assert kinds.count("HelmRelease") == 4  # cert-manager, kamaji, hami per tenant
+    assert kinds.count("NodePatch") == 2
+    assert kinds.count("WorkerContainer") == 2
+    pool = next(d for d in docs if d["kind"] == "IPAddressPool")
+    assert pool["spec"]["addresses"] == ["172.18.255.200-172.18.255.250"]
+    for doc in docs:
+        if doc["apiVersion"] in {"gpulab.dev/v1alpha1", "kind.x-k8s.io/v1alpha4"}:
+            continue
+        validate_object(doc)
+
+
+def test_plan_shows_pending_pool_without_docker(kamaji_profile) -> None:
+    docs = list(yaml.safe_load_all(plan_yaml(_all_steps(kamaji_profile, pool=False))))
+    pool = next(d for d in docs if d["kind"] == "IPAddressPool")
+    assert pool["spec"]["addresses"][0].startswith("<pending")
+
+
+def test_node_patches_produce_valid_nodes(kamaji_profile) -> None:
+    import jsonpatch  # type: ignore[import-untyped]
+
+    for comment, doc in plan_documents(_all_steps(kamaji_profile)):
+        if doc["kind"] != "NodePatch":
+            continue
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": doc["metadata"]["name"]},
+                "status": {"capacity": {"cpu": "2"}}}
+        patched = jsonpatch.apply_patch(node, doc["spec"]["statusPatch"])
+        patched["metadata"]["annotations"] = doc["spec"]["annotations"]
+        validate_object(patched)
+        assert "nvidia.com/gpu" in patched["status"]["capacity"], comment
+
+
+def test_verify_objects_validate(kamaji_profile) -> None:
+    for tenant in kamaji_profile.tenants:
+        objs = render.verify_objects(tenant)
+        assert [o["kind"] for o in objs] == ["Namespace"] + ["Pod"] * 5
+        for obj in objs:
+            validate_object(obj)
+    a_pods = render.verify_objects(kamaji_profile.tenants[0])[1:]
+    limits = [p["spec"]["containers"][0]["resources"]["limits"] for p in a_pods]
+    assert limits[0] == {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "20000",
+                         "nvidia.com/gpucores": "30"}
+    assert limits[4]["nvidia.com/gpumem"] == "90000"
+
+
+def test_worker_container_has_kind_node_flags(kamaji_profile) -> None:
+    spec = render.worker_container(kamaji_profile, "lab1", kamaji_profile.tenants[0], 0)
+    d = spec.to_dict()
+    assert d["name"] == d["hostname"] == "gpulab-lab1-tenant-a-worker"
+    assert d["privileged"] is True
+    assert d["security_opt"] == ["seccomp=unconfined", "apparmor=unconfined"]
+    assert d["tmpfs"] == ["/tmp", "/run"]
+    assert "/var (anonymous)" in d["volumes"] and "/lib/modules:/lib/modules:ro" in d["volumes"]
+    assert d["labels"][render.LABEL_LAB] == "lab1"
+    assert d["labels"][render.LABEL_TENANT] == "tenant-a"
+    assert d["network"] == "kind"
+
+
+def test_hami_values_use_mock_plugin_and_resolvable_scheduler(kamaji_profile) -> None:
+    release = render.hami_release(kamaji_profile, kamaji_profile.tenants[0])
+    values = release.values
+    assert values["devicePlugin"]["enabled"] is False
+    assert values["mockDevicePlugin"] == {"enabled": True, "image": {"tag": "1.0.1"}}
+    assert values["scheduler"]["kubeScheduler"]["image"] == {
+        "registry": "registry.k8s.io", "repository": "kube-scheduler", "tag": "v1.36.4"}
+    assert values["scheduler"]["nodeLockExpire"] == "5s"
+    assert release.kubeconfig_of == "tenant-a"
+
+
+def test_profile_values_win_over_gpulab_defaults() -> None:
+    merged = render.deep_merge({"a": {"b": 1, "c": [1]}, "d": 1}, {"a": {"c": [2]}, "e": None})
+    assert merged == {"a": {"b": 1, "c": [2]}, "d": 1, "e": None}
