@@ -37,7 +37,7 @@ profiles_app = typer.Typer(help="List and show the built-in profiles.", no_args_
 app.add_typer(profiles_app, name="profiles")
 
 out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class Output(str, Enum):

@@ -59,6 +59,7 @@ class HostSnapshot:
     disk_free_bytes: int | None = None
     inotify_watches: int | None = None
     inotify_instances: int | None = None
+    swap_active: bool | None = None
     kind_version: str | None = None  # None: not found
     helm_version: str | None = None
     kind_clusters: tuple[str, ...] = ()
@@ -108,6 +109,13 @@ def diagnose(snapshot: HostSnapshot, profile: KamajiHamiProfile, lab: str) -> li
             "" if free >= disk else "free disk space (docker system prune)",
         ))
     out.extend(_inotify(snapshot))
+    if snapshot.swap_active is not None:
+        out.append(Finding(
+            "swap", "warn" if snapshot.swap_active else "ok",
+            "swap is on" if snapshot.swap_active else "swap is off",
+            "tenant workers' kubelets refuse to start with swap on (failSwapOn): "
+            "sudo swapoff -a" if snapshot.swap_active else "",
+        ))
     out.append(_tool("kind", snapshot.kind_version, profile.management.kind_version))
     out.append(_tool("helm", snapshot.helm_version, "v3.8.0", minimum=True))
     out.extend(_collisions(snapshot, profile, lab))
@@ -197,6 +205,14 @@ def _read_int(path: str) -> int | None:
         return None
 
 
+def _swap_active() -> bool | None:
+    try:
+        lines = Path("/proc/swaps").read_text().splitlines()
+    except OSError:
+        return None
+    return len(lines) > 1
+
+
 def _tool_version(binary: str | None, argv: list[str], pattern: str) -> str | None:
     if binary is None:
         return None
@@ -235,6 +251,7 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         disk_free_bytes=disk_free,
         inotify_watches=_read_int("/proc/sys/fs/inotify/max_user_watches"),
         inotify_instances=_read_int("/proc/sys/fs/inotify/max_user_instances"),
+        swap_active=_swap_active(),
         kind_version=_tool_version(kind_binary or shutil.which("kind"), ["version"],
                                    r"kind (v[\d.]+)"),
         helm_version=_tool_version(helm_binary or shutil.which("helm"),

@@ -124,6 +124,8 @@ class FakeRuntime:
                       "status": {"conditions": [{"type": "Ready", "status": "False"}],
                                  "capacity": {}, "allocatable": {}}})
             return ExecResult(0, "This node has joined the cluster", "")
+        if argv[0] == "modprobe":
+            return ExecResult(1, "", "modprobe: FATAL: Module br_netfilter not found")
         return ExecResult(127, "", f"unknown command {argv}")
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:

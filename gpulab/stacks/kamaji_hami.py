@@ -487,6 +487,7 @@ class JoinWorkers:
                 "container": node,
                 "steps": [
                     f"copy {self.tenant.name}.kubeconfig to {WORKER_KUBECONFIG} (0600)",
+                    "modprobe br_netfilter (best effort)",
                     f"kubeadm token create --print-join-command --kubeconfig {WORKER_KUBECONFIG}",
                     f"<join command> --ignore-preflight-errors={ignored}",
                 ],
@@ -517,6 +518,10 @@ class JoinWorkers:
             if node in registered:
                 continue
             adapters.runtime.copy_in(node, WORKER_KUBECONFIG, kubeconfig, mode=0o600)
+            # As Kamaji's own worker e2e does; best effort (the module may be built in).
+            modprobe = adapters.runtime.exec(node, ["modprobe", "br_netfilter"], timeout=30)
+            if not modprobe.ok:
+                ctx.note(f"modprobe br_netfilter on {node}: {modprobe.stderr.strip()}")
             token = adapters.runtime.exec(
                 node, ["kubeadm", "token", "create", "--print-join-command",
                        "--kubeconfig", WORKER_KUBECONFIG], timeout=120,

@@ -1,0 +1,102 @@
+"""Developer and CI sessions: `nox -s tests` is the README's test command and what CI runs."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+SETUP_HOST = ROOT / ".ci" / "setup-host.sh"
+
+
+def _prepare_host(session: nox.Session) -> None:
+    """Docker engine and helm for the tests that use them for real (Linux, as root).
+
+    `.ci/setup-host.sh` installs Debian's docker.io, starts dockerd, builds the local test image
+    and extracts helm; it prints `export PATH=...` with helm's folder, which we apply here.
+    """
+    can_setup = platform.system() == "Linux" and hasattr(os, "geteuid") and os.geteuid() == 0
+    if not can_setup:
+        session.log("not root on Linux: using the Docker engine and helm already on this host")
+        return
+    line = subprocess.run(["bash", str(SETUP_HOST)], check=True, capture_output=False,
+                          stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+    prefix = "export PATH="
+    if line.startswith(prefix):
+        bin_dir = line[len(prefix):].split(":")[0]
+        session.env["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit, contract, schema and real-Docker/real-helm tests."""
+    session.install("-e", ".[test]")
+    _prepare_host(session)
+    session.run("pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.15")
+    session.run("ruff", "check", "gpulab", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("mypy")
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """Opt-in: a real lab on a Docker host that can run kind and reach the internet.
+
+    up → verify (JUnit) → down, then a check that nothing labelled for the lab is left.
+    Skipped, with the reason, on hosts that cannot run it.
+    """
+    reason = _e2e_blocker()
+    if reason:
+        session.skip(f"e2e cannot run on this host: {reason}")
+    session.install("-e", ".")
+    artifacts = ROOT / "e2e-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    lab = os.environ.get("GPULAB_E2E_LAB", "e2e")
+    profile = os.environ.get("GPULAB_E2E_PROFILE", "kamaji-hami")
+    session.run("gpulab", "doctor", "--install-tools", "-p", profile, "--name", lab)
+    try:
+        session.run("gpulab", "up", "-p", profile, "--name", lab, "--verbose")
+        session.run("gpulab", "verify", "-p", profile, "--name", lab,
+                    "--junit", str(artifacts / "verify.xml"),
+                    "--record", str(artifacts / "recording"))
+    finally:
+        session.run("gpulab", "logs", "-p", profile, "--name", lab, str(artifacts / "logs"),
+                    success_codes=[0, 1, 4])
+        session.run("gpulab", "down", "-p", profile, "--name", lab)
+        leftovers = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=gpulab.dev/lab={lab}"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        if leftovers:
+            session.error(f"containers labelled for lab {lab} are left: {leftovers}")
+
+
+def _e2e_blocker() -> str:
+    """Why this host cannot run a real lab, or '' when it can."""
+    if not os.environ.get("GPULAB_E2E"):
+        return "opt-in only: set GPULAB_E2E=1 on a Docker host with internet access"
+    if shutil.which("docker") is None:
+        return "no docker CLI"
+    probe = subprocess.run(
+        ["docker", "run", "--rm", "--privileged", "busybox:1.37", "true"],
+        capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return ("Docker cannot run a privileged container from a pulled image "
+                f"(kind needs both): {probe.stderr.strip()[-200:]}")
+    return ""

@@ -1,0 +1,85 @@
+"""Doctor's findings are pure functions of a host snapshot."""
+
+from __future__ import annotations
+
+from gpulab.adapters.base import ContainerInfo, NetworkInfo, RuntimeInfo
+from gpulab.doctor import HostSnapshot, diagnose, needs
+from gpulab.render import LABEL_LAB
+
+GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12")
+KIND_NET = NetworkInfo("id", "kind", [{"Subnet": "fc00::/64"}, {"Subnet": "172.18.0.0/16"}])
+
+
+def _snapshot(**changes) -> HostSnapshot:
+    base = dict(docker=GOOD, disk_free_bytes=200 * 1024**3, inotify_watches=524288,
+                inotify_instances=512, swap_active=False, kind_version="v0.33.0",
+                helm_version="v3.19.2", networks=(KIND_NET,))
+    base.update(changes)
+    return HostSnapshot(**base)
+
+
+def _by_check(findings):
+    return {f.check: f for f in findings}
+
+
+def test_healthy_host_is_all_ok(kamaji_profile) -> None:
+    findings = diagnose(_snapshot(), kamaji_profile, "kamaji-hami")
+    assert {f.status for f in findings} == {"ok"}, [f for f in findings if f.status != "ok"]
+    assert {f.check for f in findings} >= {"docker", "memory", "cpu", "disk", "inotify watches",
+                                           "inotify instances", "swap", "kind", "helm", "names",
+                                           "subnets"}
+
+
+def test_docker_unreachable_fails_first(kamaji_profile) -> None:
+    findings = diagnose(_snapshot(docker=None, docker_error="connection refused"),
+                        kamaji_profile, "x")
+    assert [(f.check, f.status) for f in findings] == [("docker", "fail")]
+    assert "connection refused" in findings[0].detail and findings[0].fix
+
+
+def test_low_limits_warn_with_the_fix(kamaji_profile) -> None:
+    small = RuntimeInfo("28.2.2", "1.50", 2, 4 * 1024**3, "Debian")
+    found = _by_check(diagnose(_snapshot(docker=small, inotify_watches=8192, inotify_instances=128,
+                                         disk_free_bytes=3 * 1024**3, swap_active=True),
+                               kamaji_profile, "x"))
+    assert found["memory"].status == "warn"
+    assert found["disk"].status == "warn"
+    assert found["inotify watches"].fix == "sudo sysctl fs.inotify.max_user_watches=524288"
+    assert found["inotify instances"].fix == "sudo sysctl fs.inotify.max_user_instances=512"
+    assert found["swap"].status == "warn" and "swapoff" in found["swap"].fix
+
+
+def test_one_cpu_fails(kamaji_profile) -> None:
+    one = RuntimeInfo("28.2.2", "1.50", 1, 32 * 1024**3, "Debian")
+    assert _by_check(diagnose(_snapshot(docker=one), kamaji_profile, "x"))["cpu"].status == "fail"
+
+
+def test_missing_or_old_tools(kamaji_profile) -> None:
+    found = _by_check(diagnose(_snapshot(kind_version=None, helm_version="v3.2.0"),
+                               kamaji_profile, "x"))
+    assert found["kind"].status == "fail" and "--install-tools" in found["kind"].fix
+    assert found["helm"].status == "fail"
+    other_kind = _by_check(diagnose(_snapshot(kind_version="v0.31.0"), kamaji_profile, "x"))
+    assert other_kind["kind"].status == "warn"
+
+
+def test_name_collision_with_foreign_container(kamaji_profile) -> None:
+    foreign = ContainerInfo("1", "gpulab-lab1-tenant-a-worker", "img", "running", {})
+    mine = ContainerInfo("2", "gpulab-lab1-tenant-b-worker", "img", "running", {LABEL_LAB: "lab1"})
+    found = _by_check(diagnose(_snapshot(containers=(foreign, mine)), kamaji_profile, "lab1"))
+    assert found["names"].status == "fail"
+    assert "gpulab-lab1-tenant-a-worker" in found["names"].detail
+    resumable = _by_check(diagnose(_snapshot(containers=(mine,)), kamaji_profile, "lab1"))
+    assert resumable["names"].status == "ok" and "resumes" in resumable["names"].detail
+
+
+def test_subnet_collision(kamaji_profile) -> None:
+    clash = NetworkInfo("id", "kind", [{"Subnet": "10.244.0.0/16"}])
+    found = _by_check(diagnose(_snapshot(networks=(clash,)), kamaji_profile, "x"))
+    assert found["subnets"].status == "fail"
+    assert "tenant-a.pod_cidr 10.244.0.0/16 overlaps" in found["subnets"].detail
+
+
+def test_needs_grow_with_tenants(kamaji_profile) -> None:
+    memory, disk, cpus = needs(kamaji_profile)
+    assert memory > 4 and disk > 12 and cpus == 2
