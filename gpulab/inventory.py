@@ -104,11 +104,11 @@ def card_usage(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[
         if (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}:
             continue
         notes = _annotations(pod)
-        node = notes.get(NODE_ANNOTATION) or (pod.get("spec") or {}).get("nodeName", "")
+        node_name = notes.get(NODE_ANNOTATION) or (pod.get("spec") or {}).get("nodeName", "")
         label = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
         for container in parse_allocation(notes.get(ALLOCATED_ANNOTATION)):
             for grant in container:
-                card = cards.get((node, grant.device_id))
+                card = cards.get((node_name, grant.device_id))
                 if card is None:
                     continue
                 card.used_memory += grant.memory_mib

@@ -11,20 +11,28 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from gpulab import render
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, GpulabError, HostError
 from gpulab.netcalc import AddressRange, metallb_range
 from gpulab.paths import write_secret
+from gpulab.stacks.common import (
+    HelmAddon,
+    LabAdapters,
+    ManagementCluster,
+    adapters_of,
+    crd_established,
+    daemonset_ready,
+    deployment_available,
+    management_kube,
+    manifest_objects,
+    node_ready,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
+    from gpulab.adapters.base import ContainerRuntime, KubeGateway
     from gpulab.engine.step import Step, StepContext
     from gpulab.profile.model import KamajiHamiProfile, TenantSpec
 
@@ -50,24 +58,6 @@ class HostFacts:
     pool_error: str = ""
 
 
-@dataclass
-class LabAdapters:
-    """The adapters the kamaji-hami steps use; tests pass fakes."""
-
-    runtime: ContainerRuntime
-    kind: KindProvider
-    kube: Callable[[Path], KubeGateway]
-    helm: Callable[[Path], HelmGateway]
-    fetch: Callable[[str], str]
-    lab_dir: Path
-
-    def management_kubeconfig(self) -> Path:
-        return self.lab_dir / "management.kubeconfig"
-
-    def tenant_kubeconfig(self, tenant: str) -> Path:
-        return self.lab_dir / f"{tenant}.kubeconfig"
-
-
 def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | None) -> HostFacts:
     """Ask Docker for the kind network's subnet; absent network or Docker → pending."""
     if runtime is None:
@@ -91,144 +81,9 @@ def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | N
     return HostFacts(metallb_pool=pool)
 
 
-def _adapters(ctx: StepContext) -> LabAdapters:
-    adapters: LabAdapters = ctx.adapters
-    return adapters
-
-
-def _mgmt(ctx: StepContext) -> KubeGateway:
-    adapters = _adapters(ctx)
-    return adapters.kube(adapters.management_kubeconfig())
-
-
-def _deployment_available(kube: KubeGateway, name: str, namespace: str) -> tuple[bool, str]:
-    dep = kube.get("apps/v1", "Deployment", name, namespace)
-    if dep is None:
-        return False, f"deployment {namespace}/{name} not found"
-    status = dep.get("status") or {}
-    want = (dep.get("spec") or {}).get("replicas", 1)
-    ready = status.get("availableReplicas") or 0
-    return ready >= want, f"deployment {namespace}/{name} {ready}/{want} available"
-
-
-def _daemonset_ready(kube: KubeGateway, name: str, namespace: str) -> tuple[bool, str]:
-    ds = kube.get("apps/v1", "DaemonSet", name, namespace)
-    if ds is None:
-        return False, f"daemonset {namespace}/{name} not found"
-    status = ds.get("status") or {}
-    want = status.get("desiredNumberScheduled") or 0
-    ready = status.get("numberReady") or 0
-    return want > 0 and ready >= want, f"daemonset {namespace}/{name} {ready}/{want} ready"
-
-
-def _crd_established(kube: KubeGateway, name: str) -> tuple[bool, str]:
-    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-    if crd is None:
-        return False, f"CRD {name} not found"
-    for cond in (crd.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Established":
-            return cond.get("status") == "True", f"CRD {name} Established={cond.get('status')}"
-    return False, f"CRD {name} has no Established condition yet"
-
-
-def _manifest_objects(text: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict) and doc.get("kind")]
-
-
-def _node_ready(node: dict[str, Any]) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-# --------------------------------------------------------------------------- management
-
-
-@dataclass
-class ManagementCluster:
-    profile: KamajiHamiProfile
-    lab: str
-    name: str = "management/cluster"
-    title: str = "Creating management cluster (kind)"
-    requires: tuple[str, ...] = ()
-
-    @property
-    def cluster(self) -> str:
-        return render.kind_cluster_name(self.lab)
-
-    def describe(self) -> list[Artifact]:
-        config = render.kind_cluster_config(self.profile, self.lab)
-        return [
-            Artifact("kind-cluster", self.cluster, config),
-            Artifact("file", "management.kubeconfig", {"mode": "0600"}),
-        ]
-
-    def satisfied(self, ctx: StepContext) -> bool:
-        adapters = _adapters(ctx)
-        if self.cluster not in adapters.kind.clusters():
-            return False
-        node = adapters.runtime.get(f"{self.cluster}-control-plane")
-        if node is None or not node.running:
-            raise HostError(
-                f"kind cluster '{self.cluster}' exists but its node is not running",
-                hint=f"docker start {self.cluster}-control-plane, or gpulab down then gpulab up",
-            )
-        self._save_kubeconfig(adapters)
-        return True
-
-    def apply(self, ctx: StepContext) -> None:
-        adapters = _adapters(ctx)
-        image = self.profile.management.node_image
-        ctx.note(f"kind create cluster --name {self.cluster} --image {image}")
-        adapters.kind.create(self.cluster, render.kind_cluster_config(self.profile, self.lab))
-        self._save_kubeconfig(adapters)
-
-    def _save_kubeconfig(self, adapters: LabAdapters) -> None:
-        text = adapters.kind.kubeconfig(self.cluster)
-        write_secret(adapters.management_kubeconfig(), text.encode())
-
-
-@dataclass
-class HelmAddon:
-    """A management add-on installed with Helm, then checked to be functionally ready."""
-
-    release: render.HelmRelease
-    name: str
-    title: str
-    requires: tuple[str, ...]
-    ready: Callable[[KubeGateway], tuple[bool, str]]
-    ready_what: str
-    timeout: float = 300
-
-    def describe(self) -> list[Artifact]:
-        return [Artifact("helm-release", self.release.name, self.release.to_dict())]
-
-    def satisfied(self, ctx: StepContext) -> bool:
-        adapters = _adapters(ctx)
-        helm = adapters.helm(adapters.management_kubeconfig())
-        if not helm.installed(self.release):
-            return False
-        try:
-            ok, seen = self.ready(_mgmt(ctx))
-        except AdapterError:
-            return False
-        ctx.observe(self.name, seen)
-        return ok
-
-    def apply(self, ctx: StepContext) -> None:
-        adapters = _adapters(ctx)
-        helm = adapters.helm(adapters.management_kubeconfig())
-        ctx.note(f"helm upgrade --install {self.release.name} {self.release.chart} "
-                 f"--version {self.release.version} -n {self.release.namespace}")
-        helm.install(self.release, timeout_seconds=int(self.timeout))
-        kube = _mgmt(ctx)
-        wait_until(ctx, self.name, self.ready_what, lambda: self.ready(kube), timeout=self.timeout)
-
-
 def _cert_manager_ready(kube: KubeGateway) -> tuple[bool, str]:
     """The webhook answers: a dry-run Issuer is admitted (pods Ready is not enough)."""
-    ok, seen = _deployment_available(kube, "cert-manager-webhook", "cert-manager")
+    ok, seen = deployment_available(kube, "cert-manager-webhook", "cert-manager")
     if not ok:
         return ok, seen
     issuer = {
@@ -242,12 +97,12 @@ def _cert_manager_ready(kube: KubeGateway) -> tuple[bool, str]:
 
 
 def _kamaji_ready(kube: KubeGateway) -> tuple[bool, str]:
-    ok, seen = _crd_established(kube, "tenantcontrolplanes.kamaji.clastix.io")
+    ok, seen = crd_established(kube, "tenantcontrolplanes.kamaji.clastix.io")
     if not ok:
         return ok, seen
     for dep in kube.list_objects("apps/v1", "Deployment", "kamaji-system"):
         name = dep["metadata"]["name"]
-        ok, seen = _deployment_available(kube, name, "kamaji-system")
+        ok, seen = deployment_available(kube, name, "kamaji-system")
         if not ok:
             return ok, seen
     return True, "Kamaji CRDs served and controller available"
@@ -283,7 +138,7 @@ class MetalLB:
     def _pool(self, ctx: StepContext) -> AddressRange:
         if self.facts.metallb_pool is not None:
             return self.facts.metallb_pool
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         net_name = self.profile.management.network
         network = adapters.runtime.network(net_name)
         if network is None:
@@ -297,10 +152,10 @@ class MetalLB:
         )
 
     def satisfied(self, ctx: StepContext) -> bool:
-        kube = _mgmt(ctx)
+        kube = management_kube(ctx)
         try:
             pool = self._pool(ctx)
-            ok, _ = _deployment_available(kube, "controller", "metallb-system")
+            ok, _ = deployment_available(kube, "controller", "metallb-system")
             live = kube.get(
                 "metallb.io/v1beta1", "IPAddressPool",
                 self.profile.components.metallb.pool_name, "metallb-system",
@@ -310,15 +165,15 @@ class MetalLB:
         return ok and live is not None and (live.get("spec") or {}).get("addresses") == [str(pool)]
 
     def apply(self, ctx: StepContext) -> None:
-        adapters = _adapters(ctx)
-        kube = _mgmt(ctx)
+        adapters = adapters_of(ctx)
+        kube = management_kube(ctx)
         pool = self._pool(ctx)
         ctx.note(f"MetalLB pool {pool} (IPv4 subnet {pool.subnet})")
-        for obj in _manifest_objects(adapters.fetch(self.profile.components.metallb.url)):
+        for obj in manifest_objects(adapters.fetch(self.profile.components.metallb.url)):
             kube.apply(obj)
         wait_until(
             ctx, self.name, "MetalLB controller",
-            lambda: _deployment_available(kube, "controller", "metallb-system"),
+            lambda: deployment_available(kube, "controller", "metallb-system"),
             timeout=self.timeout,
         )
         objects = render.metallb_objects(self.profile, pool)
@@ -381,7 +236,7 @@ class TenantControlPlane:
         return state == "Ready", f"status {state}" + (f", endpoint {endpoint}" if endpoint else "")
 
     def satisfied(self, ctx: StepContext) -> bool:
-        kube = _mgmt(ctx)
+        kube = management_kube(ctx)
         ok, seen = self._ready(kube)
         ctx.observe(self.name, seen)
         if not ok:
@@ -390,7 +245,7 @@ class TenantControlPlane:
         return True
 
     def apply(self, ctx: StepContext) -> None:
-        kube = _mgmt(ctx)
+        kube = management_kube(ctx)
         for art in self.describe():
             if art.kind == "object":
                 kube.apply(art.body)
@@ -403,7 +258,7 @@ class TenantControlPlane:
         data = kube.secret_data(secret, self.namespace, "admin.conf")
         if not data:
             raise AdapterError(f"secret {self.namespace}/{secret} has no admin.conf yet")
-        path = write_secret(_adapters(ctx).tenant_kubeconfig(self.tenant.name), data)
+        path = write_secret(adapters_of(ctx).tenant_kubeconfig(self.tenant.name), data)
         ctx.note(f"kubeconfig saved to {path} (mode 0600)")
 
 
@@ -433,7 +288,7 @@ class TenantWorkers:
         return [Artifact("container", s.name, s.to_dict()) for s in self.specs()]
 
     def satisfied(self, ctx: StepContext) -> bool:
-        runtime = _adapters(ctx).runtime
+        runtime = adapters_of(ctx).runtime
         for spec in self.specs():
             info = runtime.get(spec.name)
             if info is None or not info.running:
@@ -441,7 +296,7 @@ class TenantWorkers:
         return True
 
     def apply(self, ctx: StepContext) -> None:
-        runtime = _adapters(ctx).runtime
+        runtime = adapters_of(ctx).runtime
         for spec in self.specs():
             info = runtime.get(spec.name)
             if info is not None and info.running:
@@ -496,7 +351,7 @@ class JoinWorkers:
         ]
 
     def _tenant(self, ctx: StepContext) -> KubeGateway:
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
 
     def _registered(self, kube: KubeGateway) -> set[str]:
@@ -510,7 +365,7 @@ class JoinWorkers:
         return set(self.nodes()) <= registered
 
     def apply(self, ctx: StepContext) -> None:
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         kube = self._tenant(ctx)
         registered = self._registered(kube)
         kubeconfig = adapters.tenant_kubeconfig(self.tenant.name).read_bytes()
@@ -578,7 +433,7 @@ class Calico:
 
     def objects(self, text: str) -> list[dict[str, Any]]:
         """The upstream manifest with calico-node's IPv4 pool set to the tenant's pod CIDR."""
-        objects = _manifest_objects(text)
+        objects = manifest_objects(text)
         env = render.calico_pool_env(self.tenant)
         for obj in objects:
             if obj.get("kind") == "DaemonSet" and obj["metadata"]["name"] == "calico-node":
@@ -590,13 +445,13 @@ class Calico:
         return objects
 
     def _tenant(self, ctx: StepContext) -> KubeGateway:
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
 
     def _nodes_ready(self, kube: KubeGateway) -> tuple[bool, str]:
         nodes = kube.list_objects("v1", "Node")
-        not_ready = [n["metadata"]["name"] for n in nodes if not _node_ready(n)]
-        ok, seen = _daemonset_ready(kube, "calico-node", "kube-system")
+        not_ready = [n["metadata"]["name"] for n in nodes if not node_ready(n)]
+        ok, seen = daemonset_ready(kube, "calico-node", "kube-system")
         if not ok:
             return ok, seen
         return bool(nodes) and not not_ready, (
@@ -612,7 +467,7 @@ class Calico:
 
     def apply(self, ctx: StepContext) -> None:
         kube = self._tenant(ctx)
-        text = _adapters(ctx).fetch(self.profile.components.calico.url)
+        text = adapters_of(ctx).fetch(self.profile.components.calico.url)
         for obj in self.objects(text):
             kube.apply(obj)
         wait_until(ctx, self.name, "calico-node ready and nodes Ready",
@@ -646,7 +501,7 @@ class Hami:
                          cluster=self.tenant.name)]
 
     def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
-        ok, seen = _deployment_available(kube, "hami-scheduler", self.release.namespace)
+        ok, seen = deployment_available(kube, "hami-scheduler", self.release.namespace)
         if not ok:
             return ok, seen
         if kube.get("v1", "ConfigMap", "hami-scheduler-device", self.release.namespace) is None:
@@ -654,7 +509,7 @@ class Hami:
         return True, "hami-scheduler available"
 
     def satisfied(self, ctx: StepContext) -> bool:
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         path = adapters.tenant_kubeconfig(self.tenant.name)
         try:
             if not adapters.helm(path).installed(self.release):
@@ -665,7 +520,7 @@ class Hami:
         return ok
 
     def apply(self, ctx: StepContext) -> None:
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         path = adapters.tenant_kubeconfig(self.tenant.name)
         adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
         kube = adapters.kube(path)
@@ -710,7 +565,7 @@ class MockGpus:
         ]
 
     def _tenant(self, ctx: StepContext) -> KubeGateway:
-        adapters = _adapters(ctx)
+        adapters = adapters_of(ctx)
         return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
 
     def _advertised(self, kube: KubeGateway) -> tuple[bool, str]:
@@ -756,7 +611,7 @@ class MockGpus:
 def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[Step]:
     """Every step of `up` for this profile, in the one order that matters."""
     steps: list[Step] = [
-        ManagementCluster(profile, lab),
+        ManagementCluster(render.kind_cluster_config(profile, lab), lab),
         HelmAddon(
             render.helm_release(profile.components.cert_manager),
             name="management/cert-manager",

@@ -1,0 +1,189 @@
+"""Pieces every stack shares: the adapters bundle, readiness probes and generic steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from gpulab import render
+from gpulab.engine.step import Artifact
+from gpulab.engine.wait import wait_until
+from gpulab.errors import AdapterError, HostError
+from gpulab.paths import write_secret
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
+    from gpulab.engine.step import StepContext
+
+__all__ = [
+    "HelmAddon",
+    "LabAdapters",
+    "ManagementCluster",
+    "adapters_of",
+    "crd_established",
+    "daemonset_ready",
+    "deployment_available",
+    "management_kube",
+    "manifest_objects",
+    "node_ready",
+]
+
+
+@dataclass
+class LabAdapters:
+    """The adapters the kamaji-hami steps use; tests pass fakes."""
+
+    runtime: ContainerRuntime
+    kind: KindProvider
+    kube: Callable[[Path], KubeGateway]
+    helm: Callable[[Path], HelmGateway]
+    fetch: Callable[[str], str]
+    lab_dir: Path
+
+    def management_kubeconfig(self) -> Path:
+        return self.lab_dir / "management.kubeconfig"
+
+    def tenant_kubeconfig(self, tenant: str) -> Path:
+        return self.lab_dir / f"{tenant}.kubeconfig"
+
+
+def adapters_of(ctx: StepContext) -> LabAdapters:
+    adapters: LabAdapters = ctx.adapters
+    return adapters
+
+
+def management_kube(ctx: StepContext) -> KubeGateway:
+    adapters = adapters_of(ctx)
+    return adapters.kube(adapters.management_kubeconfig())
+
+
+def deployment_available(kube: KubeGateway, name: str, namespace: str) -> tuple[bool, str]:
+    dep = kube.get("apps/v1", "Deployment", name, namespace)
+    if dep is None:
+        return False, f"deployment {namespace}/{name} not found"
+    status = dep.get("status") or {}
+    want = (dep.get("spec") or {}).get("replicas", 1)
+    ready = status.get("availableReplicas") or 0
+    return ready >= want, f"deployment {namespace}/{name} {ready}/{want} available"
+
+
+def daemonset_ready(kube: KubeGateway, name: str, namespace: str) -> tuple[bool, str]:
+    ds = kube.get("apps/v1", "DaemonSet", name, namespace)
+    if ds is None:
+        return False, f"daemonset {namespace}/{name} not found"
+    status = ds.get("status") or {}
+    want = status.get("desiredNumberScheduled") or 0
+    ready = status.get("numberReady") or 0
+    return want > 0 and ready >= want, f"daemonset {namespace}/{name} {ready}/{want} ready"
+
+
+def crd_established(kube: KubeGateway, name: str) -> tuple[bool, str]:
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+    if crd is None:
+        return False, f"CRD {name} not found"
+    for cond in (crd.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Established":
+            return cond.get("status") == "True", f"CRD {name} Established={cond.get('status')}"
+    return False, f"CRD {name} has no Established condition yet"
+
+
+def manifest_objects(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict) and doc.get("kind")]
+
+
+def node_ready(node: dict[str, Any]) -> bool:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+# --------------------------------------------------------------------------- management
+
+
+@dataclass
+class ManagementCluster:
+    """The kind management cluster from a rendered kind config (kubeconfig saved 0600)."""
+
+    config: dict[str, Any]
+    lab: str
+    name: str = "management/cluster"
+    title: str = "Creating management cluster (kind)"
+    requires: tuple[str, ...] = ()
+
+    @property
+    def cluster(self) -> str:
+        return render.kind_cluster_name(self.lab)
+
+    def describe(self) -> list[Artifact]:
+        return [
+            Artifact("kind-cluster", self.cluster, self.config),
+            Artifact("file", "management.kubeconfig", {"mode": "0600"}),
+        ]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = adapters_of(ctx)
+        if self.cluster not in adapters.kind.clusters():
+            return False
+        node = adapters.runtime.get(f"{self.cluster}-control-plane")
+        if node is None or not node.running:
+            raise HostError(
+                f"kind cluster '{self.cluster}' exists but its node is not running",
+                hint=f"docker start {self.cluster}-control-plane, or gpulab down then gpulab up",
+            )
+        self._save_kubeconfig(adapters)
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        ctx.note(f"kind create cluster --name {self.cluster}")
+        adapters.kind.create(self.cluster, self.config)
+        self._save_kubeconfig(adapters)
+
+    def _save_kubeconfig(self, adapters: LabAdapters) -> None:
+        text = adapters.kind.kubeconfig(self.cluster)
+        write_secret(adapters.management_kubeconfig(), text.encode())
+
+
+@dataclass
+class HelmAddon:
+    """A management add-on installed with Helm, then checked to be functionally ready."""
+
+    release: render.HelmRelease
+    name: str
+    title: str
+    requires: tuple[str, ...]
+    ready: Callable[[KubeGateway], tuple[bool, str]]
+    ready_what: str
+    timeout: float = 300
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("helm-release", self.release.name, self.release.to_dict())]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = adapters_of(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        if not helm.installed(self.release):
+            return False
+        try:
+            ok, seen = self.ready(management_kube(ctx))
+        except AdapterError:
+            return False
+        ctx.observe(self.name, seen)
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        ctx.note(f"helm upgrade --install {self.release.name} {self.release.chart} "
+                 f"--version {self.release.version} -n {self.release.namespace}")
+        helm.install(self.release, timeout_seconds=int(self.timeout))
+        kube = management_kube(ctx)
+        wait_until(ctx, self.name, self.ready_what, lambda: self.ready(kube), timeout=self.timeout)
+
+
