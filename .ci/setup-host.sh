@@ -88,8 +88,18 @@ else
     # that pid got reused; no dockerd runs, so the file is stale.
     rm -f /var/run/docker.pid
     log "starting dockerd ${DOCKERD_FLAGS:+($DOCKERD_FLAGS) }(log: $DOCKERD_LOG)"
-    # shellcheck disable=SC2086  # word splitting of flags is intended
-    (cd / && setsid nohup dockerd $DOCKERD_FLAGS >"$DOCKERD_LOG" 2>&1 </dev/null &)
+    # Detach fully: new session, stdio to the log, and every inherited fd > 2
+    # closed - otherwise dockerd keeps e.g. the pipe of `$(...)` / `| tee`
+    # (our fd 3) open and the caller hangs waiting for EOF.
+    (
+      cd /
+      for fd in /proc/$BASHPID/fd/*; do
+        fd="${fd##*/}"
+        if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+      done
+      # shellcheck disable=SC2086  # word splitting of flags is intended
+      exec setsid nohup dockerd $DOCKERD_FLAGS >"$DOCKERD_LOG" 2>&1 </dev/null
+    ) &
   fi
   ok=0
   for _ in $(seq 1 60); do
