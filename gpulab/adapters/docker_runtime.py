@@ -252,6 +252,11 @@ class _Demuxer:
             else:  # 2 = stderr, 3 = the engine's own error
                 self.stderr += payload
 
+    def close(self) -> None:
+        """At end of stream: keep a truncated or unframed rest rather than dropping it."""
+        self.stderr += self._buffer
+        self._buffer.clear()
+
 
 def _read_exec_stream(raw: Any, deadline: float) -> tuple[bytes, bytes]:
     """Read the exec's stream until the engine closes it; `_ExecTimeout` at `deadline`."""
@@ -266,6 +271,7 @@ def _read_exec_stream(raw: Any, deadline: float) -> tuple[bytes, bytes]:
         except TimeoutError:
             raise _ExecTimeout(bytes(demux.stdout), bytes(demux.stderr)) from None
         if not chunk:
+            demux.close()
             return bytes(demux.stdout), bytes(demux.stderr)
         demux.feed(chunk)
 
@@ -374,8 +380,7 @@ class DockerRuntime:
             status = _status_code(err)
             if status == 409:
                 err.hint = f"remove the old one: gpulab down, or docker rm -f -v {spec.name}"
-            elif status == 404 and "network" in err.message:
-                err.hint = f"network {spec.network} must exist first (kind creates it)"
+            _hint_missing_network(err, spec)
             raise
         container_id = str(created["Id"])
         try:
@@ -391,6 +396,7 @@ class DockerRuntime:
                     "unable to apply caps)",
                     hint="kind needs a rootful engine that grants --privileged; see gpulab doctor",
                 ) from err
+            _hint_missing_network(err, spec)
             raise
         info = self.get(container_id)
         if info is None:  # removed between start and inspect (restart policy cannot do that)
@@ -588,6 +594,12 @@ class DockerRuntime:
                 return False
             raise
         return True
+
+
+def _hint_missing_network(err: GpulabError, spec: ContainerSpec) -> None:
+    """The engine reports a missing network at create or at start, depending on its version."""
+    if _status_code(err) == 404 and f"network {spec.network} not found" in err.message:
+        err.hint = f"network {spec.network} must exist first (kind creates it with the cluster)"
 
 
 def _container_from_inspect(attrs: Mapping[str, Any]) -> ContainerInfo:

@@ -71,7 +71,7 @@ def test_broken_profile_is_one_line_per_problem_and_exit_2(tmp_path) -> None:
     path.write_text(text)
     result = runner.invoke(app, ["plan", "--profile", str(path)])
     assert result.exit_code == 2
-    assert "Traceback" not in result.stderr and result.exception is None or isinstance(
+    assert ("Traceback" not in result.stderr and result.exception is None) or isinstance(
         result.exception, SystemExit)
     assert "1 problem in profile, nothing was created" in result.stderr
     assert f"{path}:" in result.stderr and "tenants[1].gpus[0].memory_mib: must be > 0" in \

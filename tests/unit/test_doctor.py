@@ -11,9 +11,9 @@ KIND_NET = NetworkInfo("id", "kind", [{"Subnet": "fc00::/64"}, {"Subnet": "172.1
 
 
 def _snapshot(**changes) -> HostSnapshot:
-    base = dict(docker=GOOD, disk_free_bytes=200 * 1024**3, inotify_watches=524288,
-                inotify_instances=512, swap_active=False, kind_version="v0.33.0",
-                helm_version="v3.19.2", networks=(KIND_NET,))
+    base = {"docker": GOOD, "disk_free_bytes": 200 * 1024**3, "inotify_watches": 524288,
+                "inotify_instances": 512, "swap_active": False, "kind_version": "v0.33.0",
+                "helm_version": "v3.19.2", "networks": (KIND_NET,)}
     base.update(changes)
     return HostSnapshot(**base)
 
