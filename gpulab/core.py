@@ -89,8 +89,7 @@ def lab_adapters(profile: Profile, lab: str, runtime: ContainerRuntime) -> LabAd
                                if b is None)
         raise HostError(f"{missing} not found on PATH or in gpulab's cache",
                         hint="run gpulab doctor --install-tools")
-    folder = lab_dir(lab)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = lab_dir(lab)  # created by the first file written into it (mode 0700)
     return LabAdapters(
         runtime=runtime,
         kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig"),
