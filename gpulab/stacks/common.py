@@ -168,9 +168,9 @@ class HelmAddon:
     def satisfied(self, ctx: StepContext) -> bool:
         adapters = adapters_of(ctx)
         helm = adapters.helm(adapters.management_kubeconfig())
-        if not helm.installed(self.release):
-            return False
         try:
+            if not helm.installed(self.release):
+                return False
             ok, seen = self.ready(management_kube(ctx))
         except AdapterError:
             return False

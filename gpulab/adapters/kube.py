@@ -1,0 +1,671 @@
+"""`KubeGateway` over the official kubernetes client: one `ApiClient` per API server.
+
+Every call goes through `ApiClient.call_api` on REST paths derived from apiVersion/kind, not
+through `DynamicClient`: its list results need `kind` on the response (kmock omits it) and its
+discovery fetches every API group up front. Kinds gpulab touches are in `_KNOWN`; anything
+else (e.g. Calico's CRs) is looked up once in the group/version's discovery document.
+
+Errors leave this module as `AdapterError` with one line: verb, object, API server, HTTP status
+and the Status reason/message. Transient failures (409 outside create, 429, 5xx, connection
+errors) are retried a bounded number of times (`RetryPolicy`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from gpulab.errors import AdapterError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+
+    from tenacity.stop import StopBaseT
+    from tenacity.wait import WaitBaseT
+
+__all__ = [
+    "APPLY_PATCH",
+    "FIELD_MANAGER",
+    "JSON_PATCH",
+    "MERGE_PATCH",
+    "KubeApiError",
+    "KubeClient",
+    "RetryPolicy",
+    "label_selector_matches",
+]
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "gpulab"
+APPLY_PATCH = "application/apply-patch+yaml"
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+
+# (apiVersion, kind) → (plural, namespaced). Kinds missing here are discovered on first use.
+_KNOWN: dict[tuple[str, str], tuple[str, bool]] = {
+    ("v1", "ConfigMap"): ("configmaps", True),
+    ("v1", "Endpoints"): ("endpoints", True),
+    ("v1", "Event"): ("events", True),
+    ("v1", "Namespace"): ("namespaces", False),
+    ("v1", "Node"): ("nodes", False),
+    ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("v1", "Pod"): ("pods", True),
+    ("v1", "Secret"): ("secrets", True),
+    ("v1", "Service"): ("services", True),
+    ("v1", "ServiceAccount"): ("serviceaccounts", True),
+    ("apps/v1", "DaemonSet"): ("daemonsets", True),
+    ("apps/v1", "Deployment"): ("deployments", True),
+    ("apps/v1", "ReplicaSet"): ("replicasets", True),
+    ("apps/v1", "StatefulSet"): ("statefulsets", True),
+    ("batch/v1", "Job"): ("jobs", True),
+    ("coordination.k8s.io/v1", "Lease"): ("leases", True),
+    ("events.k8s.io/v1", "Event"): ("events", True),
+    ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("priorityclasses", False),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
+    ("rbac.authorization.k8s.io/v1", "Role"): ("roles", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): (
+        "validatingwebhookconfigurations",
+        False,
+    ),
+    ("cert-manager.io/v1", "Certificate"): ("certificates", True),
+    ("cert-manager.io/v1", "ClusterIssuer"): ("clusterissuers", False),
+    ("cert-manager.io/v1", "Issuer"): ("issuers", True),
+    ("kamaji.clastix.io/v1alpha1", "DataStore"): ("datastores", False),
+    ("kamaji.clastix.io/v1alpha1", "TenantControlPlane"): ("tenantcontrolplanes", True),
+    ("metallb.io/v1beta1", "IPAddressPool"): ("ipaddresspools", True),
+    ("metallb.io/v1beta1", "L2Advertisement"): ("l2advertisements", True),
+}
+
+_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+_MAX_DETAIL = 300
+
+
+# --------------------------------------------------------------------------- errors and retries
+
+
+class KubeApiError(AdapterError):
+    """An API call that failed; `status` is the HTTP status, 0 when there was no answer."""
+
+    def __init__(
+        self, message: str, *, status: int, reason: str = "", hint: str | None = None,
+        output: str = "",
+    ) -> None:
+        super().__init__(message, hint=hint, output=output)
+        self.status = status
+        self.reason = reason
+
+
+def _is_transient(method: str) -> Callable[[BaseException], bool]:
+    def check(exc: BaseException) -> bool:
+        if isinstance(exc, ApiException):
+            status = int(exc.status or 0)
+            # A 409 on create means "already exists": retrying cannot change that.
+            return status in _TRANSIENT_STATUS or (status == 409 and method != "POST")
+        return isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError)
+
+    return check
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome else None
+    log.warning("kube API call failed (attempt %d), retrying: %s", state.attempt_number,
+                _one_line(str(exc)) if exc else "?")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient failures are retried; tests pass `RetryPolicy.disabled()`."""
+
+    stop: StopBaseT = field(default_factory=lambda: stop_after_attempt(6) | stop_after_delay(60))
+    wait: WaitBaseT = field(default_factory=lambda: wait_exponential(multiplier=0.5, max=10))
+    sleep: Callable[[float], None] = time.sleep
+
+    @classmethod
+    def disabled(cls) -> RetryPolicy:
+        return cls(stop=stop_after_attempt(1))
+
+    def retrying(self, method: str) -> Retrying:
+        return Retrying(
+            stop=self.stop,
+            wait=self.wait,
+            sleep=self.sleep,
+            retry=retry_if_exception(_is_transient(method)),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+
+
+def _one_line(text: str, limit: int = _MAX_DETAIL) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _status_detail(exc: ApiException) -> tuple[str, str]:
+    """(reason, message) from a Kubernetes `Status` body, else the HTTP reason phrase."""
+    reason = str(exc.reason or "")
+    message = ""
+    body = exc.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str) and body.strip():
+        try:
+            status = json.loads(body)
+        except ValueError:
+            message = body
+        else:
+            if isinstance(status, dict) and status.get("kind") == "Status":
+                reason = str(status.get("reason") or reason)
+                message = str(status.get("message") or "")
+    return reason, _one_line(message)
+
+
+def _connection_reason(exc: BaseException) -> str:
+    inner = getattr(exc, "reason", None)  # MaxRetryError wraps the real cause
+    cause = inner if isinstance(inner, BaseException) else exc
+    return _one_line(f"{type(cause).__name__}: {cause}", 200)
+
+
+# --------------------------------------------------------------------------- label selectors
+
+_REQUIREMENT = re.compile(
+    r"\s*(?:(?P<not>!)\s*(?P<nkey>[^\s,!=()]+)"
+    r"|(?P<skey>[^\s,!=()]+)\s*(?P<setop>in|notin)\s*\((?P<values>[^)]*)\)"
+    r"|(?P<key>[^\s,!=()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[^\s,!=()]*))?)\s*(?:,|$)"
+)
+
+
+def label_selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
+    """Kubernetes label-selector semantics (=, ==, !=, in, notin, key, !key).
+
+    Used to filter list results client-side as well: kmock ignores selectors, and filtering twice
+    is harmless against a real API server. A selector this parser cannot read matches everything
+    (the server has already filtered, or refused it).
+    """
+    pos, text = 0, selector.strip()
+    while pos < len(text):
+        match = _REQUIREMENT.match(text, pos)
+        if match is None or match.end() == pos:
+            return True
+        pos = match.end()
+        if match["nkey"]:
+            if match["nkey"] in labels:
+                return False
+        elif match["skey"]:
+            values = {v.strip() for v in match["values"].split(",") if v.strip()}
+            present = match["skey"] in labels and labels[match["skey"]] in values
+            if present != (match["setop"] == "in"):
+                return False
+        elif match["op"] in ("=", "=="):
+            if labels.get(match["key"]) != match["value"]:
+                return False
+        elif match["op"] == "!=":
+            if labels.get(match["key"]) == match["value"]:
+                return False
+        elif match["key"] not in labels:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- client
+
+
+@dataclass(frozen=True)
+class _Resource:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, sub: str | None = None
+    ) -> str:
+        root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        parts = [root]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+        if sub:
+            parts.append(sub)
+        return "/".join(parts)
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    data: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.data) if self.data.strip() else None
+
+
+def _describe(kind: str, name: str | None, namespace: str | None) -> str:
+    if name is None:
+        return f"{kind} list" + (f" in {namespace}" if namespace else "")
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+class KubeClient:
+    """A Kubernetes API server reached through its own `ApiClient` (never the global config).
+
+    `kubeconfig` loads a file (None: $KUBECONFIG or ~/.kube/config); `host` alone builds a bare
+    configuration (tests against kmock); both: the file's credentials with `host` as server.
+    """
+
+    def __init__(
+        self,
+        kubeconfig: Path | None = None,
+        *,
+        host: str | None = None,
+        request_timeout: float = 30,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._timeout = request_timeout
+        self._retry = retry or RetryPolicy()
+        self._discovered: dict[tuple[str, str], _Resource] = {}
+        if kubeconfig is None and host is not None:
+            self._api = k8s_client.ApiClient(k8s_client.Configuration(host=host))
+        else:
+            try:
+                self._api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+                    config_file=str(kubeconfig) if kubeconfig else None
+                )
+            except Exception as err:  # ConfigException, OSError, yaml errors: all mean "unusable"
+                where = str(kubeconfig) if kubeconfig else "the default kubeconfig"
+                raise AdapterError(
+                    f"cannot load {where}: {_one_line(str(err), 200)}",
+                    hint="check the file, or re-run `gpulab up` to write it again",
+                ) from err
+            if host is not None:
+                self._api.configuration.host = host
+
+    @property
+    def server(self) -> str:
+        """The API server URL (used in every error message)."""
+        return str(self._api.configuration.host)
+
+    def close(self) -> None:
+        self._api.close()  # type: ignore[no-untyped-call]
+
+    def __enter__(self) -> KubeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------- HTTP
+
+    def _send(
+        self,
+        *,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        body: Any,
+        content_type: str | None,
+        accept: str,
+    ) -> _Response:
+        headers = {"Accept": accept}
+        if content_type:
+            headers["Content-Type"] = content_type
+        request = self._api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query or None,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self._api.call_api(*request, _request_timeout=self._timeout)
+        try:
+            data = response.read() or b""  # type: ignore[no-untyped-call]
+        finally:
+            response.response.release_conn()
+        if not 200 <= response.status <= 299:
+            raise ApiException(
+                status=response.status, reason=response.reason,
+                body=data.decode("utf-8", "replace"),
+            )
+        return _Response(int(response.status), bytes(data))
+
+    def _call(
+        self,
+        verb: str,
+        what: str,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+    ) -> _Response:
+        """One request with bounded retries; failures become `KubeApiError` (one line)."""
+        try:
+            for attempt in self._retry.retrying(method):
+                with attempt:
+                    return self._send(method=method, path=path, query=query or [], body=body,
+                                      content_type=content_type, accept=accept)
+        except ApiException as exc:
+            status = int(exc.status or 0)
+            if status == 0:  # the client reports TLS failures this way: no HTTP answer at all
+                raise KubeApiError(
+                    f"{verb} {what} at {self.server}: connection failed "
+                    f"({_one_line(str(exc.reason or 'no answer'), 200)})",
+                    status=0, hint="check the kubeconfig's server address and CA",
+                ) from exc
+            reason, message = _status_detail(exc)
+            text = f"{verb} {what} at {self.server}: {status} {reason}".rstrip()
+            raise KubeApiError(
+                f"{text}: {message}" if message else text,
+                status=status, reason=reason, output=str(exc.body or ""),
+            ) from exc
+        except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as exc:
+            raise KubeApiError(
+                f"{verb} {what} at {self.server}: connection failed ({_connection_reason(exc)})",
+                status=0, hint="is the cluster running? `gpulab status` shows the lab",
+            ) from exc
+        raise AssertionError("unreachable: tenacity either returns or reraises")  # pragma: no cover
+
+    def _json_object(self, response: _Response) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError as err:
+            raise KubeApiError(
+                f"answer from {self.server} is not JSON ({_one_line(str(err), 120)})",
+                status=response.status, output=response.data.decode("utf-8", "replace"),
+            ) from err
+        return data if isinstance(data, dict) else {}
+
+    # ----------------------------------------------------------------------- resources
+
+    def _resource(self, api_version: str, kind: str) -> _Resource | None:
+        """The REST resource serving `kind`, or None when the server does not serve it."""
+        known = _KNOWN.get((api_version, kind))
+        if known:
+            return _Resource(api_version, kind, *known)
+        cached = self._discovered.get((api_version, kind))
+        if cached:
+            return cached
+        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        try:
+            doc = self._json_object(self._call("discover", api_version, "GET", path))
+        except KubeApiError as err:
+            if err.status == 404:
+                return None  # group/version not served (e.g. CRD not installed yet)
+            raise
+        for entry in doc.get("resources") or []:
+            if entry.get("kind") == kind and "/" not in str(entry.get("name", "")):
+                found = _Resource(api_version, kind, str(entry["name"]),
+                                  bool(entry.get("namespaced")))
+                self._discovered[(api_version, kind)] = found  # only hits are cached
+                return found
+        return None
+
+    def _require(self, verb: str, api_version: str, kind: str, what: str) -> _Resource:
+        res = self._resource(api_version, kind)
+        if res is None:
+            raise KubeApiError(
+                f"{verb} {what} at {self.server}: kind {kind} is not served in {api_version}",
+                status=404, reason="NotFound",
+                hint="its CRD may not be installed yet",
+            )
+        return res
+
+    @staticmethod
+    def _namespace(res: _Resource, namespace: str | None) -> str | None:
+        """Namespaced kinds default to `default` (as kubectl); cluster kinds ignore it."""
+        if not res.namespaced:
+            return None
+        return namespace or "default"
+
+    # ----------------------------------------------------------------------- KubeGateway
+
+    def server_version(self) -> str:
+        """`gitVersion` of `GET /version` (kmock answers `/version`, not `/version/`)."""
+        data = self._json_object(self._call("get", "server version", "GET", "/version"))
+        version = data.get("gitVersion")
+        if not isinstance(version, str) or not version:
+            raise KubeApiError(
+                f"get server version at {self.server}: answer has no gitVersion",
+                status=200, output=json.dumps(data),
+            )
+        return version
+
+    def apply(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply (`apply-patch+yaml`, fieldManager=gpulab, force=true).
+
+        A real API server creates missing objects through SSA, so a plain apply is one PATCH.
+        Fallback, only when the server answers the apply-patch itself with 404 or 415: POST the
+        object (what an API server without SSA support, or an emulator such as kmock that does
+        not emulate SSA on missing objects, accepts), and if that POST says 409 the object exists
+        after all, so merge-patch it. If the POST also answers 404 (the namespace or the CRD is
+        really missing) the original apply error is raised. Against a real server the fallback
+        therefore never changes the outcome: SSA answers 404 only when creating is impossible.
+        """
+        api_version = str(obj.get("apiVersion") or "")
+        kind = str(obj.get("kind") or "")
+        metadata = obj.get("metadata") or {}
+        name = metadata.get("name")
+        if not api_version or not kind or not name:
+            raise AdapterError(
+                f"cannot apply an object without apiVersion, kind and metadata.name "
+                f"({kind or '?'} {name or '?'})"
+            )
+        what = f"{kind} {name}"
+        res = self._require("apply", api_version, kind, what)
+        namespace = self._namespace(res, metadata.get("namespace"))
+        if not res.namespaced and "namespace" in metadata:
+            # The API server drops it on create, but an SSA body must match the request's scope.
+            obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "namespace"}}
+        what = _describe(kind, name, namespace)
+        dry = [("dryRun", "All")] if dry_run else []
+        try:
+            return self._json_object(self._call(
+                "apply", what, "PATCH", res.path(namespace, name),
+                query=[("fieldManager", FIELD_MANAGER), ("force", "true"), *dry],
+                body=obj, content_type=APPLY_PATCH,
+            ))
+        except KubeApiError as err:
+            if err.status not in (404, 415):
+                raise
+            apply_error = err
+        log.info("server-side apply of %s answered %d; creating instead", what, apply_error.status)
+        try:
+            return self._json_object(self._call(
+                "create", what, "POST", res.path(namespace),
+                query=[("fieldManager", FIELD_MANAGER), *dry], body=obj, content_type=JSON,
+            ))
+        except KubeApiError as err:
+            if err.status == 404:
+                raise apply_error from err
+            if err.status != 409:
+                raise
+        return self._json_object(self._call(
+            "patch", what, "PATCH", res.path(namespace, name),
+            query=[("fieldManager", FIELD_MANAGER), *dry], body=obj, content_type=MERGE_PATCH,
+        ))
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The live object; None when it (or its kind) does not exist."""
+        res = self._resource(api_version, kind)
+        if res is None:
+            return None
+        ns = self._namespace(res, namespace)
+        try:
+            response = self._call("get", _describe(kind, name, ns), "GET", res.path(ns, name))
+        except KubeApiError as err:
+            if err.status == 404:
+                return None
+            raise
+        return self._json_object(response)
+
+    def list_objects(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects of a kind (all namespaces when `namespace` is None); [] if the kind is unknown.
+
+        Items get `apiVersion`/`kind` filled in (servers omit them in lists of built-in kinds) and
+        are filtered by `label_selector` client-side too.
+        """
+        res = self._resource(api_version, kind)
+        if res is None:
+            return []
+        ns = namespace if res.namespaced else None
+        query = [("labelSelector", label_selector)] if label_selector else []
+        data = self._json_object(self._call(
+            "list", _describe(kind, None, ns), "GET", res.path(ns), query=query
+        ))
+        items: list[dict[str, Any]] = []
+        for item in data.get("items") or []:
+            if not isinstance(item, dict):
+                continue
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+            labels = (item.get("metadata") or {}).get("labels") or {}
+            if label_selector and not label_selector_matches(label_selector, labels):
+                continue
+            items.append(item)
+        return items
+
+    def delete(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> bool:
+        """Delete (background propagation); False when it (or its kind) was already gone."""
+        res = self._resource(api_version, kind)
+        if res is None:
+            return False
+        ns = self._namespace(res, namespace)
+        try:
+            self._call("delete", _describe(kind, name, ns), "DELETE", res.path(ns, name),
+                       query=[("propagationPolicy", "Background")])
+        except KubeApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    def patch_node_status(self, name: str, patch: list[dict[str, Any]]) -> None:
+        """JSON patch (`json-patch+json`) on `/api/v1/nodes/<name>/status`.
+
+        Paths are JSON pointers: `/` inside a key is `~1` and `~` is `~0`
+        (`/status/capacity/nvidia.com~1gpu`). A malformed escape is refused before sending.
+        """
+        for op in patch:
+            _check_pointer(str(op.get("path", "")))
+            if "from" in op:
+                _check_pointer(str(op["from"]))
+        res = _Resource("v1", "Node", "nodes", False)
+        self._call("patch status of", f"Node {name}", "PATCH", res.path(None, name, "status"),
+                   body=list(patch), content_type=JSON_PATCH)
+
+    def annotate(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        annotations: Mapping[str, str | None],
+        namespace: str | None = None,
+    ) -> None:
+        """Merge-patch `metadata.annotations`; a None value removes the key."""
+        what = _describe(kind, name, namespace)
+        res = self._require("annotate", api_version, kind, what)
+        ns = self._namespace(res, namespace)
+        body = {"metadata": {"annotations": dict(annotations)}}
+        self._call("annotate", _describe(kind, name, ns), "PATCH", res.path(ns, name),
+                   body=body, content_type=MERGE_PATCH)
+
+    def secret_data(self, name: str, namespace: str, key: str) -> bytes | None:
+        """The base64-decoded `data[key]` of a Secret; None if the Secret or the key is missing."""
+        secret = self.get("v1", "Secret", name, namespace)
+        if secret is None:
+            return None
+        value = (secret.get("data") or {}).get(key)
+        if value is None:
+            return None
+        try:
+            return base64.b64decode(str(value), validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise AdapterError(
+                f"secret {namespace}/{name} key {key} at {self.server} is not valid base64"
+            ) from err
+
+    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20) -> str:
+        path = _Resource("v1", "Pod", "pods", True).path(namespace, name, "log")
+        response = self._call("read logs of", f"Pod {namespace}/{name}", "GET", path,
+                              query=[("tailLines", str(tail_lines))], accept="*/*")
+        return response.data.decode("utf-8", "replace")
+
+    def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]:
+        """core/v1 Events of a namespace, oldest first, optionally about one object only.
+
+        The field selector is sent and applied again here (kmock ignores selectors).
+        """
+        res = _Resource("v1", "Event", "events", True)
+        query = [("fieldSelector", f"involvedObject.name={involved_name}")] if involved_name else []
+        data = self._json_object(self._call(
+            "list", f"Event list in {namespace}", "GET", res.path(namespace), query=query
+        ))
+        events = [
+            e for e in data.get("items") or []
+            if isinstance(e, dict)
+            and (involved_name is None
+                 or (e.get("involvedObject") or {}).get("name") == involved_name)
+        ]
+        events.sort(key=_event_time)
+        return events
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    meta = event.get("metadata") or {}
+    return str(event.get("lastTimestamp") or event.get("eventTime")
+               or meta.get("creationTimestamp") or "")
+
+
+_POINTER_ESCAPE = re.compile(r"~(?![01])")
+
+
+def _check_pointer(pointer: str) -> None:
+    if pointer and not pointer.startswith("/"):
+        raise AdapterError(f"JSON patch path {pointer!r} must start with '/'")
+    if _POINTER_ESCAPE.search(pointer):
+        raise AdapterError(
+            f"JSON patch path {pointer!r} has a bad escape: write '~0' for '~', '~1' for '/'"
+        )
