@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -389,6 +390,37 @@ def kubeconfig(
             raise UsageError(f"no kubeconfig saved for {tenant} in lab '{lab}'",
                              hint=f"run gpulab up --name {lab}")
         typer.echo(f"export KUBECONFIG={path}" if export else str(path))
+        return 0
+
+    _guard(body)
+
+
+@app.command()
+def logs(
+    folder: Annotated[
+        Path | None,
+        typer.Argument(help="Where to write the bundle (default ./gpulab-logs-LAB-TIME)."),
+    ] = None,
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    tar: Annotated[bool, typer.Option("--tar", help="Also pack it as FOLDER.tar.gz.")] = False,
+) -> None:
+    """Collect diagnostics: node journals, container states, each cluster's pods, events, nodes,
+    helm releases and HAMi logs. Prints the bundle's path on stdout."""
+
+    def body() -> int:
+        import time
+
+        from gpulab import core
+
+        _, lab = _resolve_lab(profile, name)
+        target = folder or Path(f"gpulab-logs-{lab}-{time.strftime('%Y%m%d-%H%M%S')}")
+        err.print(f"collecting diagnostics for lab '{lab}' ...", markup=False)
+        path = core.collect_logs(lab, target, core.connect_runtime(), tar=tar)
+        errors = target / "errors.txt"
+        if errors.exists():
+            err.print(f"some collectors failed, see {errors}", markup=False)
+        typer.echo(str(path))
         return 0
 
     _guard(body)

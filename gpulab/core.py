@@ -10,8 +10,9 @@ from gpulab.profile.model import _dns_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime, KindProvider
+    from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Teardown",
+    "collect_logs",
     "connect_runtime",
     "down",
     "lab_adapters",
@@ -240,3 +242,28 @@ def status(lab: str, runtime: ContainerRuntime, profile: Profile | None) -> dict
         "tenants": dict(sorted(tenants.items())),
         "exists": node is not None or bool(workers),
     }
+
+
+# --------------------------------------------------------------------------- logs
+
+
+def collect_logs(lab: str, folder: Path, runtime: ContainerRuntime, *, tar: bool) -> Path:
+    """Write the diagnostics bundle; returns the folder (or tarball) path."""
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+    from gpulab.diagnostics import collect, tarball
+    from gpulab.paths import lab_dir
+    from gpulab.tools import find_tool
+
+    helm_binary = find_tool("helm")
+
+    def helm(path: Path) -> HelmGateway:
+        from gpulab.adapters.helm import PyHelm3Gateway
+
+        return PyHelm3Gateway(path, executable=helm_binary or "helm")
+
+    def kube(path: Path) -> KubeGateway:
+        return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
+
+    collect(lab, folder, runtime=runtime, kube=kube, helm=helm if helm_binary else None,
+            lab_files=lab_dir(lab))
+    return tarball(folder) if tar else folder

@@ -220,6 +220,10 @@ class FakeHelm:
     def uninstall(self, name: str, namespace: str) -> None:
         self.world.kube(self.cluster).releases.pop(name, None)
 
+    def releases(self) -> list[dict[str, Any]]:
+        return [{"name": name, "version": version, "status": "deployed"}
+                for name, (version, _values) in self.world.kube(self.cluster).releases.items()]
+
 
 Key = tuple[str, str, str, str]
 
@@ -322,8 +326,9 @@ class FakeKube:
     def secret_data(self, name: str, namespace: str, key: str) -> bytes | None:
         return self.secrets.get((namespace, name), {}).get(key)
 
-    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20) -> str:
-        return ""
+    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20,
+                 container: str | None = None) -> str:
+        return f"logs of {namespace}/{name}/{container or 'default'}"
 
     def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]:
         return []

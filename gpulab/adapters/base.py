@@ -149,6 +149,10 @@ class HelmGateway(Protocol):
 
     def uninstall(self, name: str, namespace: str) -> None: ...
 
+    def releases(self) -> list[dict[str, Any]]:
+        """Every release in every namespace: name, namespace, chart, version, status."""
+        ...
+
 
 class KubeGateway(Protocol):
     """A Kubernetes API server (management cluster or a tenant)."""
@@ -192,7 +196,9 @@ class KubeGateway(Protocol):
 
     def secret_data(self, name: str, namespace: str, key: str) -> bytes | None: ...
 
-    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20) -> str: ...
+    def pod_logs(
+        self, name: str, namespace: str, *, tail_lines: int = 20, container: str | None = None
+    ) -> str: ...
 
     def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]: ...
 

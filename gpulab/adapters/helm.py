@@ -244,6 +244,28 @@ class PyHelm3Gateway:
 
         self._call(f"uninstall {name} in namespace {namespace}", go)
 
+    def releases(self) -> list[dict[str, Any]]:
+        """Releases in every namespace (deployed, failed, pending) with chart, version, status."""
+
+        async def go() -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            for release in await self._client.list_releases(
+                all_namespaces=True, include_failed=True, include_pending=True
+            ):
+                revision = await release.current_revision()
+                metadata = await revision.chart_metadata()
+                out.append({
+                    "name": release.name,
+                    "namespace": release.namespace,
+                    "chart": metadata.name,
+                    "version": str(metadata.version),
+                    "revision": revision.revision,
+                    "status": revision.status.value,
+                })
+            return out
+
+        return self._call("list releases in all namespaces", go)
+
     # ----------------------------------------------------------------------- extras
 
     def template(

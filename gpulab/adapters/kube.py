@@ -627,10 +627,15 @@ class KubeClient:
                 f"secret {namespace}/{name} key {key} at {self.server} is not valid base64"
             ) from err
 
-    def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20) -> str:
+    def pod_logs(
+        self, name: str, namespace: str, *, tail_lines: int = 20, container: str | None = None
+    ) -> str:
         path = _Resource("v1", "Pod", "pods", True).path(namespace, name, "log")
+        query = [("tailLines", str(tail_lines))]
+        if container:
+            query.append(("container", container))
         response = self._call("read logs of", f"Pod {namespace}/{name}", "GET", path,
-                              query=[("tailLines", str(tail_lines))], accept="*/*")
+                              query=query, accept="*/*")
         return response.data.decode("utf-8", "replace")
 
     def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]:

@@ -353,3 +353,15 @@ def test_null_values_do_not_make_a_release_look_changed() -> None:
     assert _normalized({"resources": None, "image": {"tag": "x"}}) == _normalized(
         {"image": {"tag": "x"}})
     assert _normalized({"resources": {"limits": {}}}) != _normalized({"resources": None})
+
+
+@pytest.mark.helm
+def test_releases_lists_every_namespace(gateway: PyHelm3Gateway, fake_helm: FakeHelm) -> None:
+    assert gateway.releases() == []
+    gateway.install(probe())
+    [release] = gateway.releases()
+    assert release["name"] == "probe" and release["namespace"] == "gpulab-probe"
+    assert (release["chart"], release["version"], release["status"]) == (
+        "gpulab-probe", "0.3.1", "deployed")
+    listed = fake_helm.argv("list")[0]
+    assert "--all-namespaces" in listed and "--failed" in listed and "--pending" in listed
