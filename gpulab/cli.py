@@ -295,7 +295,8 @@ def status(
     name: NameOpt = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.text,
 ) -> None:
-    """Show what exists for the lab: management cluster, tenants' workers, kubeconfigs."""
+    """Show the lab: management cluster, each tenant's control plane, workers and nodes, and per
+    GPU card the memory and cores in use with the pods using them."""
 
     def body() -> int:
         from gpulab import core
@@ -311,15 +312,48 @@ def status(
         mgmt = info["management"]
         out.print(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}",
                   markup=False)
-        table = Table("TENANT", "WORKER", "STATE", "IP", "KUBECONFIG", box=None)
         for tenant, entry in info["tenants"].items():
-            for worker in entry["workers"]:
-                table.add_row(tenant, worker["name"], worker["state"], worker["ip"],
-                              entry["kubeconfig"] or "-")
-        out.print(table)
+            out.print(_tenant_status(tenant, entry))
         return 0
 
     _guard(body)
+
+
+def _tenant_status(tenant: str, entry: dict[str, Any]) -> Table:
+    """One tenant: control plane, workers and nodes, then a bar per GPU card."""
+    from rich.markup import escape
+
+    from gpulab.inventory import usage_bar
+
+    cp = entry.get("control_plane") or {}
+    if "error" in cp:
+        title = f"{tenant}: control plane unreachable ({cp['error']})"
+    elif cp:
+        title = (f"{tenant}: control plane {cp.get('status')} {cp.get('version', '')} "
+                 f"at {cp.get('endpoint') or '-'}")
+    else:
+        title = f"{tenant}: control plane not observed (no management kubeconfig)"
+    table = Table("WORKER", "CONTAINER", "NODE", "VERSION", box=None, title=escape(title),
+                  title_justify="left")
+    nodes = {n["name"]: n for n in entry.get("nodes", [])}
+    for worker in entry["workers"]:
+        node = nodes.get(worker["name"])
+        table.add_row(escape(worker["name"]), worker["state"],
+                      ("Ready" if node["ready"] else "NotReady") if node else "-",
+                      node["version"] if node else "")
+    if entry.get("api_error"):
+        table.add_row("", "", escape(f"tenant API unreachable: {entry['api_error']}"), "")
+    for card in entry.get("gpus", []):
+        mem, cores = card["memory_mib"], card["cores"]
+        table.add_row(
+            escape(f"  {card['device']} {card['model']}"),
+            escape(f"mem {usage_bar(mem['used'], mem['total'], 12)} "
+                   f"{mem['used']}/{mem['total']} MiB"),
+            escape(f"cores {usage_bar(cores['used'], cores['total'], 10)} "
+                   f"{cores['used']}/{cores['total']}"),
+            escape(", ".join(card["pods"]) or "idle"),
+        )
+    return table
 
 
 @app.command()
@@ -356,10 +390,13 @@ def doctor(
         if json_out:
             typer.echo(json.dumps([f.to_dict() for f in findings], indent=2))
         else:
-            table = Table("CHECK", "STATUS", "DETAIL", "FIX", box=None)
+            from rich.markup import escape
+
+        table = Table("CHECK", "STATUS", "DETAIL", "FIX", box=None)
             colors = {"ok": "green", "warn": "yellow", "fail": "red"}
             for f in findings:
-                table.add_row(f.check, f"[{colors[f.status]}]{f.status}[/]", f.detail, f.fix)
+                table.add_row(f.check, f"[{colors[f.status]}]{f.status}[/]", escape(f.detail),
+                              escape(f.fix))
             out.print(table)
         return int(ExitCode.HOST) if any(f.status == "fail" for f in findings) else 0
 

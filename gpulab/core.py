@@ -205,8 +205,14 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Tear
 # --------------------------------------------------------------------------- status
 
 
-def status(lab: str, runtime: ContainerRuntime, profile: Profile | None) -> dict[str, Any]:
-    """What exists for the lab, from Docker labels (and the profile for what is missing)."""
+def status(
+    lab: str,
+    runtime: ContainerRuntime,
+    profile: Profile | None,
+    kube: Callable[[Path], KubeGateway] | None = None,
+) -> dict[str, Any]:
+    """What exists for the lab: containers from Docker labels; with saved kubeconfigs, each
+    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig)."""
     from gpulab.paths import lab_dir
     from gpulab.render import LABEL_LAB, LABEL_TENANT, kind_cluster_name, worker_name
 
@@ -228,20 +234,76 @@ def status(lab: str, runtime: ContainerRuntime, profile: Profile | None) -> dict
                 if wanted not in have:
                     entry["workers"].append({"name": wanted, "state": "missing", "ip": ""})
     folder = lab_dir(lab)
+    management_kubeconfig = folder / "management.kubeconfig"
+    kube = kube or _status_client
     for tenant, entry in tenants.items():
         kubeconfig = folder / f"{tenant}.kubeconfig"
         entry["kubeconfig"] = str(kubeconfig) if kubeconfig.exists() else ""
+        if node is not None and management_kubeconfig.exists() and profile is not None:
+            entry["control_plane"] = _control_plane(kube(management_kubeconfig), profile, tenant)
+        if kubeconfig.exists():
+            entry.update(_tenant_inside(kube(kubeconfig)))
     return {
         "lab": lab,
         "management": {
             "cluster": cluster,
             "state": node.status if node else "missing",
-            "kubeconfig": str(folder / "management.kubeconfig")
-            if (folder / "management.kubeconfig").exists() else "",
+            "kubeconfig": str(management_kubeconfig) if management_kubeconfig.exists() else "",
         },
         "tenants": dict(sorted(tenants.items())),
         "exists": node is not None or bool(workers),
     }
+
+
+def _status_client(path: Path) -> KubeGateway:
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+
+    return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
+
+
+def _control_plane(kube: KubeGateway, profile: Profile, tenant: str) -> dict[str, Any]:
+    namespace = profile.components.kamaji.tenant_namespace
+    try:
+        tcp = kube.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane", tenant, namespace)
+    except GpulabError as err:
+        return {"error": str(err)}
+    if tcp is None:
+        return {"status": "missing"}
+    state = tcp.get("status") or {}
+    version = (state.get("kubernetesResources") or {}).get("version") or {}
+    return {
+        "status": version.get("status", "Unknown"),
+        "version": version.get("version") or (tcp.get("spec") or {}).get("kubernetes", {}).get(
+            "version", ""),
+        "endpoint": state.get("controlPlaneEndpoint", ""),
+    }
+
+
+def _tenant_inside(kube: KubeGateway) -> dict[str, Any]:
+    """Nodes and GPU cards as the tenant's own API reports them."""
+    from gpulab.inventory import card_usage
+
+    try:
+        nodes = kube.list_objects("v1", "Node")
+        pods = kube.list_objects("v1", "Pod")
+    except GpulabError as err:
+        return {"api_error": str(err)}
+    node_rows = []
+    for item in nodes:
+        conditions = {c.get("type"): c.get("status")
+                      for c in (item.get("status") or {}).get("conditions") or []}
+        node_rows.append({
+            "name": item["metadata"]["name"],
+            "ready": conditions.get("Ready") == "True",
+            "version": ((item.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""),
+        })
+    cards = [
+        {"node": c.node, "device": c.device_id, "model": c.model,
+         "memory_mib": {"used": c.used_memory, "total": c.memory_mib},
+         "cores": {"used": c.used_cores, "total": c.cores}, "pods": c.pods}
+        for c in card_usage(nodes, pods)
+    ]
+    return {"nodes": node_rows, "gpus": cards}
 
 
 # --------------------------------------------------------------------------- logs
