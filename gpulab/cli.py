@@ -392,7 +392,7 @@ def doctor(
         else:
             from rich.markup import escape
 
-        table = Table("CHECK", "STATUS", "DETAIL", "FIX", box=None)
+            table = Table("CHECK", "STATUS", "DETAIL", "FIX", box=None)
             colors = {"ok": "green", "warn": "yellow", "fail": "red"}
             for f in findings:
                 table.add_row(f.check, f"[{colors[f.status]}]{f.status}[/]", escape(f.detail),
