@@ -39,6 +39,8 @@ app.add_typer(profiles_app, name="profiles")
 
 out = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 columns
+    out.width = max(out.width, 160)
 
 
 class Output(str, Enum):
@@ -177,6 +179,7 @@ def plan(
         if facts_note:
             err.print(f"note: {facts_note}", markup=False)
         table = Table("#", "STEP", "WHAT", "CREATES", box=None)
+        table.columns[3].overflow = "fold"
         for index, (step, title, lines) in enumerate(plan_text(steps), start=1):
             table.add_row(str(index), step, title, "\n".join(lines))
         out.print(table)
@@ -428,6 +431,102 @@ def kubeconfig(
                              hint=f"run gpulab up --name {lab}")
         typer.echo(f"export KUBECONFIG={path}" if export else str(path))
         return 0
+
+    _guard(body)
+
+
+@app.command()
+def verify(
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    tc: Annotated[
+        str | None, typer.Option("--tc", help="Only these checks, e.g. TC-05,TC-06 (or 5,6).")
+    ] = None,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Leave verify's namespace and pods in the tenants.")
+    ] = False,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML (one testcase per check and "
+                                                   "tenant) to this file.")
+    ] = None,
+    json_out: JsonOpt = False,
+    record: Annotated[
+        Path | None,
+        typer.Option("--record", help="Save the API objects the checks looked at into this "
+                                      "folder (see docs/recording-format.md)."),
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option("--replay", help="Re-evaluate a recording offline; no cluster "
+                                                    "is contacted.")
+    ] = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run the acceptance checks TC-01..TC-08 on the lab, with evidence or reasons.
+
+    Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host
+    cannot be reached.
+    """
+
+    def body() -> int:
+        from gpulab import core
+        from gpulab.checks.registry import parse_tc
+        from gpulab.checks.report import (
+            exit_code,
+            read_recording,
+            report_json,
+            table_rows,
+            write_junit,
+            write_recording,
+        )
+        from gpulab.checks.run import evaluate
+        from gpulab.errors import UsageError
+
+        selected = parse_tc(tc) if tc else None
+        checks = list(selected) if selected else None
+        if replay is not None:
+            if record is not None:
+                raise UsageError("--record and --replay cannot be combined")
+            recording = read_recording(replay)
+            report = evaluate(recording.state, recording.profile(), checks)
+            recorded_profile = recording.profile()
+        else:
+            loaded, lab = _resolve_lab(profile, name)
+            recorded_profile = loaded.profile
+
+            def progress(tenant: str, message: str) -> None:
+                if verbose and not json_out:
+                    err.print(f"  {tenant}: {message}", markup=False, highlight=False)
+
+            if not json_out:
+                err.print(f"verifying lab '{lab}' ...", markup=False)
+            report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
+                                 progress=progress)
+        if record is not None:
+            write_recording(record, report.state, recorded_profile)
+        if junit is not None:
+            write_junit(report, junit)
+        if json_out:
+            typer.echo(json.dumps(report_json(report), indent=2))
+        else:
+            from rich.markup import escape
+
+            table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
+            table.columns[0].no_wrap = True
+            table.columns[3].overflow = "fold"
+            colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow"}
+            for check, tenant, result, detail, seconds in table_rows(report):
+                table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
+                              escape(detail), seconds)
+            out.print(table)
+            counts = report.counts()
+            summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+            err.print(f"{summary}{' (replayed)' if report.replayed else ''}", markup=False)
+            for note in report.notes:
+                err.print(f"warning: {note}", markup=False)
+            if not report.ok and not report.replayed:
+                err.print(f"next: gpulab logs --name {report.lab} collects diagnostics; "
+                          "--keep leaves the test pods for inspection", markup=False)
+        return int(exit_code(report))
 
     _guard(body)
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
+    from gpulab.checks.report import VerifyReport
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
@@ -30,6 +31,7 @@ __all__ = [
     "preflight",
     "status",
     "up",
+    "verify",
 ]
 
 
@@ -54,7 +56,8 @@ def connect_runtime(timeout: float = 10) -> ContainerRuntime:
 def plan_steps(
     profile: Profile, name: str | None, *, probe_host: bool
 ) -> tuple[list[Step], str]:
-    """The steps `up` would run, and a note on host facts that could not be observed."""
+    """The steps `up` would run (then what `verify` creates), and a note on host facts that
+    could not be observed."""
     from gpulab.stacks import kamaji_hami
 
     lab = lab_name(profile, name)
@@ -68,7 +71,8 @@ def plan_steps(
     facts = kamaji_hami.observe_host_facts(profile, runtime)
     if runtime is not None and facts.pool_error:
         note = f"MetalLB range pending: {facts.pool_error}"
-    return kamaji_hami.build_steps(profile, lab, facts), note
+    steps = kamaji_hami.build_steps(profile, lab, facts)
+    return [*steps, *kamaji_hami.verify_previews(profile)], note
 
 
 # --------------------------------------------------------------------------- up
@@ -329,3 +333,50 @@ def collect_logs(lab: str, folder: Path, runtime: ContainerRuntime, *, tar: bool
     collect(lab, folder, runtime=runtime, kube=kube, helm=helm if helm_binary else None,
             lab_files=lab_dir(lab))
     return tarball(folder) if tar else folder
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def verify(
+    profile: Profile,
+    lab: str,
+    *,
+    checks: list[str] | None,
+    keep: bool,
+    progress: Callable[[str, str], None] | None = None,
+) -> VerifyReport:
+    """Run the acceptance checks live against the lab's saved kubeconfigs."""
+    from gpulab.adapters.kube import KubeClient
+    from gpulab.checks.observe import Gateways, kubeconfig_cross_gateway
+    from gpulab.checks.run import run_verify
+    from gpulab.paths import lab_dir
+
+    folder = lab_dir(lab)
+    management = folder / "management.kubeconfig"
+    missing = [p.name for p in [management, *(folder / f"{t.name}.kubeconfig"
+                                              for t in profile.tenants)] if not p.is_file()]
+    if missing:
+        raise HostError(f"lab '{lab}' is not up: no {', '.join(missing)} in {folder}",
+                        hint=f"run gpulab up --name {lab} first")
+
+    def tenant_kubeconfig(tenant: str) -> Path:
+        return folder / f"{tenant}.kubeconfig"
+
+    clients: list[KubeClient] = []
+
+    def client(path: Path) -> KubeGateway:
+        made = KubeClient(path)
+        clients.append(made)
+        return made
+
+    gateways = Gateways(
+        management=client(management),
+        tenant=lambda tenant: client(tenant_kubeconfig(tenant)),
+        cross=kubeconfig_cross_gateway(tenant_kubeconfig, client, scratch=folder / "verify"),
+    )
+    try:
+        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+    finally:
+        for made in clients:
+            made.close()

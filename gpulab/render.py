@@ -342,7 +342,8 @@ def sharing_sizes(gpu: GpuSpec, card_id: str) -> SharingSizes:
     Each share pod asks for a quarter of the card's memory (rounded down to 1000 MiB when that is
     possible) and 30% of its cores, or a third when 30% would let a fourth fit; the big pod asks for
     the card's memory rounded up to the next 10000 MiB and at least one of the cores left free.
-    Cards where no core size works (cores 1-5 or 8) or with fewer than four slots get no sizes.
+    Cards where no core size works (1, 2, 4, 5 or 8 cores) or with fewer than four slots get
+    no sizes.
     """
     quarter = gpu.memory_mib // 4
     share_memory = (quarter // 1000) * 1000 or quarter

@@ -608,6 +608,40 @@ class MockGpus:
                    timeout=self.timeout, interval=5)
 
 
+@dataclass
+class VerifyPreview:
+    """What `gpulab verify` creates in a tenant; listed by `plan`, never run by `up`."""
+
+    tenant: TenantSpec
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/verify"
+
+    @property
+    def title(self) -> str:
+        return f"(gpulab verify) test objects in {self.tenant.name}, removed afterwards"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/gpus",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
+                         cluster=self.tenant.name)
+                for o in render.verify_objects(self.tenant)]
+
+    def satisfied(self, ctx: StepContext) -> bool:  # pragma: no cover - never run by up
+        return True
+
+    def apply(self, ctx: StepContext) -> None:  # pragma: no cover - never run by up
+        return None
+
+
+def verify_previews(profile: KamajiHamiProfile) -> list[Step]:
+    return [VerifyPreview(tenant) for tenant in profile.tenants]
+
+
 def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[Step]:
     """Every step of `up` for this profile, in the one order that matters."""
     steps: list[Step] = [

@@ -111,3 +111,53 @@ def test_status_and_down_without_docker_are_host_errors() -> None:
         result = runner.invoke(app, argv)
         assert result.exit_code == 4, (argv, result.stdout, result.stderr)
         assert result.stderr.startswith("error:")
+
+
+def test_plan_lists_the_objects_verify_creates() -> None:
+    docs = list(yaml.safe_load_all(runner.invoke(app, ["plan", "-o", "yaml"]).stdout))
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    assert len(pods) == 10  # five per tenant
+    assert {p["metadata"]["namespace"] for p in pods} == {"gpulab-verify"}
+
+
+RECORDINGS = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "recordings"
+
+
+def test_verify_replay_healthy_passes(tmp_path) -> None:
+    junit = tmp_path / "v.xml"
+    result = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "writeup-healthy"),
+                                 "--junit", str(junit)])
+    assert result.exit_code == 0, result.stderr
+    assert "16 pass (replayed)" in result.stderr
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(junit).getroot()
+    assert len(root.findall(".//testcase")) == 16
+    assert not root.findall(".//failure")
+
+
+def test_verify_replay_broken_fails_with_exit_3_and_json() -> None:
+    result = runner.invoke(app, ["verify", "--replay",
+                                 str(RECORDINGS / "writeup-webhook-bypassed"), "--json",
+                                 "--tc", "TC-03"])
+    assert result.exit_code == 3
+    data = json.loads(result.stdout)
+    verdicts = {(r["id"], r["tenant"]): r["status"] for r in data["results"]}
+    assert verdicts == {("TC-03", "tenant-a"): "pass", ("TC-03", "tenant-b"): "fail"}
+
+
+def test_verify_usage_errors() -> None:
+    both = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "writeup-healthy"),
+                               "--record", "x"])
+    assert both.exit_code == 2 and "cannot be combined" in both.stderr
+    bad_tc = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "writeup-healthy"),
+                                 "--tc", "TC-99"])
+    assert bad_tc.exit_code == 2
+    missing = runner.invoke(app, ["verify", "--replay", "/nonexistent"])
+    assert missing.exit_code == 2
+
+
+def test_verify_on_a_lab_that_is_not_up() -> None:
+    result = runner.invoke(app, ["verify", "--name", "ghost"])
+    assert result.exit_code == 4
+    assert "lab 'ghost' is not up" in result.stderr and "gpulab up --name ghost" in result.stderr

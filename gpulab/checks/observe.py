@@ -1,0 +1,744 @@
+"""The only I/O of `verify`: read (and for the GPU checks, create) objects through `KubeGateway`.
+
+A live run observes a lab in three phases, each concurrent across tenants:
+
+1. per tenant: the control plane (management cluster), the tenant's API version, nodes, system
+   pods, calico-node, HAMi's ConfigMap, a logs probe per worker, then the GPU pods of
+   `render.verify_objects` one after the other (three share pods, the fourth, the big pod), each
+   waited for within a bound (Running, or Pending with HAMi's reason);
+2. when every tenant's pods exist: each tenant's listings and the cross-tenant credential probes
+   (so TC-08 sees whether another tenant's verify pods leak);
+3. unless `keep`: the verify pods and namespace are deleted.
+
+API failures never escape: they are stored in the state (an `..._error` field, a pod's
+`create_error` or `last_seen`), because a check's verdict is a value. Waits are bounded and take
+an injectable clock, so tests run in no time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Protocol
+
+import yaml
+
+from gpulab import render
+from gpulab.checks import objects as o
+from gpulab.checks.registry import CHECKS, Check, pods_needed
+from gpulab.checks.state import (
+    CredentialProbe,
+    LabState,
+    Listing,
+    LogsProbe,
+    PodRun,
+    ProbeOutcome,
+    TenantState,
+)
+from gpulab.errors import GpulabError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from pathlib import Path
+
+    from gpulab.adapters.base import KubeGateway
+    from gpulab.checks.state import JsonObj
+    from gpulab.profile.model import KamajiHamiProfile, TenantSpec
+
+__all__ = [
+    "Clock",
+    "CrossTenantGateway",
+    "Gateways",
+    "Timeouts",
+    "classify_probe_error",
+    "clean_object",
+    "cross_kubeconfig",
+    "kubeconfig_cross_gateway",
+    "listing_pod",
+    "observe_lab",
+]
+
+NS = render.VERIFY_NAMESPACE
+CHECK_LABEL = "gpulab.dev/check"
+# What each verify pod (by render's check label) is waited for; None = Running.
+AWAITED_REASON: dict[str, str | None] = {
+    "TC-05": None,
+    "TC-06": "CardInsufficientCore",
+    "TC-07": "CardInsufficientMemory",
+}
+# Pods whose logs prove the tunnel to a worker, in order of preference (all in kube-system).
+LOG_PODS = ("calico-node", "kube-proxy", "konnectivity-agent")
+
+class CrossTenantGateway(Protocol):
+    """Builds a gateway that presents `credentials_of`'s admin credentials to `server_of`'s API
+    server, trusting `server_of`'s CA (so the server, not the client, decides). Raising
+    `GpulabError` (or OSError/ValueError) means the probe could not be made."""
+
+    def __call__(self, credentials_of: str, server_of: str) -> KubeGateway: ...
+
+
+@dataclass(frozen=True)
+class Gateways:
+    """The API servers verify talks to.
+
+    management: the kind management cluster (TenantControlPlanes and their pods);
+    tenant: tenant name → that tenant's API (its admin kubeconfig); may raise GpulabError;
+    cross: the credential-probe factory for TC-08 (None: TC-08 reports the probe as unobserved).
+    """
+
+    management: KubeGateway
+    tenant: Callable[[str], KubeGateway]
+    cross: CrossTenantGateway | None = None
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Every wait's bound, in seconds."""
+
+    running: float = 120.0  # a share pod to become Running (the write-up's `--timeout=120s`)
+    refused: float = 60.0  # an over-commit pod to get HAMi's refusal event
+    cleanup: float = 60.0  # leftovers of an earlier run to disappear before starting
+    interval: float = 2.0  # between polls
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Time as the observe layer sees it; tests pass a fake that advances on sleep."""
+
+    now: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+
+def _no_progress(_tenant: str, _message: str) -> None:
+    return None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def clean_object(obj: Mapping[str, Any] | None) -> JsonObj | None:
+    """A deep copy without `metadata.managedFields` (noise, never evidence)."""
+    if obj is None:
+        return None
+    out = copy.deepcopy(dict(obj))
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return out
+
+
+def _clean_all(objs: Iterable[Mapping[str, Any]]) -> tuple[JsonObj, ...]:
+    return tuple(c for c in (clean_object(x) for x in objs) if c is not None)
+
+
+def listing_pod(pod: Mapping[str, Any]) -> JsonObj:
+    """What TC-08 needs of a pod in an all-namespaces listing (identity, labels, node, phase):
+    the listing covers every namespace of a tenant, so recordings keep no more than that."""
+    meta = o.metadata(pod)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "labels")
+                     if key in meta},
+        "spec": {"nodeName": o.pod_node(pod)} if o.pod_node(pod) else {},
+        "status": {"phase": o.pod_phase(pod)},
+    }
+
+
+def _pod_events(kube: KubeGateway, pod: Mapping[str, Any] | None) -> tuple[JsonObj, ...]:
+    """Events about this very pod: events outlive pods (1h), and an earlier run's pod of the
+    same name must not lend its FilteringFailed/BindingFailed to this one (matched by uid)."""
+    if pod is None:
+        return ()
+    uid = o.metadata(pod).get("uid")
+    return tuple(
+        e for e in _clean_all(kube.events(NS, o.name(pod)))
+        if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)
+    )
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _labelled(obj: JsonObj, lab: str, tenant: str) -> JsonObj:
+    out = copy.deepcopy(obj)
+    labels = out.setdefault("metadata", {}).setdefault("labels", {})
+    labels[render.LABEL_LAB] = lab
+    labels[render.LABEL_TENANT] = tenant
+    return out
+
+
+def _poll(
+    probe: Callable[[], tuple[str | None, str]],
+    timeout: float,
+    timeouts: Timeouts,
+    clock: Clock,
+) -> tuple[str, str]:
+    """Call `probe` (→ outcome or None to keep waiting, observation) until an outcome or timeout.
+
+    API errors while polling are observations, not outcomes. Returns (outcome | 'timeout', last
+    observation).
+    """
+    deadline = clock.now() + timeout
+    seen = ""
+    while True:
+        try:
+            outcome, seen = probe()
+        except GpulabError as err:
+            outcome, seen = None, f"API error: {_one_line(str(err))}"
+        if outcome:
+            return outcome, seen
+        if clock.now() >= deadline:
+            return "timeout", seen
+        clock.sleep(timeouts.interval)
+
+
+# --------------------------------------------------------------------------- credential probes
+
+
+def classify_probe_error(err: BaseException) -> ProbeOutcome:
+    """How an API server answered foreign credentials.
+
+    401 (or a TLS alert from the server about the client certificate) = rejected; 403 = the server
+    authenticated the identity (forbidden); anything else (connection refused, the client not
+    trusting the server) = error, no verdict.
+    """
+    status = getattr(err, "status", None)
+    text = f"{err} {getattr(err, 'output', '')}".lower()
+    if status == 401 or "401" in text or "unauthorized" in text:
+        return "rejected"
+    if status == 403 or "403" in text or "forbidden" in text:
+        return "forbidden"
+    if "alert" in text and ("certificate" in text or "unknown ca" in text):
+        return "rejected"
+    return "error"
+
+
+def _probe(cross: CrossTenantGateway, credentials_of: str, server_of: str) -> CredentialProbe:
+    try:
+        gateway = cross(credentials_of, server_of)
+        items = gateway.list_objects("v1", "Namespace")
+    except (GpulabError, OSError, ValueError) as err:
+        return CredentialProbe(credentials_of, server_of, classify_probe_error(err),
+                               _one_line(str(err)))
+    return CredentialProbe(credentials_of, server_of, "accepted",
+                           f"it listed {len(items)} namespaces")
+
+
+def _current(config: Mapping[str, Any], section: str, key: str) -> JsonObj:
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or []}
+    ctx = contexts.get(config.get("current-context")) or next(iter(contexts.values()), {})
+    wanted = ctx.get(key)
+    entries = config.get(section) or []
+    for entry in entries:
+        if entry.get("name") == wanted:
+            return dict(entry)
+    if entries:
+        return dict(entries[0])
+    raise ValueError(f"kubeconfig has no {section}")
+
+
+def cross_kubeconfig(credentials: str, server: str, name: str = "cross-tenant-probe") -> str:
+    """A kubeconfig with the user of `credentials` and the cluster (URL and CA) of `server`.
+
+    Both arguments are kubeconfig texts (their current contexts are used). Pure: no file I/O.
+    """
+    creds = yaml.safe_load(credentials) or {}
+    target = yaml.safe_load(server) or {}
+    cluster = _current(target, "clusters", "cluster")
+    user = _current(creds, "users", "user")
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": cluster.get("cluster") or {}}],
+        "users": [{"name": name, "user": user.get("user") or {}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+    }
+    return str(yaml.safe_dump(config, sort_keys=False))
+
+
+def kubeconfig_cross_gateway(
+    kubeconfig_of: Callable[[str], Path],
+    gateway: Callable[[Path], KubeGateway],
+    scratch: Path,
+) -> CrossTenantGateway:
+    """The usual `Gateways.cross`: merge two tenants' admin kubeconfigs (cross_kubeconfig), write
+    the result (mode 0600) under `scratch`, build a gateway from it, delete the file again.
+
+    `gateway` must read the file when called (KubeClient does, in its constructor).
+    """
+    from gpulab.paths import write_secret
+
+    def cross(credentials_of: str, server_of: str) -> KubeGateway:
+        text = cross_kubeconfig(kubeconfig_of(credentials_of).read_text(),
+                                kubeconfig_of(server_of).read_text())
+        path = write_secret(scratch / f"probe-{credentials_of}-on-{server_of}.kubeconfig",
+                            text.encode())
+        try:
+            return gateway(path)
+        finally:
+            path.unlink(missing_ok=True)
+
+    return cross
+
+
+# --------------------------------------------------------------------------- phase 1: reads
+
+
+@dataclass
+class _Obs:
+    """A tenant's observation while it is being made (frozen into TenantState at the end)."""
+
+    tenant: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    runs: list[PodRun] | None = None
+    kube: KubeGateway | None = None
+    scenario_started: bool = False
+
+    def time(self, check: str, seconds: float) -> None:
+        self.timings[check] = round(self.timings.get(check, 0.0) + seconds, 3)
+
+    def freeze(self) -> TenantState:
+        runs = None if self.runs is None else tuple(self.runs)
+        return TenantState(tenant=self.tenant, gpu_pods=runs, timings=dict(self.timings),
+                           **self.fields)
+
+
+def _observe_control_plane(obs: _Obs, mgmt: KubeGateway, profile: KamajiHamiProfile) -> None:
+    ns = profile.components.kamaji.tenant_namespace
+    try:
+        tcp = mgmt.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane", obs.tenant, ns)
+        selector = f"kamaji.clastix.io/name={obs.tenant}"
+        pods = [p for p in mgmt.list_objects("v1", "Pod", ns, label_selector=selector)
+                if o.labels(p).get("kamaji.clastix.io/name") == obs.tenant]
+    except GpulabError as err:
+        obs.fields["management_error"] = _one_line(str(err))
+        return
+    obs.fields["tcp"] = clean_object(tcp)
+    obs.fields["tcp_pods"] = _clean_all(pods)
+
+
+def _log_candidates(pods: Sequence[JsonObj], node: str) -> list[JsonObj]:
+    def rank(pod: JsonObj) -> tuple[int, str]:
+        pod_name = o.name(pod)
+        for i, prefix in enumerate(LOG_PODS):
+            if pod_name.startswith(prefix):
+                return i, pod_name
+        return len(LOG_PODS), pod_name
+
+    running = [p for p in pods if o.pod_node(p) == node and o.pod_phase(p) == "Running"]
+    return sorted(running, key=rank)
+
+
+def _logs_probe(kube: KubeGateway, pods: Sequence[JsonObj], node: str) -> LogsProbe:
+    candidates = _log_candidates(pods, node)
+    if not candidates:
+        return LogsProbe(node, error="no running pod in kube-system on this node")
+    pod = candidates[0]
+    namespace = str(o.metadata(pod).get("namespace") or "kube-system")
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    container = containers[0].get("name") or None  # explicit: some pods have several
+    try:
+        text = kube.pod_logs(o.name(pod), namespace, tail_lines=5, container=container)
+    except GpulabError as err:
+        return LogsProbe(node, namespace, o.name(pod), ok=False, error=_one_line(str(err)))
+    lines = [line for line in text.splitlines() if line.strip()]
+    return LogsProbe(node, namespace, o.name(pod), ok=True,
+                     excerpt=_one_line(lines[-1], 160) if lines else "")
+
+
+def _observe_tenant_api(
+    obs: _Obs, kube: KubeGateway, profile: KamajiHamiProfile, spec: TenantSpec, lab: str,
+    *, logs: bool, clock: Clock,
+) -> None:
+    start = clock.now()
+    try:
+        obs.fields["api_version"] = kube.server_version()
+    except GpulabError as err:
+        obs.fields["api_error"] = _one_line(str(err))
+        obs.time("TC-01", clock.now() - start)
+        return
+    obs.time("TC-01", clock.now() - start)
+    start = clock.now()
+    try:
+        nodes = _clean_all(kube.list_objects("v1", "Node"))
+    except GpulabError as err:
+        obs.fields["nodes_error"] = _one_line(str(err))
+        nodes = None
+    obs.fields["nodes"] = nodes
+    obs.time("TC-04", clock.now() - start)  # the inventory rests on the same node list
+    hami_ns = profile.components.hami.namespace
+    system: list[JsonObj] = []
+    try:
+        for ns in dict.fromkeys(("kube-system", hami_ns)):
+            system += kube.list_objects("v1", "Pod", ns)
+        obs.fields["system_pods"] = _clean_all(system)
+        obs.fields["calico"] = clean_object(
+            kube.get("apps/v1", "DaemonSet", "calico-node", "kube-system"))
+        obs.fields["hami_device_configmap"] = (
+            kube.get("v1", "ConfigMap", "hami-scheduler-device", hami_ns) is not None)
+    except GpulabError as err:
+        obs.fields["system_error"] = _one_line(str(err))
+    if logs and nodes is not None:
+        names = {o.name(n) for n in nodes}
+        workers = [render.worker_name(lab, spec.name, i) for i in range(spec.workers.count)]
+        system_pods = obs.fields.get("system_pods")
+        obs.fields["logs_probes"] = tuple(
+            _logs_probe(kube, system_pods, w) if system_pods is not None
+            else LogsProbe(w, error=f"could not list kube-system pods: "
+                                    f"{obs.fields.get('system_error', '')}")
+            for w in workers if w in names
+        )
+    obs.time("TC-02", clock.now() - start)
+
+
+# --------------------------------------------------------------------------- phase 1: GPU pods
+
+
+@dataclass
+class _Seen:
+    pod: JsonObj | None = None
+    events: tuple[JsonObj, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+
+def _release_node_lock(kube: KubeGateway, pod: JsonObj) -> str:
+    """Do the device plugin's part once HAMi has bound a verify pod (the write-up's workaround):
+    mark the pod `bind-phase=success`, and drop the node lock if this pod holds it."""
+    ann = o.annots(pod)
+    if ann.get(o.BIND_PHASE) != "allocating":
+        return ""
+    pod_name = o.name(pod)
+    node = o.pod_node(pod) or ann.get(o.VGPU_NODE, "")
+    kube.annotate("v1", "Pod", pod_name, {o.BIND_PHASE: "success"}, namespace=NS)
+    if not node:
+        return f"set {o.BIND_PHASE}=success on {pod_name}"
+    lock = o.annots(kube.get("v1", "Node", node)).get(o.NODE_LOCK, "")
+    parts = lock.split(",")
+    if len(parts) >= 3 and parts[-2] == NS and parts[-1] == pod_name:
+        kube.annotate("v1", "Node", node, {o.NODE_LOCK: None})
+        return (f"released HAMi's node lock on {node} held by {pod_name} (the mock device "
+                f"plugin never does)")
+    return f"set {o.BIND_PHASE}=success on {pod_name}"
+
+
+def _wait(
+    kube: KubeGateway, pod_name: str, awaited: str | None, *, timeouts: Timeouts, clock: Clock,
+    release_locks: bool,
+) -> tuple[str, str, _Seen]:
+    seen = _Seen()
+
+    def probe() -> tuple[str | None, str]:
+        pod = kube.get("v1", "Pod", pod_name, NS)
+        if pod is None:
+            seen.pod = None
+            return "gone", "the pod disappeared"
+        events = _pod_events(kube, pod)
+        if release_locks and awaited is None:
+            note = _release_node_lock(kube, pod)
+            if note:
+                seen.notes.append(note)
+        seen.pod, seen.events = clean_object(pod), events
+        phase = o.pod_phase(pod)
+        observation = f"{o.pod_summary(pod)}; {o.short_events(events, 2)}"
+        if awaited is None:
+            if phase == "Running":
+                return "running", observation
+        else:
+            if any(awaited in o.event_message(e) for e in events if e.get("type") != "Normal"):
+                return "refused", observation
+            if o.pod_node(pod) or phase == "Running":
+                return "scheduled", observation
+        if phase in ("Failed", "Succeeded"):
+            return "failed", observation
+        return None, observation
+
+    timeout = timeouts.running if awaited is None else timeouts.refused
+    outcome, last = _poll(probe, timeout, timeouts, clock)
+    return outcome, last, seen
+
+
+def _blocker(pod_name: str, check: str, runs: Mapping[str, PodRun]) -> str:
+    """Why a pod must not be created yet ('' when it may)."""
+    shares = [r for r in runs.values() if r.check == "TC-05"]
+    if check == "TC-05":
+        stuck = [r for r in shares if r.outcome != "running"]
+    elif check == "TC-06":
+        stuck = [r for r in shares if r.outcome != "running"]
+        if len(shares) < 3 and not stuck:
+            return f"{pod_name} needs the three share pods on the card first"
+    else:
+        return ""
+    if stuck:
+        first = stuck[0]
+        return f"not created because {first.name} did not run ({first.outcome})"
+    return ""
+
+
+def _create_and_wait(
+    kube: KubeGateway, pod: JsonObj, check: str, *, timeouts: Timeouts, clock: Clock,
+    release_locks: bool, say: Callable[[str], None],
+) -> PodRun:
+    pod_name = o.name(pod)
+    start = clock.now()
+    try:
+        created = clean_object(kube.apply(pod))
+    except GpulabError as err:
+        say(f"{pod_name} refused by the API: {_one_line(str(err), 120)}")
+        return PodRun(pod_name, check, create_error=_one_line(str(err)), outcome="create-failed",
+                      waited=round(clock.now() - start, 3))
+    awaited = AWAITED_REASON.get(check)
+    say(f"{pod_name} created (schedulerName {o.scheduler_name(created)}), waiting for "
+        f"{awaited or 'Running'}")
+    outcome, last, seen = _wait(kube, pod_name, awaited, timeouts=timeouts, clock=clock,
+                                release_locks=release_locks)
+    waited = round(clock.now() - start, 3)
+    say(f"{pod_name}: {outcome} after {waited:.0f}s")
+    return PodRun(pod_name, check, created=created, pod=seen.pod, events=seen.events,
+                  outcome=outcome, waited=waited, last_seen=last, notes=tuple(seen.notes))
+
+
+def _prepare_namespace(kube: KubeGateway, timeouts: Timeouts, clock: Clock) -> str:
+    """Make sure no earlier run's pods are in the way; '' when ready, else why not."""
+    existing = kube.get("v1", "Namespace", NS)
+    if existing is None:
+        return ""
+    terminating = bool(o.metadata(existing).get("deletionTimestamp")) or (
+        (existing.get("status") or {}).get("phase") == "Terminating")
+    if terminating:
+        def gone() -> tuple[str | None, str]:
+            ns = kube.get("v1", "Namespace", NS)
+            return ("gone" if ns is None else None), "namespace still terminating"
+
+        outcome, _ = _poll(gone, timeouts.cleanup, timeouts, clock)
+        if outcome != "gone":
+            return (f"namespace {NS} (left by an earlier run) is still terminating after "
+                    f"{timeouts.cleanup:.0f}s; wait for it to go and re-run")
+        return ""
+    for pod in kube.list_objects("v1", "Pod", NS):
+        kube.delete("v1", "Pod", o.name(pod), NS)
+
+    def empty() -> tuple[str | None, str]:
+        left = kube.list_objects("v1", "Pod", NS)
+        return ("empty" if not left else None), f"{len(left)} earlier verify pod(s) left"
+
+    outcome, last = _poll(empty, timeouts.cleanup, timeouts, clock)
+    if outcome != "empty":
+        return f"earlier verify pods in {NS} did not go away within {timeouts.cleanup:.0f}s: {last}"
+    return ""
+
+
+def _run_gpu_pods(
+    obs: _Obs, kube: KubeGateway, spec: TenantSpec, lab: str, wanted: frozenset[str], *,
+    timeouts: Timeouts, clock: Clock, release_locks: bool, say: Callable[[str], None],
+) -> None:
+    namespace, *pods = render.verify_objects(spec)
+    pods = [p for p in pods if o.name(p) in wanted]
+    if not pods:
+        obs.runs = []
+        return
+    start = clock.now()
+    obs.scenario_started = True
+    try:
+        problem = _prepare_namespace(kube, timeouts, clock)
+        if not problem:
+            kube.apply(_labelled(namespace, lab, spec.name))
+    except GpulabError as err:
+        problem = f"could not prepare namespace {NS}: {_one_line(str(err))}"
+    obs.time("TC-03", clock.now() - start)
+    if problem:
+        obs.fields["scenario_error"] = problem
+        return
+    runs: dict[str, PodRun] = {}
+    for pod in pods:
+        pod_name = o.name(pod)
+        check = o.labels(pod).get(CHECK_LABEL, "")
+        blocked = _blocker(pod_name, check, runs)
+        if blocked:
+            say(f"{pod_name} {blocked}")
+            runs[pod_name] = PodRun(pod_name, check, outcome="not-created", last_seen=blocked)
+            continue
+        run = _create_and_wait(kube, _labelled(pod, lab, spec.name), check, timeouts=timeouts,
+                               clock=clock, release_locks=release_locks, say=say)
+        runs[pod_name] = run
+        obs.time("TC-03" if pod_name == "gpu-share-1" else check, run.waited)
+    obs.runs = [_final_snapshot(kube, run) for run in runs.values()]
+
+
+def _final_snapshot(kube: KubeGateway, run: PodRun) -> PodRun:
+    """Re-read a created pod and its events once all pods were waited for (one moment for all)."""
+    if run.created is None:
+        return run
+    try:
+        pod = clean_object(kube.get("v1", "Pod", run.name, NS))
+        events = _pod_events(kube, pod)
+    except GpulabError as err:
+        return replace(run, last_seen=f"final read failed: {_one_line(str(err))}")
+    return replace(run, pod=pod, events=events)
+
+
+# --------------------------------------------------------------------------- phases 2 and 3
+
+
+def _observe_isolation(
+    obs: _Obs, kube: KubeGateway, cross: CrossTenantGateway | None, others: Sequence[str],
+    clock: Clock,
+) -> None:
+    start = clock.now()
+    try:
+        listing = Listing(nodes=_clean_all(kube.list_objects("v1", "Node")),
+                          pods=tuple(listing_pod(p) for p in kube.list_objects("v1", "Pod")))
+    except GpulabError as err:
+        listing = Listing(error=_one_line(str(err)))
+    obs.fields["listing"] = listing
+    if cross is not None:
+        obs.fields["credential_probes"] = tuple(_probe(cross, obs.tenant, o_) for o_ in others)
+    elif not others:
+        obs.fields["credential_probes"] = ()
+    obs.time("TC-08", clock.now() - start)
+
+
+def _cleanup(obs: _Obs) -> None:
+    kube = obs.kube
+    if kube is None or not obs.scenario_started:
+        return
+    errors = []
+    for run in obs.runs or ():
+        if run.created is None:
+            continue
+        try:
+            kube.delete("v1", "Pod", run.name, NS)
+        except GpulabError as err:
+            errors.append(_one_line(str(err), 160))
+    try:
+        kube.delete("v1", "Namespace", NS)
+    except GpulabError as err:
+        errors.append(_one_line(str(err), 160))
+    if errors:
+        obs.fields["cleanup_error"] = (
+            f"could not delete everything in {NS} (delete the namespace by hand): "
+            + "; ".join(errors))
+
+
+# --------------------------------------------------------------------------- the lab
+
+
+def _guard(obs: _Obs, phase: str, body: Callable[[], None]) -> None:
+    """Run one phase of one tenant; a crash (a bug) becomes the tenant's internal_error."""
+    if obs.fields.get("internal_error"):
+        return
+    try:
+        body()
+    except Exception as err:  # a bug, not a lab problem: report it, keep the other tenants
+        last = traceback.extract_tb(err.__traceback__)[-1:]
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        obs.fields["internal_error"] = f"{phase}: {type(err).__name__}: {err}{where}"
+
+
+def observe_lab(
+    profile: KamajiHamiProfile,
+    lab: str,
+    gateways: Gateways,
+    *,
+    checks: Sequence[Check] = CHECKS,
+    keep: bool = False,
+    timeouts: Timeouts | None = None,
+    clock: Clock | None = None,
+    progress: Callable[[str, str], None] | None = None,
+    release_node_locks: bool = False,
+    max_workers: int | None = None,
+) -> LabState:
+    """Observe every tenant of `profile` for `checks` (see the module docstring for the phases).
+
+    Args:
+        profile: the lab's profile (tenants, workers, GPUs).
+        lab: the lab name (worker node names derive from it).
+        gateways: management + per-tenant gateways and the credential-probe factory.
+        checks: the selected checks; decides which GPU pods are created and whether listings and
+            credential probes are made.
+        keep: leave the verify namespace and pods in the tenants.
+        timeouts, clock: bounds of every wait and the time source (tests inject fakes).
+        progress: called as progress(tenant, message) from worker threads.
+        release_node_locks: after HAMi binds a verify pod, do the mock device plugin's part
+            for that pod (bind-phase=success, release the node lock it holds), as the write-up
+            did by hand. Off by default: the lab relies on HAMi's short nodeLockExpire
+            (profile components.hami.node_lock_expire, docs/troubleshooting.md); turn it on
+            for a lab whose lock expiry is long. Never touches locks of other pods.
+        max_workers: threads for the tenants (default: one per tenant).
+
+    Returns:
+        The LabState; never raises for lab problems (they are in the state).
+    """
+    timeouts = timeouts or Timeouts()
+    clock = clock or Clock()
+    say_to = progress or _no_progress
+    ids = {c.id for c in checks}
+    wanted = pods_needed(checks)
+    names = [t.name for t in profile.tenants]
+    observations = {name: _Obs(name) for name in names}
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    wall = clock.now()
+
+    def phase1(spec: TenantSpec) -> None:
+        obs = observations[spec.name]
+
+        def say(message: str) -> None:
+            say_to(spec.name, message)
+
+        def body() -> None:
+            start = clock.now()
+            _observe_control_plane(obs, gateways.management, profile)
+            obs.time("TC-01", clock.now() - start)
+            try:
+                obs.kube = gateways.tenant(spec.name)
+            except GpulabError as err:
+                obs.fields["api_error"] = _one_line(str(err))
+                return
+            _observe_tenant_api(obs, obs.kube, profile, spec, lab, logs="TC-02" in ids,
+                                clock=clock)
+            if obs.fields.get("api_error"):
+                return
+            _run_gpu_pods(obs, obs.kube, spec, lab, wanted, timeouts=timeouts, clock=clock,
+                          release_locks=release_node_locks, say=say)
+
+        say("observing")
+        _guard(obs, "observing", body)
+
+    def phase2(spec: TenantSpec) -> None:
+        obs = observations[spec.name]
+        if obs.kube is None or obs.fields.get("api_error"):
+            return
+        kube = obs.kube
+        others = [n for n in names if n != spec.name]
+        _guard(obs, "listing", lambda: _observe_isolation(obs, kube, gateways.cross, others,
+                                                          clock))
+
+    def phase3(spec: TenantSpec) -> None:
+        obs = observations[spec.name]
+        if not keep:
+            _guard(obs, "cleanup", lambda: _cleanup(obs))
+
+    workers = max_workers or max(1, len(names))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpulab-verify") as pool:
+        try:
+            list(pool.map(phase1, profile.tenants))
+            if "TC-08" in ids:
+                list(pool.map(phase2, profile.tenants))
+        finally:
+            list(pool.map(phase3, profile.tenants))
+    return LabState(
+        lab=lab,
+        tenants={name: obs.freeze() for name, obs in observations.items()},
+        checks=tuple(c.id for c in CHECKS if c.id in ids),
+        observed_at=started_at,
+        seconds=round(clock.now() - wall, 3),
+    )
+

@@ -1,0 +1,252 @@
+"""What `verify` observed: frozen snapshots the checks read and recordings store.
+
+Raw API objects are kept as the plain JSON dicts the API returned (only `metadata.managedFields`
+is dropped), so a recording is the evidence itself and a replay sees exactly what the live run
+saw. Conventions used by every field:
+
+- `None` means "not observed in this run" (the checks that need it report `error`);
+- an empty tuple means "observed, and there was nothing";
+- an `..._error` string is non-empty when the API call that would fill a field failed.
+
+`to_dict`/`from_dict` define the recording format (docs/recording-format.md); unknown keys are
+ignored on read and missing ones take their defaults, so older recordings of the same major
+version still load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "PROBE_OUTCOMES",
+    "CredentialProbe",
+    "JsonObj",
+    "LabState",
+    "Listing",
+    "LogsProbe",
+    "PodRun",
+    "ProbeOutcome",
+    "TenantState",
+]
+
+JsonObj = dict[str, Any]
+ProbeOutcome = Literal["rejected", "accepted", "forbidden", "error"]
+PROBE_OUTCOMES: tuple[ProbeOutcome, ...] = ("rejected", "accepted", "forbidden", "error")
+
+
+def _objs(value: Any) -> tuple[JsonObj, ...]:
+    return tuple(dict(v) for v in value or () if isinstance(v, Mapping))
+
+
+def _opt_objs(value: Any) -> tuple[JsonObj, ...] | None:
+    return None if value is None else _objs(value)
+
+
+def _opt_obj(value: Any) -> JsonObj | None:
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def _str(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    return "" if value is None else str(value)
+
+
+def _outcome(value: str) -> ProbeOutcome:
+    for known in PROBE_OUTCOMES:
+        if value == known:
+            return known
+    return "error"
+
+
+@dataclass(frozen=True)
+class PodRun:
+    """One GPU pod verify created from `render.verify_objects`, and how its wait ended.
+
+    created: the object the tenant API returned on create, i.e. after admission webhooks (so
+      `spec.schedulerName` shows whether HAMi's webhook was called); None if not created.
+    pod: the last snapshot, taken after every verify pod of the tenant had been waited for (so
+      the share pods' snapshots show them at the same moment); None if the pod vanished.
+    events: core/v1 Events about the pod, oldest first, read with that last snapshot.
+    outcome: how the bounded wait ended: running | refused (pending with the awaited reason) |
+      scheduled (placed although it should not fit) | failed | timeout | gone | not-created |
+      create-failed.
+    """
+
+    name: str
+    check: str  # the TC the pod was made for (render's `gpulab.dev/check` label)
+    created: JsonObj | None = None
+    create_error: str = ""
+    pod: JsonObj | None = None
+    events: tuple[JsonObj, ...] = ()
+    outcome: str = "not-created"
+    waited: float = 0.0
+    last_seen: str = ""
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PodRun:
+        return cls(
+            name=_str(data, "name"),
+            check=_str(data, "check"),
+            created=_opt_obj(data.get("created")),
+            create_error=_str(data, "create_error"),
+            pod=_opt_obj(data.get("pod")),
+            events=_objs(data.get("events")),
+            outcome=_str(data, "outcome") or "not-created",
+            waited=float(data.get("waited") or 0.0),
+            last_seen=_str(data, "last_seen"),
+            notes=tuple(str(n) for n in data.get("notes") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class LogsProbe:
+    """Reading a pod's logs on a worker through the tenant API (proves the Konnectivity path)."""
+
+    node: str
+    namespace: str = ""
+    pod: str = ""
+    ok: bool = False
+    excerpt: str = ""  # last log line, shortened
+    error: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LogsProbe:
+        return cls(
+            node=_str(data, "node"),
+            namespace=_str(data, "namespace"),
+            pod=_str(data, "pod"),
+            ok=bool(data.get("ok")),
+            excerpt=_str(data, "excerpt"),
+            error=_str(data, "error"),
+        )
+
+
+@dataclass(frozen=True)
+class CredentialProbe:
+    """Tenant `credentials_of`'s admin credentials presented to tenant `server_of`'s API server.
+
+    outcome: rejected (401 / TLS alert: what isolation needs) | accepted (the request succeeded) |
+    forbidden (403: the server authenticated the identity) | error (no verdict, see detail).
+    """
+
+    credentials_of: str
+    server_of: str
+    outcome: ProbeOutcome
+    detail: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CredentialProbe:
+        outcome = _str(data, "outcome")
+        return cls(
+            credentials_of=_str(data, "credentials_of"),
+            server_of=_str(data, "server_of"),
+            outcome=_outcome(outcome),
+            detail=_str(data, "detail"),
+        )
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What one tenant's API listed (nodes, pods in all namespaces) while every tenant's verify
+    pods existed; TC-08 compares the listings of all tenants. Nodes are kept whole, pods as
+    observe.listing_pod summaries (name, namespace, uid, labels, node, phase)."""
+
+    nodes: tuple[JsonObj, ...] = ()
+    pods: tuple[JsonObj, ...] = ()
+    error: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Listing:
+        return cls(
+            nodes=_objs(data.get("nodes")),
+            pods=_objs(data.get("pods")),
+            error=_str(data, "error"),
+        )
+
+
+@dataclass(frozen=True)
+class TenantState:
+    """Everything observed about one tenant, from the management cluster and its own API."""
+
+    tenant: str
+    # Management cluster (TC-01).
+    tcp: JsonObj | None = None
+    tcp_pods: tuple[JsonObj, ...] | None = None
+    management_error: str = ""
+    # The tenant's API server.
+    api_version: str = ""
+    api_error: str = ""
+    nodes: tuple[JsonObj, ...] | None = None
+    nodes_error: str = ""
+    system_pods: tuple[JsonObj, ...] | None = None  # kube-system (+ HAMi's namespace)
+    calico: JsonObj | None = None  # DaemonSet kube-system/calico-node (None: absent or unread)
+    hami_device_configmap: bool | None = None  # ConfigMap hami-scheduler-device exists
+    system_error: str = ""  # reading system pods, calico-node or HAMi's ConfigMap failed
+    logs_probes: tuple[LogsProbe, ...] | None = None
+    # GPU scenario (TC-03, TC-05..TC-07).
+    gpu_pods: tuple[PodRun, ...] | None = None
+    scenario_error: str = ""
+    # Isolation (TC-08).
+    listing: Listing | None = None
+    credential_probes: tuple[CredentialProbe, ...] | None = None
+    # Bookkeeping.
+    timings: Mapping[str, float] = field(default_factory=dict)  # TC id -> seconds observing
+    cleanup_error: str = ""
+    internal_error: str = ""  # observation crashed (a bug): every check reports `error`
+
+    def pod_run(self, name: str) -> PodRun | None:
+        for run in self.gpu_pods or ():
+            if run.name == name:
+                return run
+        return None
+
+    def to_dict(self) -> JsonObj:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TenantState:
+        listing = data.get("listing")
+        probes = data.get("credential_probes")
+        logs = data.get("logs_probes")
+        runs = data.get("gpu_pods")
+        cm = data.get("hami_device_configmap")
+        return cls(
+            tenant=_str(data, "tenant"),
+            tcp=_opt_obj(data.get("tcp")),
+            tcp_pods=_opt_objs(data.get("tcp_pods")),
+            management_error=_str(data, "management_error"),
+            api_version=_str(data, "api_version"),
+            api_error=_str(data, "api_error"),
+            nodes=_opt_objs(data.get("nodes")),
+            nodes_error=_str(data, "nodes_error"),
+            system_pods=_opt_objs(data.get("system_pods")),
+            calico=_opt_obj(data.get("calico")),
+            hami_device_configmap=None if cm is None else bool(cm),
+            system_error=_str(data, "system_error"),
+            logs_probes=None if logs is None else tuple(LogsProbe.from_dict(p) for p in logs),
+            gpu_pods=None if runs is None else tuple(PodRun.from_dict(r) for r in runs),
+            scenario_error=_str(data, "scenario_error"),
+            listing=Listing.from_dict(listing) if isinstance(listing, Mapping) else None,
+            credential_probes=None if probes is None
+            else tuple(CredentialProbe.from_dict(p) for p in probes),
+            timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
+            cleanup_error=_str(data, "cleanup_error"),
+            internal_error=_str(data, "internal_error"),
+        )
+
+
+@dataclass(frozen=True)
+class LabState:
+    """One observation of a whole lab: every tenant's state, for the checks that were asked."""
+
+    lab: str
+    tenants: Mapping[str, TenantState]
+    checks: tuple[str, ...]  # TC ids the observation was made for, in TC order
+    observed_at: str = ""  # ISO 8601 UTC, when observation started
+    seconds: float = 0.0  # wall time of the observation (including cleanup)
+
+    def tenant(self, name: str) -> TenantState | None:
+        return self.tenants.get(name)
