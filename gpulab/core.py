@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
     from gpulab.profile.model import Profile
-    from gpulab.stacks.kamaji_hami import LabAdapters
+    from gpulab.stacks.common import LabAdapters
 
 __all__ = [
     "Teardown",
@@ -58,8 +58,9 @@ def plan_steps(
 ) -> tuple[list[Step], str]:
     """The steps `up` would run (then what `verify` creates), and a note on host facts that
     could not be observed."""
-    from gpulab.stacks import kamaji_hami
+    from gpulab.stacks import for_profile
 
+    stack = for_profile(profile)
     lab = lab_name(profile, name)
     runtime: ContainerRuntime | None = None
     note = ""
@@ -68,11 +69,12 @@ def plan_steps(
             runtime = connect_runtime(timeout=3)
         except GpulabError as err:
             note = f"Docker not reachable ({err}); host-dependent values are shown as pending"
-    facts = kamaji_hami.observe_host_facts(profile, runtime)
-    if runtime is not None and facts.pool_error:
-        note = f"MetalLB range pending: {facts.pool_error}"
-    steps = kamaji_hami.build_steps(profile, lab, facts)
-    return [*steps, *kamaji_hami.verify_previews(profile)], note
+    facts = stack.observe_host_facts(profile, runtime)
+    pending = str(getattr(facts, "pool_error", "") or "")
+    if runtime is not None and pending:
+        note = f"MetalLB range pending: {pending}"
+    steps = stack.build_steps(profile, lab, facts)
+    return [*steps, *stack.verify_previews(profile)], note
 
 
 # --------------------------------------------------------------------------- up
@@ -85,7 +87,7 @@ def lab_adapters(profile: Profile, lab: str, runtime: ContainerRuntime) -> LabAd
     from gpulab.adapters.kube import KubeClient
     from gpulab.manifests import fetch_manifest
     from gpulab.paths import lab_dir
-    from gpulab.stacks.kamaji_hami import LabAdapters
+    from gpulab.stacks.common import LabAdapters
     from gpulab.tools import find_tool
 
     kind_binary = find_tool("kind")
@@ -132,7 +134,7 @@ def up(profile: Profile, name: str | None, report: Reporter, *,
     """Build the lab; idempotent and resumable (state is what exists)."""
     from gpulab.engine.runner import run_steps
     from gpulab.engine.step import StepContext
-    from gpulab.stacks import kamaji_hami
+    from gpulab.stacks import for_profile
 
     lab = lab_name(profile, name)
     if adapters is None:
@@ -145,8 +147,9 @@ def up(profile: Profile, name: str | None, report: Reporter, *,
                 raise HostError(f"preflight: {first.check}: {first.detail}{more}",
                                 hint=first.fix or "see gpulab doctor")
         adapters = lab_adapters(profile, lab, runtime)
-    facts = kamaji_hami.observe_host_facts(profile, adapters.runtime)
-    steps = kamaji_hami.build_steps(profile, lab, facts)
+    stack = for_profile(profile)
+    facts = stack.observe_host_facts(profile, adapters.runtime)
+    steps = stack.build_steps(profile, lab, facts)
     ctx = StepContext(lab=lab, adapters=adapters)
     if sleep is not None:
         ctx.sleep = sleep
@@ -347,36 +350,9 @@ def verify(
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
     """Run the acceptance checks live against the lab's saved kubeconfigs."""
-    from gpulab.adapters.kube import KubeClient
-    from gpulab.checks.observe import Gateways, kubeconfig_cross_gateway
-    from gpulab.checks.run import run_verify
     from gpulab.paths import lab_dir
+    from gpulab.stacks import for_profile
 
-    folder = lab_dir(lab)
-    management = folder / "management.kubeconfig"
-    missing = [p.name for p in [management, *(folder / f"{t.name}.kubeconfig"
-                                              for t in profile.tenants)] if not p.is_file()]
-    if missing:
-        raise HostError(f"lab '{lab}' is not up: no {', '.join(missing)} in {folder}",
-                        hint=f"run gpulab up --name {lab} first")
-
-    def tenant_kubeconfig(tenant: str) -> Path:
-        return folder / f"{tenant}.kubeconfig"
-
-    clients: list[KubeClient] = []
-
-    def client(path: Path) -> KubeGateway:
-        made = KubeClient(path)
-        clients.append(made)
-        return made
-
-    gateways = Gateways(
-        management=client(management),
-        tenant=lambda tenant: client(tenant_kubeconfig(tenant)),
-        cross=kubeconfig_cross_gateway(tenant_kubeconfig, client, scratch=folder / "verify"),
+    return for_profile(profile).run_checks(
+        profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress
     )
-    try:
-        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
-    finally:
-        for made in clients:
-            made.close()

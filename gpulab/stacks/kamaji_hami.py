@@ -31,12 +31,22 @@ from gpulab.stacks.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.checks.report import VerifyReport
     from gpulab.engine.step import Step, StepContext
     from gpulab.profile.model import KamajiHamiProfile, TenantSpec
 
-__all__ = ["HostFacts", "LabAdapters", "build_steps", "observe_host_facts"]
+__all__ = [
+    "HostFacts",
+    "LabAdapters",
+    "build_steps",
+    "observe_host_facts",
+    "run_checks",
+    "verify_previews",
+]
 
 # kubeadm preflight checks a kindest/node container cannot pass, and only those:
 #  SystemVerification: the kernel config is not readable inside a container;
@@ -674,3 +684,46 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
             MockGpus(profile, lab, tenant),
         ]
     return steps
+
+
+def run_checks(
+    profile: KamajiHamiProfile,
+    lab: str,
+    folder: Path,
+    *,
+    checks: list[str] | None,
+    keep: bool,
+    progress: Callable[[str, str], None] | None = None,
+) -> VerifyReport:
+    """The live `verify` of TC-01..TC-08 through the lab's saved kubeconfigs in `folder`."""
+    from gpulab.adapters.kube import KubeClient
+    from gpulab.checks.observe import Gateways, kubeconfig_cross_gateway
+    from gpulab.checks.run import run_verify
+
+    management = folder / "management.kubeconfig"
+    missing = [p.name for p in [management, *(folder / f"{t.name}.kubeconfig"
+                                              for t in profile.tenants)] if not p.is_file()]
+    if missing:
+        raise HostError(f"lab '{lab}' is not up: no {', '.join(missing)} in {folder}",
+                        hint=f"run gpulab up --name {lab} first")
+
+    def tenant_kubeconfig(tenant: str) -> Path:
+        return folder / f"{tenant}.kubeconfig"
+
+    clients: list[KubeClient] = []
+
+    def client(path: Path) -> KubeGateway:
+        made = KubeClient(path)
+        clients.append(made)
+        return made
+
+    gateways = Gateways(
+        management=client(management),
+        tenant=lambda tenant: client(tenant_kubeconfig(tenant)),
+        cross=kubeconfig_cross_gateway(tenant_kubeconfig, client, scratch=folder / "verify"),
+    )
+    try:
+        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+    finally:
+        for made in clients:
+            made.close()
