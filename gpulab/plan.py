@@ -33,6 +33,7 @@ def _document(step: Step, artifact_kind: str, name: str, body: Any, cluster: str
         "manifest": "Manifest",
         "file": "File",
         "command": "Command",
+        "images": "ImagePreload",
     }
     return {
         "apiVersion": _PLAN_API,

@@ -43,6 +43,7 @@ spec:
     spec:
       containers:
         - name: calico-node
+          image: quay.io/calico/node:v3.31.2
           env:
             - {name: CALICO_IPV4POOL_CIDR, value: 192.168.0.0/16}
             - {name: OTHER, value: kept}
@@ -54,6 +55,7 @@ class Faults:
 
     def __init__(self) -> None:
         self.fail_once: set[str] = set()
+        self.fail_times: dict[str, int] = {}  # name → how many calls fail before one succeeds
         self.calls: list[str] = []
         self._lock = threading.Lock()
 
@@ -62,6 +64,9 @@ class Faults:
             self.calls.append(name)
             if name in self.fail_once:
                 self.fail_once.discard(name)
+                raise AdapterError(f"injected fault: {name}")
+            if self.fail_times.get(name, 0) > 0:
+                self.fail_times[name] -= 1
                 raise AdapterError(f"injected fault: {name}")
 
 
@@ -74,6 +79,8 @@ class FakeWorld:
     kubes: dict[str, FakeKube] = field(default_factory=dict)  # "management" or tenant name
     images: set[str] = field(default_factory=set)
     network_present: bool = True
+    node_images: dict[str, set[str]] = field(default_factory=dict)  # what each node's ctr has
+    host_images: set[str] = field(default_factory=set)  # what `docker pull` brought
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def kube(self, cluster: str) -> FakeKube:
@@ -91,7 +98,15 @@ class FakeRuntime:
         return RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian")
 
     def image_present(self, image: str) -> bool:
-        return image in self.world.images or not self.world.images
+        return image in self.world.host_images or image in self.world.images \
+            or not self.world.images
+
+    def pull(self, image: str) -> None:
+        self.world.faults.hit(f"docker.pull:{image}")
+        self.world.host_images.add(image)
+
+    def save_image(self, image: str) -> bytes:
+        return f"image:{image}".encode()
 
     def run_node(self, spec: render.ContainerSpec) -> ContainerInfo:
         self.world.faults.hit(f"docker.run:{spec.name}")
@@ -110,7 +125,8 @@ class FakeRuntime:
 
     def exec(self, name: str, argv: list[str], *, stdin: bytes | None = None,
              timeout: float = 600) -> ExecResult:
-        self.world.faults.hit(f"docker.exec:{argv[0]}:{argv[1] if len(argv) > 1 else ''}")
+        verb = argv[3] if argv[0] == "ctr" else (argv[1] if len(argv) > 1 else "")
+        self.world.faults.hit(f"docker.exec:{argv[0]}:{verb}")
         container = self.world.containers.get(name)
         if container is None:
             raise AdapterError(f"No such container: {name}")
@@ -124,6 +140,15 @@ class FakeRuntime:
                       "status": {"conditions": [{"type": "Ready", "status": "False"}],
                                  "capacity": {}, "allocatable": {}}})
             return ExecResult(0, "This node has joined the cluster", "")
+        if argv[:4] == ["ctr", "--namespace=k8s.io", "images", "ls"]:
+            return ExecResult(0, "\n".join(sorted(self.world.node_images.get(name, set()))), "")
+        if argv[:4] == ["ctr", "--namespace=k8s.io", "images", "import"]:
+            self.world.faults.hit(f"ctr.import:{name}")
+            from gpulab.images import normalize
+
+            image = (stdin or b"").decode().removeprefix("image:")
+            self.world.node_images.setdefault(name, set()).add(normalize(image))
+            return ExecResult(0, f"unpacking {image}", "")
         if argv[0] == "modprobe":
             return ExecResult(1, "", "modprobe: FATAL: Module br_netfilter not found")
         return ExecResult(127, "", f"unknown command {argv}")
@@ -219,6 +244,12 @@ class FakeHelm:
 
     def uninstall(self, name: str, namespace: str) -> None:
         self.world.kube(self.cluster).releases.pop(name, None)
+
+    def template(self, release: render.HelmRelease, *, kube_version: str | None = None,
+                 include_crds: bool = False) -> list[dict[str, Any]]:
+        self.world.faults.hit(f"helm.template:{release.name}")
+        return [{"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": f"example.com/{release.name}:{release.version}"}]}}}}]
 
     def releases(self) -> list[dict[str, Any]]:
         return [{"name": name, "version": version, "status": "deployed"}

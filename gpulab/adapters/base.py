@@ -89,6 +89,14 @@ class ContainerRuntime(Protocol):
 
     def image_present(self, image: str) -> bool: ...
 
+    def pull(self, image: str) -> None:
+        """Pull an image onto the host (the image cache every lab on this host shares)."""
+        ...
+
+    def save_image(self, image: str) -> bytes:
+        """The image as a `docker save` tar archive (what `kind load` streams into nodes)."""
+        ...
+
     def run_node(self, spec: ContainerSpec) -> ContainerInfo:
         """Start a node container the way kind does; the image must already be present."""
         ...
@@ -151,6 +159,12 @@ class HelmGateway(Protocol):
 
     def releases(self) -> list[dict[str, Any]]:
         """Every release in every namespace: name, namespace, chart, version, status."""
+        ...
+
+    def template(
+        self, release: HelmRelease, *, kube_version: str | None = None, include_crds: bool = False
+    ) -> list[dict[str, Any]]:
+        """The release's objects as `helm template` renders them (no cluster contacted)."""
         ...
 
 

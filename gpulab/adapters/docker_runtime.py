@@ -347,6 +347,27 @@ class DockerRuntime:
             raise
         return True
 
+    def pull(self, image: str) -> None:
+        """Pull `image` onto the host (tag, digest or both; with both, the digest decides)."""
+        name, _, digest = image.partition("@")
+        if digest:
+            last = name.rsplit("/", 1)[-1]
+            repo = name.rsplit(":", 1)[0] if ":" in last else name
+            repository, tag = repo, digest
+        else:
+            repository, tag = docker.utils.parse_repository_tag(name)
+        with self._mapped(f"pull image {image}", hint="check the registry is reachable"):
+            for event in self._api.pull(repository, tag=tag or "latest", stream=True,
+                                        decode=True):
+                if isinstance(event, dict) and event.get("error"):
+                    raise AdapterError(f"pull image {image}: {_one_line(event['error'])}",
+                                       hint="check the image name and the registry")
+
+    def save_image(self, image: str) -> bytes:
+        """The image as a `docker save` tar archive."""
+        with self._mapped(f"save image {image}"):
+            return b"".join(self._api.get_image(image))
+
     # --- containers ---------------------------------------------------------------------------
 
     def run_node(self, spec: ContainerSpec) -> ContainerInfo:

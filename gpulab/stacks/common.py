@@ -24,6 +24,7 @@ __all__ = [
     "HelmAddon",
     "LabAdapters",
     "ManagementCluster",
+    "PreloadImages",
     "adapters_of",
     "crd_established",
     "daemonset_ready",
@@ -187,3 +188,75 @@ class HelmAddon:
         wait_until(ctx, self.name, self.ready_what, lambda: self.ready(kube), timeout=self.timeout)
 
 
+
+
+CTR_IMPORT = ["ctr", "--namespace=k8s.io", "images", "import", "--all-platforms", "--digests",
+              "--snapshotter=overlayfs", "-"]
+CTR_LIST = ["ctr", "--namespace=k8s.io", "images", "ls", "-q"]
+
+
+@dataclass
+class PreloadImages:
+    """Pull images once on the host and load them into nodes that lack them (`kind load`).
+
+    A second lab on the same host reuses the host's copies instead of pulling again. Pulling is
+    best effort: an image the host cannot pull is noted and left for the node to pull itself.
+    """
+
+    name: str
+    title: str
+    requires: tuple[str, ...]
+    nodes: list[str]
+    sources: Callable[[StepContext], list[str]]
+    described: list[str]
+    cluster: str = "management"
+    _resolved: list[str] | None = None
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("images", f"preload into {', '.join(self.nodes)}",
+                         {"nodes": self.nodes, "from": self.described,
+                          "how": "docker pull once on the host; docker save | ctr images import "
+                                 "into nodes that lack them"}, cluster=self.cluster)]
+
+    def images(self, ctx: StepContext) -> list[str]:
+        if self._resolved is None:
+            self._resolved = self.sources(ctx)
+        return self._resolved
+
+    def _missing(self, ctx: StepContext, node: str) -> list[str]:
+        from gpulab.images import parse_ctr_listing, present_in
+
+        listing = adapters_of(ctx).runtime.exec(node, CTR_LIST, timeout=60)
+        if not listing.ok:
+            raise AdapterError(f"cannot list images in node {node}: {listing.stderr.strip()}")
+        have = parse_ctr_listing(listing.stdout)
+        return [image for image in self.images(ctx) if not present_in(image, have)]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            return all(not self._missing(ctx, node) for node in self.nodes)
+        except AdapterError:
+            return False
+
+    def apply(self, ctx: StepContext) -> None:
+        runtime = adapters_of(ctx).runtime
+        on_host: dict[str, bool] = {}
+        for node in self.nodes:
+            for image in self._missing(ctx, node):
+                if image not in on_host:
+                    on_host[image] = runtime.image_present(image)
+                    if not on_host[image]:
+                        try:
+                            ctx.note(f"docker pull {image}")
+                            runtime.pull(image)
+                            on_host[image] = True
+                        except AdapterError as err:
+                            ctx.note(f"left for the node to pull: {err}")
+                if not on_host[image]:
+                    continue
+                ctx.note(f"loading {image} into {node}")
+                result = runtime.exec(node, CTR_IMPORT, stdin=runtime.save_image(image),
+                                      timeout=900)
+                if not result.ok:
+                    raise AdapterError(f"could not load {image} into node {node}: "
+                                       f"{(result.stderr or result.stdout).strip()[-300:]}")

@@ -21,6 +21,7 @@ from gpulab.stacks.common import (
     HelmAddon,
     LabAdapters,
     ManagementCluster,
+    PreloadImages,
     adapters_of,
     crd_established,
     daemonset_ready,
@@ -126,7 +127,7 @@ class MetalLB:
     facts: HostFacts
     name: str = "management/metallb"
     title: str = "Installing MetalLB with the kind network's IPv4 pool"
-    requires: tuple[str, ...] = ("management/cluster",)
+    requires: tuple[str, ...] = ("management/images",)
     timeout: float = 240
 
     def describe(self) -> list[Artifact]:
@@ -314,10 +315,13 @@ class TenantWorkers:
             if info is not None:  # stopped or half-created: kind nodes cannot be restarted
                 runtime.remove(spec.name)
             if not runtime.image_present(spec.image):
-                raise HostError(
-                    f"worker image {spec.image} is not on this Docker host",
-                    hint=f"docker pull {spec.image}",
-                )
+                ctx.note(f"docker pull {spec.image}")
+                try:
+                    runtime.pull(spec.image)
+                except AdapterError as err:
+                    raise HostError(f"cannot pull worker image {spec.image}: {err}",
+                                    hint="check the internet connection, or docker pull it "
+                                         "yourself and re-run gpulab up") from None
             ctx.note(f"docker run {spec.name} ({spec.image})")
             runtime.run_node(spec)
 
@@ -431,7 +435,7 @@ class Calico:
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return (f"{self.tenant.name}/join",)
+        return (f"{self.tenant.name}/join", f"{self.tenant.name}/images")
 
     def describe(self) -> list[Artifact]:
         calico = self.profile.components.calico
@@ -618,6 +622,86 @@ class MockGpus:
                    timeout=self.timeout, interval=5)
 
 
+CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _images_from(ctx: StepContext, what: str, produce: Callable[[], list[dict[str, Any]]]
+                 ) -> list[str]:
+    """Images a chart or manifest runs; a source that cannot be read is noted and skipped."""
+    from gpulab.images import images_in_objects
+
+    try:
+        return images_in_objects(produce())
+    except GpulabError as err:
+        ctx.note(f"cannot list the images of {what}: {err}")
+        return []
+
+
+def _dedupe(images: list[str]) -> list[str]:
+    return list(dict.fromkeys(images))
+
+
+def management_images(profile: KamajiHamiProfile, lab: str) -> PreloadImages:
+    """cert-manager, MetalLB, Kamaji (with etcd) and the tenants' control-plane images."""
+    comps = profile.components
+    releases = [render.helm_release(comps.cert_manager), render.kamaji_release(profile)]
+
+    def sources(ctx: StepContext) -> list[str]:
+        adapters = adapters_of(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        images: list[str] = []
+        for release in releases:
+            def rendered(r: render.HelmRelease = release) -> list[dict[str, Any]]:
+                return helm.template(r)
+
+            images += _images_from(ctx, f"chart {release.chart} {release.version}", rendered)
+        images += _images_from(ctx, comps.metallb.url,
+                               lambda: manifest_objects(adapters.fetch(comps.metallb.url)))
+        for tenant in profile.tenants:
+            images += [f"registry.k8s.io/{c}:{tenant.kubernetes_version}"
+                       for c in CONTROL_PLANE_IMAGES]
+        return _dedupe(images)
+
+    return PreloadImages(
+        name="management/images",
+        title="Preloading add-on images into the management node",
+        requires=("management/cluster",),
+        nodes=[f"{render.kind_cluster_name(lab)}-control-plane"],
+        sources=sources,
+        described=[f"chart {r.chart} {r.version}" for r in releases]
+        + [comps.metallb.url, "registry.k8s.io/kube-{apiserver,controller-manager,scheduler} "
+                              "at each tenant's version"],
+    )
+
+
+def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> PreloadImages:
+    """Calico, HAMi (with its kube-scheduler) and kube-proxy for a tenant's workers."""
+    calico = profile.components.calico
+    release = render.hami_release(profile, tenant)
+
+    def sources(ctx: StepContext) -> list[str]:
+        adapters = adapters_of(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        images = _images_from(ctx, calico.url,
+                              lambda: manifest_objects(adapters.fetch(calico.url)))
+        images += _images_from(ctx, f"chart {release.chart} {release.version}",
+                               lambda: helm.template(release,
+                                                     kube_version=tenant.kubernetes_version))
+        images.append(f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}")
+        return _dedupe(images)
+
+    return PreloadImages(
+        name=f"{tenant.name}/images",
+        title=f"Preloading images into {tenant.name}'s workers",
+        requires=(f"{tenant.name}/workers",),
+        nodes=[render.worker_name(lab, tenant.name, i) for i in range(tenant.workers.count)],
+        sources=sources,
+        described=[calico.url, f"chart {release.chart} {release.version}",
+                   f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}"],
+        cluster=tenant.name,
+    )
+
+
 @dataclass
 class VerifyPreview:
     """What `gpulab verify` creates in a tenant; listed by `plan`, never run by `up`."""
@@ -656,11 +740,12 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
     """Every step of `up` for this profile, in the one order that matters."""
     steps: list[Step] = [
         ManagementCluster(render.kind_cluster_config(profile, lab), lab),
+        management_images(profile, lab),
         HelmAddon(
             render.helm_release(profile.components.cert_manager),
             name="management/cert-manager",
             title="Installing cert-manager",
-            requires=("management/cluster",),
+            requires=("management/images",),
             ready=_cert_manager_ready,
             ready_what="cert-manager webhook to admit objects",
         ),
@@ -678,6 +763,7 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
         steps += [
             TenantControlPlane(profile, tenant),
             TenantWorkers(profile, lab, tenant),
+            tenant_images(profile, lab, tenant),
             JoinWorkers(profile, lab, tenant),
             Calico(profile, lab, tenant),
             Hami(profile, tenant),

@@ -19,9 +19,10 @@ from gpulab.stacks.kamaji_hami import build_steps, observe_host_facts
 from tests.fakes import FakeRuntime, FakeWorld, fake_adapters
 
 STEP_NAMES = [
-    "management/cluster", "management/cert-manager", "management/metallb", "management/kamaji",
+    "management/cluster", "management/images", "management/cert-manager", "management/metallb",
+    "management/kamaji",
     *[f"{t}/{s}" for t in ("tenant-a", "tenant-b")
-      for s in ("control-plane", "workers", "join", "calico", "hami", "gpus")],
+      for s in ("control-plane", "workers", "images", "join", "calico", "hami", "gpus")],
 ]
 
 
@@ -103,7 +104,7 @@ def test_rerun_on_a_finished_lab_does_nothing(kamaji_profile) -> None:
     mutating = [c for c in world.faults.calls
                 if c.split(":")[0] in {"kind.create", "helm.install", "kube.apply", "docker.run",
                                        "kube.patch_node_status", "kube.annotate"}
-                or c.startswith("docker.exec")]
+                or (c.startswith("docker.exec") and c != "docker.exec:ctr:ls")]
     assert mutating == []
 
 
@@ -122,10 +123,16 @@ def test_rerun_on_a_finished_lab_does_nothing(kamaji_profile) -> None:
     "helm.install:hami:tenant-a",
     "kube.patch_node_status:tenant-b",
     "kube.annotate:tenant-a",
+    "docker.exec:ctr:import",
 ])
 def test_a_failure_anywhere_then_up_again_converges(kamaji_profile, fault: str) -> None:
     world = FakeWorld()
-    world.faults.fail_once.add(fault)
+    if fault.startswith("fetch:"):
+        # each image preload reads the manifest too and only notes a failure: fail every read
+        # (metallb: one preload + one step; calico: one preload + one step per tenant)
+        world.faults.fail_times[fault] = 2 if fault == "fetch:metallb" else 4
+    else:
+        world.faults.fail_once.add(fault)
     first = _up(kamaji_profile, world)
     if fault in {"kube.apply:management:IPAddressPool"}:
         assert first.ok  # the pool is retried while MetalLB's webhook warms up
@@ -210,8 +217,10 @@ def test_ctrl_c_mid_step_leaves_a_resumable_lab(kamaji_profile) -> None:
     finally:
         release.set()
     assert result.interrupted and not result.ok
-    assert all(r.outcome is Outcome.NOT_RUN for r in result.results
-               if r.name.startswith("tenant-"))
+    outcomes = {r.name: r.outcome for r in result.results}
+    for tenant in ("tenant-a", "tenant-b"):  # everything behind Kamaji never started
+        for step in ("control-plane", "join", "calico", "hami", "gpus"):
+            assert outcomes[f"{tenant}/{step}"] is Outcome.NOT_RUN
     again = _up(kamaji_profile, world)
     assert again.ok
 
@@ -258,3 +267,32 @@ def test_json_events_are_machine_readable(kamaji_profile, capsys) -> None:
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {line["event"] for line in lines} >= {"started", "done"}
     assert all({"step", "event", "title", "elapsed", "ts"} <= set(line) for line in lines)
+
+
+def test_images_are_pulled_once_and_loaded_only_where_missing(kamaji_profile) -> None:
+    world = FakeWorld(images={"nothing-cached-yet"})
+    assert _up(kamaji_profile, world).ok
+    pulls = [c for c in world.faults.calls if c.startswith("docker.pull:")]
+    assert len(pulls) == len(set(pulls))  # each image pulled once, shared by both tenants
+    assert "docker.pull:example.com/hami:2.10.0" in pulls
+    assert "docker.pull:registry.k8s.io/kube-proxy:v1.36.4" in pulls
+    worker = "gpulab-kamaji-hami-tenant-a-worker"
+    assert "quay.io/calico/node:v3.31.2" in world.node_images[worker]
+    assert "registry.k8s.io/kube-apiserver:v1.36.4" in world.node_images[
+        "gpulab-kamaji-hami-control-plane"]
+    # A second lab on the same host pulls nothing new.
+    world.faults.calls.clear()
+    adapters = fake_adapters(world, lab_dir("second"))
+    assert core.up(kamaji_profile, "second", Recorder(), adapters=adapters,
+                   sleep=lambda _s: None).ok
+    assert [c for c in world.faults.calls if c.startswith("docker.pull:")] == []
+    assert "quay.io/calico/node:v3.31.2" in world.node_images["gpulab-second-tenant-b-worker"]
+
+
+def test_an_image_the_host_cannot_pull_is_left_to_the_node(kamaji_profile) -> None:
+    world = FakeWorld(images={"nothing-cached-yet"})
+    world.faults.fail_once.add("docker.pull:quay.io/calico/node:v3.31.2")
+    recorder = Recorder()
+    assert _up(kamaji_profile, world, recorder).ok
+    notes = [e.message for e in recorder.events if e.kind == "note"]
+    assert any(m.startswith("left for the node to pull:") and "calico/node" in m for m in notes)

@@ -178,11 +178,12 @@ def test_plan_is_deterministic(kamaji_profile) -> None:
 
 
 def test_plan_order_management_then_tenants(kamaji_profile) -> None:
-    names = [json.loads(plan_json(_all_steps(kamaji_profile)))[i]["step"] for i in range(16)]
-    assert names[:4] == ["management/cluster", "management/cert-manager", "management/metallb",
-                         "management/kamaji"]
-    assert names[4:10] == [f"tenant-a/{s}" for s in
-                           ("control-plane", "workers", "join", "calico", "hami", "gpus")]
+    names = [step["step"] for step in json.loads(plan_json(_all_steps(kamaji_profile)))]
+    assert names[:5] == ["management/cluster", "management/images", "management/cert-manager",
+                         "management/metallb", "management/kamaji"]
+    assert names[5:12] == [f"tenant-a/{s}" for s in ("control-plane", "workers", "images",
+                                                     "join", "calico", "hami", "gpus")]
+    assert len(names) == 19
 
 
 def test_plan_yaml_stream_holds_every_object_and_validates(kamaji_profile) -> None:
