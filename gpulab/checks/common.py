@@ -203,6 +203,19 @@ def explain_gpu_pod(ctx: Ctx, run: PodRun | None, pod_name: str) -> str:
     return f"{pod_name} is {o.pod_summary(pod)}{waited}{last}; events: {o.short_events(run.events)}"
 
 
+def prepare_gpu(
+    lab: LabState, profile: KamajiHamiProfile, tenant: str, check: str
+) -> tuple[Ctx, render.SharingSizes] | CheckResult:
+    """`prepare` then `gpu_scenario`: the context and pod sizes of a GPU check, or its verdict."""
+    ctx = prepare(lab, profile, tenant, check)
+    if isinstance(ctx, CheckResult):
+        return ctx
+    sizes = gpu_scenario(ctx)
+    if isinstance(sizes, CheckResult):
+        return sizes
+    return ctx, sizes
+
+
 def gpu_scenario(ctx: Ctx) -> render.SharingSizes | CheckResult:
     """The pod sizes the GPU checks expect, or the skip/error/fail verdict when they cannot run.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.checks import objects as o
-from gpulab.checks.common import explain_gpu_pod, gpu_scenario, prepare, webhook_bypassed
+from gpulab.checks.common import explain_gpu_pod, prepare_gpu, webhook_bypassed
 from gpulab.checks.result import CheckResult
 
 if TYPE_CHECKING:
@@ -23,12 +23,10 @@ POD = "gpu-share-1"
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
     """The first verify GPU pod was rewritten to hami-scheduler on admission and bound by HAMi to
     one of the tenant's workers."""
-    ctx = prepare(lab, profile, tenant, ID)
-    if isinstance(ctx, CheckResult):
-        return ctx
-    sizes = gpu_scenario(ctx)
-    if isinstance(sizes, CheckResult):
-        return sizes
+    prepared = prepare_gpu(lab, profile, tenant, ID)
+    if isinstance(prepared, CheckResult):
+        return prepared
+    ctx, _sizes = prepared
     run = ctx.st.pod_run(POD)
     if run is None:
         return ctx.error(f"{POD} is not in this observation or recording")

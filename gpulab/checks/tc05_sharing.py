@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.checks import objects as o
-from gpulab.checks.common import Ctx, explain_gpu_pod, gpu_scenario, prepare
+from gpulab.checks.common import Ctx, explain_gpu_pod, prepare_gpu
 from gpulab.checks.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
@@ -87,12 +87,10 @@ def _placement(ctx: Ctx, sizes: SharingSizes) -> tuple[list[str], str]:
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
     """All three share pods Running in one snapshot, each with one HAMi device, all the same
     card and node, memory and cores adding up to three shares."""
-    ctx = prepare(lab, profile, tenant, ID)
-    if isinstance(ctx, CheckResult):
-        return ctx
-    sizes = gpu_scenario(ctx)
-    if isinstance(sizes, CheckResult):
-        return sizes
+    prepared = prepare_gpu(lab, profile, tenant, ID)
+    if isinstance(prepared, CheckResult):
+        return prepared
+    ctx, sizes = prepared
     not_running = share_pods_running(ctx)
     if not_running:
         return ctx.failed(summarize_problems(not_running, limit=2))

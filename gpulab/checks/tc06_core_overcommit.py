@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpulab.checks.common import gpu_scenario, prepare
+from gpulab.checks.common import prepare_gpu
 from gpulab.checks.overcommit import refusal
 from gpulab.checks.result import CheckResult, summarize_problems
 from gpulab.checks.tc05_sharing import share_pods_running
@@ -24,12 +24,10 @@ REASON = "CardInsufficientCore"
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
     """gpu-share-4 unscheduled with an event naming CardInsufficientCore, while gpu-share-1..3
     run on the card."""
-    ctx = prepare(lab, profile, tenant, ID)
-    if isinstance(ctx, CheckResult):
-        return ctx
-    sizes = gpu_scenario(ctx)
-    if isinstance(sizes, CheckResult):
-        return sizes
+    prepared = prepare_gpu(lab, profile, tenant, ID)
+    if isinstance(prepared, CheckResult):
+        return prepared
+    ctx, sizes = prepared
     not_running = share_pods_running(ctx)
     if not_running:
         return ctx.failed(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpulab.checks.common import gpu_scenario, prepare
+from gpulab.checks.common import prepare_gpu
 from gpulab.checks.overcommit import refusal
 from gpulab.checks.result import CheckResult
 
@@ -23,12 +23,10 @@ REASON = "CardInsufficientMemory"
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
     """gpu-mem-big (card memory rounded up to the next 10000 MiB) unscheduled with an event
     naming CardInsufficientMemory."""
-    ctx = prepare(lab, profile, tenant, ID)
-    if isinstance(ctx, CheckResult):
-        return ctx
-    sizes = gpu_scenario(ctx)
-    if isinstance(sizes, CheckResult):
-        return sizes
+    prepared = prepare_gpu(lab, profile, tenant, ID)
+    if isinstance(prepared, CheckResult):
+        return prepared
+    ctx, sizes = prepared
     gpu = ctx.spec.gpus[0]
     return refusal(
         ctx, POD, REASON,
