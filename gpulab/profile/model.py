@@ -63,6 +63,12 @@ def _kube_version(value: str) -> str:
     return value
 
 
+def _release_tag(value: str) -> str:
+    if not re.match(r"^v\d+\.\d+\.\d+$", value):
+        raise ValueError(f"'{value}' must be an exact release tag like v1.2.3")
+    return value
+
+
 def _cidr(value: str) -> str:
     try:
         net = ipaddress.ip_network(value, strict=True)
@@ -125,12 +131,7 @@ class ManifestComponent(_Strict):
     version: str = Field(description="upstream release tag, e.g. v0.16.1")
     manifest: str = Field(description="URL of the manifest; `{version}` is substituted")
 
-    @field_validator("version")
-    @classmethod
-    def _tag(cls, value: str) -> str:
-        if not re.match(r"^v\d+\.\d+\.\d+$", value):
-            raise ValueError(f"'{value}' must be an exact release tag like v1.2.3")
-        return value
+    _tag = field_validator("version")(_release_tag)
 
     @property
     def url(self) -> str:
@@ -205,12 +206,7 @@ class ManagementSpec(_Strict):
 
     _img = field_validator("node_image")(_pinned_image)
 
-    @field_validator("kind_version")
-    @classmethod
-    def _kind_tag(cls, value: str) -> str:
-        if not re.match(r"^v\d+\.\d+\.\d+$", value):
-            raise ValueError(f"'{value}' must be an exact kind release like v0.33.0")
-        return value
+    _tag = field_validator("kind_version")(_release_tag)
 
 
 class GpuSpec(_Strict):
