@@ -54,11 +54,13 @@ def metallb_range(
     size: int = 51,
     offset_from_top: int = 5,
     network: str = "kind",
+    avoid: list[tuple[ipaddress.IPv4Address, ipaddress.IPv4Address]] | None = None,
 ) -> AddressRange:
     """A pool of `size` addresses ending `offset_from_top` below the broadcast address.
 
     For kind's default 172.18.0.0/16 this is 172.18.255.200-172.18.255.250, the write-up's range.
     Docker hands out container addresses from the bottom of the subnet, so the top is free.
+    Ranges in `avoid` (other labs' pools on the same network) are stepped over, downwards.
     """
     subnets = ipv4_subnets(ipam_config)
     if not subnets:
@@ -70,6 +72,11 @@ def metallb_range(
     broadcast = int(subnet.broadcast_address)
     last = broadcast - offset_from_top
     first = last - size + 1
+    taken = sorted(((int(a), int(b)) for a, b in avoid or []), reverse=True)
+    for low, high in taken:
+        if first <= high and low <= last:  # overlaps another lab's pool: go below it
+            last = low - 1
+            first = last - size + 1
     # Keep clear of the network address, the gateway (.1) and the low addresses Docker assigns.
     lowest_usable = int(subnet.network_address) + max(2, subnet.num_addresses // 2)
     if first < lowest_usable:

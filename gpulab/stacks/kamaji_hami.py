@@ -6,6 +6,7 @@ tenant, concurrently: control plane → workers → join → Calico → HAMi →
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import shlex
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from gpulab import render
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, GpulabError, HostError
-from gpulab.netcalc import AddressRange, metallb_range
+from gpulab.netcalc import AddressRange, ipv4_subnets, metallb_range
 from gpulab.paths import write_secret
 from gpulab.stacks.common import (
     HelmAddon,
@@ -63,14 +64,51 @@ WORKER_KUBECONFIG = "/etc/gpulab/admin.conf"
 
 @dataclass(frozen=True)
 class HostFacts:
-    """Values that depend on the live host; None when Docker could not be asked."""
+    """Values that depend on the live host: the kind network's IPAM config (None when Docker
+    could not be asked). `metallb_pool` fixes the pool outright (tests, benchmarks)."""
 
     metallb_pool: AddressRange | None = None
     pool_error: str = ""
+    ipam_config: tuple[dict[str, Any], ...] | None = None
+    network: str = ""
+
+
+POOL_FILE = "metallb-pool"
+
+
+def _read_range(path: Path) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address] | None:
+    try:
+        first, last = path.read_text(encoding="utf-8").strip().split("-")
+        return ipaddress.IPv4Address(first), ipaddress.IPv4Address(last)
+    except (OSError, ValueError):
+        return None
+
+
+def lab_pool(
+    profile: KamajiHamiProfile, lab: str, ipam: list[dict[str, Any]], network: str
+) -> AddressRange:
+    """This lab's MetalLB pool: the one it recorded, else the top range no other lab uses.
+
+    Labs on one host share the kind network, so each records its pool in its lab folder and a new
+    lab steps below the others' (labs of other users on the host are not seen).
+    """
+    from gpulab.paths import lab_dir, labs_root
+
+    metallb = profile.components.metallb
+    recorded = _read_range(lab_dir(lab) / POOL_FILE)
+    if recorded is not None:
+        subnet = next(iter(ipv4_subnets(ipam)), None)
+        if subnet is not None and recorded[0] in subnet and recorded[1] in subnet:
+            return AddressRange(recorded[0], recorded[1], subnet)
+    avoid = [r for path in sorted(labs_root().glob(f"*/{POOL_FILE}"))
+             if path.parent.name != lab and (r := _read_range(path)) is not None]
+    return metallb_range(ipam, size=metallb.pool_size,
+                         offset_from_top=metallb.pool_offset_from_top, network=network,
+                         avoid=avoid)
 
 
 def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | None) -> HostFacts:
-    """Ask Docker for the kind network's subnet; absent network or Docker → pending."""
+    """Ask Docker for the kind network's subnets; absent network or Docker → pending."""
     if runtime is None:
         return HostFacts(pool_error="Docker not reachable")
     try:
@@ -80,16 +118,12 @@ def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | N
     if network is None:
         return HostFacts(pool_error=f"network '{profile.management.network}' does not exist yet")
     metallb = profile.components.metallb
-    try:
-        pool = metallb_range(
-            network.ipam_config,
-            size=metallb.pool_size,
-            offset_from_top=metallb.pool_offset_from_top,
-            network=network.name,
-        )
+    try:  # refuse early when the network can hold no pool at all
+        metallb_range(network.ipam_config, size=metallb.pool_size,
+                      offset_from_top=metallb.pool_offset_from_top, network=network.name)
     except HostError as err:
         return HostFacts(pool_error=str(err))
-    return HostFacts(metallb_pool=pool)
+    return HostFacts(ipam_config=tuple(network.ipam_config), network=network.name)
 
 
 def _cert_manager_ready(kube: KubeGateway) -> tuple[bool, str]:
@@ -125,14 +159,23 @@ class MetalLB:
 
     profile: KamajiHamiProfile
     facts: HostFacts
+    lab: str
     name: str = "management/metallb"
     title: str = "Installing MetalLB with the kind network's IPv4 pool"
     requires: tuple[str, ...] = ("management/images",)
     timeout: float = 240
 
+    def _planned_pool(self) -> AddressRange | None:
+        if self.facts.metallb_pool is not None:
+            return self.facts.metallb_pool
+        if self.facts.ipam_config is None:
+            return None
+        return lab_pool(self.profile, self.lab, list(self.facts.ipam_config), self.facts.network)
+
     def describe(self) -> list[Artifact]:
         metallb = self.profile.components.metallb
-        pool_note = str(self.facts.metallb_pool) if self.facts.metallb_pool else (
+        pool = self._planned_pool()
+        pool_note = str(pool) if pool else (
             f"pending ({self.facts.pool_error})" if self.facts.pool_error else "pending"
         )
         arts = [
@@ -142,25 +185,20 @@ class MetalLB:
                 {"url": metallb.url, "apply": "server-side", "pool": pool_note},
             )
         ]
-        for obj in render.metallb_objects(self.profile, self.facts.metallb_pool):
+        for obj in render.metallb_objects(self.profile, pool):
             arts.append(Artifact("object", f"{obj['kind']}/{obj['metadata']['name']}", obj))
         return arts
 
     def _pool(self, ctx: StepContext) -> AddressRange:
-        if self.facts.metallb_pool is not None:
-            return self.facts.metallb_pool
+        planned = self._planned_pool()
+        if planned is not None:
+            return planned
         adapters = adapters_of(ctx)
         net_name = self.profile.management.network
         network = adapters.runtime.network(net_name)
         if network is None:
             raise HostError(f"Docker network '{net_name}' not found after the cluster was created")
-        metallb = self.profile.components.metallb
-        return metallb_range(
-            network.ipam_config,
-            size=metallb.pool_size,
-            offset_from_top=metallb.pool_offset_from_top,
-            network=net_name,
-        )
+        return lab_pool(self.profile, self.lab, network.ipam_config, net_name)
 
     def satisfied(self, ctx: StepContext) -> bool:
         kube = management_kube(ctx)
@@ -197,6 +235,11 @@ class MetalLB:
 
         wait_until(ctx, self.name, "MetalLB to accept the address pool", apply_pool,
                    timeout=self.timeout, interval=3)
+        from gpulab.paths import lab_dir
+
+        record = lab_dir(self.lab) / POOL_FILE
+        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        record.write_text(f"{pool}\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- per tenant
@@ -749,7 +792,7 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
             ready=_cert_manager_ready,
             ready_what="cert-manager webhook to admit objects",
         ),
-        MetalLB(profile, facts),
+        MetalLB(profile, facts, lab),
         HelmAddon(
             render.kamaji_release(profile),
             name="management/kamaji",

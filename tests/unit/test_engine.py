@@ -296,3 +296,22 @@ def test_an_image_the_host_cannot_pull_is_left_to_the_node(kamaji_profile) -> No
     assert _up(kamaji_profile, world, recorder).ok
     notes = [e.message for e in recorder.events if e.kind == "note"]
     assert any(m.startswith("left for the node to pull:") and "calico/node" in m for m in notes)
+
+
+def test_two_labs_on_one_host_get_disjoint_metallb_pools(kamaji_profile) -> None:
+    world = FakeWorld()
+    assert _up(kamaji_profile, world).ok
+    # The second lab has its own clusters; what the two share is the host's kind network.
+    second = FakeWorld()
+    adapters = fake_adapters(second, lab_dir("second"))
+    assert core.up(kamaji_profile, "second", Recorder(), adapters=adapters,
+                   sleep=lambda _s: None).ok
+    first_pool = (lab_dir("kamaji-hami") / "metallb-pool").read_text().strip()
+    second_pool = (lab_dir("second") / "metallb-pool").read_text().strip()
+    assert first_pool == "172.18.255.200-172.18.255.250"
+    assert second_pool == "172.18.255.149-172.18.255.199"
+    live = second.kube("management").objects[
+        ("metallb.io/v1beta1", "IPAddressPool", "metallb-system", "kind-ip-pool")]
+    assert live["spec"]["addresses"] == [second_pool]
+    # re-running the first lab keeps its recorded pool
+    assert _up(kamaji_profile, world).all_skipped

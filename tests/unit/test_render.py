@@ -264,3 +264,16 @@ def test_hami_values_use_mock_plugin_and_resolvable_scheduler(kamaji_profile) ->
 def test_profile_values_win_over_gpulab_defaults() -> None:
     merged = render.deep_merge({"a": {"b": 1, "c": [1]}, "d": 1}, {"a": {"c": [2]}, "e": None})
     assert merged == {"a": {"b": 1, "c": [2]}, "d": 1, "e": None}
+
+
+def test_metallb_range_steps_below_other_labs_pools() -> None:
+    import ipaddress
+
+    taken = [(ipaddress.IPv4Address("172.18.255.200"), ipaddress.IPv4Address("172.18.255.250")),
+             (ipaddress.IPv4Address("172.18.255.149"), ipaddress.IPv4Address("172.18.255.199"))]
+    assert str(metallb_range(KIND_IPAM, avoid=taken)) == "172.18.255.98-172.18.255.148"
+    assert str(metallb_range(KIND_IPAM, avoid=taken[1:])) == "172.18.255.200-172.18.255.250"
+    small = [{"Subnet": "172.19.0.0/24"}]
+    with pytest.raises(HostError, match="too small"):
+        metallb_range(small, avoid=[(ipaddress.IPv4Address("172.19.0.129"),
+                                     ipaddress.IPv4Address("172.19.0.250"))])
