@@ -224,7 +224,8 @@ def up(
             result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
         if result.interrupted:
             err.print(f"interrupted: lab '{lab}' is partly built; run `gpulab up` to continue "
-                      f"or `gpulab down --name {lab}` to remove it", markup=False)
+                      f"or `gpulab down --name {lab}` to remove it (steps already running are "
+                      "finishing; Ctrl-C again quits at once)", markup=False)
             return int(ExitCode.INTERRUPTED)
         if not result.ok:
             for failure in result.failures:
