@@ -52,12 +52,13 @@ __all__ = [
 
 # kubeadm preflight checks a kindest/node container cannot pass, and only those:
 #  SystemVerification: the kernel config is not readable inside a container;
-#  FileContent--proc-sys-net-bridge-bridge-nf-call-iptables: /proc/sys is the host's, read-only;
-#  Swap: the host may have swap; kind's kubelet config tolerates it (failSwapOn: false).
+#  FileContent--proc-sys-net-bridge-bridge-nf-call-iptables: /proc/sys is the host's, read-only,
+#    and the file exists only where the host loaded br_netfilter (Calico does not need it).
+# Swap is not ignored: the tenant's kubelet config keeps failSwapOn, so kubeadm's message is the
+# clearest place to fail (doctor warns about swap before `up`).
 IGNORED_PREFLIGHT = (
     "SystemVerification",
     "FileContent--proc-sys-net-bridge-bridge-nf-call-iptables",
-    "Swap",
 )
 WORKER_KUBECONFIG = "/etc/gpulab/admin.conf"
 
