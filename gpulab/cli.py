@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -49,6 +50,7 @@ class Output(str, Enum):
     json = "json"
 
 
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text, yaml or json")]
 ProfileOpt = Annotated[
     str | None,
     typer.Option(
@@ -101,7 +103,7 @@ def _root(
 
 @profiles_app.command("list")
 def profiles_list(
-    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.text,
+    output: OutputOpt = Output.text,
 ) -> None:
     """List built-in profiles with their stack, tenants and description."""
 
@@ -124,6 +126,9 @@ def profiles_list(
             })
         if output is Output.json:
             typer.echo(json.dumps(rows, indent=2))
+            return
+        if output is Output.yaml:
+            typer.echo(yaml.safe_dump(rows, sort_keys=False), nl=False)
             return
         table = Table("PROFILE", "STACK", "TENANTS", "DESCRIPTION", box=None)
         for row in rows:
@@ -297,7 +302,7 @@ def down(
 def status(
     profile: ProfileOpt = None,
     name: NameOpt = None,
-    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.text,
+    output: OutputOpt = Output.text,
 ) -> None:
     """Show the lab: management cluster, each tenant's control plane, workers and nodes, and per
     GPU card the memory and cores in use with the pods using them."""
@@ -307,8 +312,11 @@ def status(
 
         loaded, lab = _resolve_lab(profile, name)
         info = core.status(lab, core.connect_runtime(), loaded.profile)
-        if output is not Output.text:
+        if output is Output.json:
             typer.echo(json.dumps(info, indent=2))
+            return 0
+        if output is Output.yaml:
+            typer.echo(yaml.safe_dump(info, sort_keys=False), nl=False)
             return 0
         if not info["exists"]:
             err.print(f"no lab named '{lab}' on this host (gpulab up --name {lab} builds it)",
@@ -371,7 +379,8 @@ def doctor(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check the host can run the lab: Docker, CPU, memory, disk, inotify, kind, helm, names."""
+    """Check the host can run the lab: Docker, CPU, memory, disk, inotify, swap, kind, helm,
+    name and subnet collisions. Each finding is ok, warn or fail, with the fix; exit 4 on a fail."""
 
     def body() -> int:
         from gpulab import core
