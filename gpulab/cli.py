@@ -120,7 +120,7 @@ def profiles_list(
             rows.append({
                 "name": name,
                 "stack": prof.stack,
-                "tenants": [t.name for t in prof.tenants],
+                "tenants": prof.member_names(),
                 "description": prof.description,
                 "path": str(path),
             })
@@ -324,6 +324,10 @@ def status(
         mgmt = info["management"]
         out.print(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}",
                   markup=False)
+        if info.get("stack") == "vcluster-kai":
+            for table in _kai_status(info):
+                out.print(table)
+            return 0
         for tenant, entry in info["tenants"].items():
             out.print(_tenant_status(tenant, entry))
         return 0
@@ -366,6 +370,43 @@ def _tenant_status(tenant: str, entry: dict[str, Any]) -> Table:
             escape(", ".join(card["pods"]) or "idle"),
         )
     return table
+
+
+def _kai_status(info: dict[str, Any]) -> list[Table]:
+    """vcluster-kai: the GPU nodes and queue tree of the host, then one table per team."""
+    from rich.markup import escape
+
+    tables = []
+    if info.get("host_error"):
+        tables.append(Table(title=escape(f"host API unreachable: {info['host_error']}"),
+                            title_justify="left", box=None))
+    queues = Table("QUEUE", "PARENT", "GPU QUOTA", "GPU LIMIT", "ALLOCATED", "REQUESTED",
+                   box=None, title="queues (nvidia.com/gpu)", title_justify="left")
+    for row in info.get("queues", []):
+        queues.add_row(escape(row["name"]), escape(row["parent"] or "-"),
+                       str(row["gpu_quota"]), str(row["gpu_limit"]), row["allocated"],
+                       row["requested"])
+    nodes = ", ".join(f"{n['name']} ({n['model']}, {n['gpus']} GPU)"
+                      for n in info.get("gpu_nodes", [])) or "none seen"
+    queues.caption = escape(f"GPU nodes: {nodes}")
+    queues.caption_justify = "left"
+    tables.append(queues)
+    for team, entry in info["tenants"].items():
+        plane = entry.get("control_plane")
+        if plane is None:
+            pods = entry.get("control_plane_error") or "control plane not observed"
+        else:
+            pods = ", ".join(f"{p['name']} {p['phase']}" for p in plane) or "no control-plane pod"
+        api = (f"API unreachable ({entry['api_error']})" if entry.get("api_error")
+               else f"API {entry['version']}" if entry.get("version") else "no kubeconfig")
+        table = Table("NODES", "PODS (outside kube-system)", box=None, title_justify="left",
+                      title=escape(f"{team}: vCluster in {entry['namespace']} [{pods}], {api}, "
+                                   f"queue {entry['queue']}"))
+        if entry.get("nodes") is not None:
+            table.add_row(escape(", ".join(entry["nodes"])),
+                          escape(", ".join(entry.get("pods", [])) or "none"))
+        tables.append(table)
+    return tables
 
 
 @app.command()
@@ -418,21 +459,21 @@ def doctor(
 
 @app.command()
 def kubeconfig(
-    tenant: Annotated[str, typer.Argument(help="Tenant name, or 'management'.")],
+    tenant: Annotated[str, typer.Argument(help="Tenant (or team) name, or 'management'.")],
     profile: ProfileOpt = None,
     name: NameOpt = None,
     export: Annotated[
         bool, typer.Option("--export", help="Print `export KUBECONFIG=...` for eval.")
     ] = False,
 ) -> None:
-    """Print the path of a tenant's saved kubeconfig (never its contents)."""
+    """Print the path of a tenant's (or team's) saved kubeconfig (never its contents)."""
 
     def body() -> int:
         from gpulab.errors import UsageError
         from gpulab.paths import lab_dir
 
         loaded, lab = _resolve_lab(profile, name)
-        known = ["management", *(t.name for t in loaded.profile.tenants)]
+        known = ["management", *loaded.profile.member_names()]
         if tenant not in known:
             raise UsageError(f"unknown tenant '{tenant}'", hint=f"choose from {', '.join(known)}")
         path = lab_dir(lab) / f"{tenant}.kubeconfig"
@@ -450,10 +491,12 @@ def verify(
     profile: ProfileOpt = None,
     name: NameOpt = None,
     tc: Annotated[
-        str | None, typer.Option("--tc", help="Only these checks, e.g. TC-05,TC-06 (or 5,6).")
+        str | None, typer.Option("--tc", help="Only these checks, e.g. TC-05,TC-06 or KAI-05 "
+                                               "(or 5,6).")
     ] = None,
     keep: Annotated[
-        bool, typer.Option("--keep", help="Leave verify's namespace and pods in the tenants.")
+        bool, typer.Option("--keep", help="Leave verify's namespace and pods in the tenants "
+                                          "(teams).")
     ] = False,
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Write JUnit XML (one testcase per check and "
@@ -471,37 +514,32 @@ def verify(
     ] = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run the acceptance checks TC-01..TC-08 on the lab, with evidence or reasons.
+    """Run the acceptance checks on the lab (TC-01..TC-08 for kamaji-hami, KAI-01..KAI-08 for
+    vcluster-kai), with evidence or reasons, and any finding (a known gap shown on the lab).
 
     Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host
-    cannot be reached.
+    cannot be reached. Findings do not change the exit code.
     """
 
     def body() -> int:
         from gpulab import core
-        from gpulab.checks.registry import parse_tc
         from gpulab.checks.report import (
+            FINDING,
             exit_code,
-            read_recording,
             report_json,
             table_rows,
             write_junit,
-            write_recording,
         )
-        from gpulab.checks.run import evaluate
         from gpulab.errors import UsageError
 
-        selected = parse_tc(tc) if tc else None
-        checks = list(selected) if selected else None
         if replay is not None:
             if record is not None:
                 raise UsageError("--record and --replay cannot be combined")
-            recording = read_recording(replay)
-            report = evaluate(recording.state, recording.profile(), checks)
-            recorded_profile = recording.profile()
+            report, recorded_profile = core.replay_verify(replay, tc)
         else:
             loaded, lab = _resolve_lab(profile, name)
             recorded_profile = loaded.profile
+            checks = core.verify_checks(loaded.profile.stack, tc)
 
             def progress(tenant: str, message: str) -> None:
                 if verbose and not json_out:
@@ -512,7 +550,7 @@ def verify(
             report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
                                  progress=progress)
         if record is not None:
-            write_recording(record, report.state, recorded_profile)
+            core.record_verify(record, report, recorded_profile)
         if junit is not None:
             write_junit(report, junit)
         if json_out:
@@ -523,13 +561,17 @@ def verify(
             table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
             table.columns[0].no_wrap = True
             table.columns[3].overflow = "fold"
-            colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow"}
+            colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow",
+                      FINDING: "magenta"}
             for check, tenant, result, detail, seconds in table_rows(report):
                 table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
                               escape(detail), seconds)
             out.print(table)
             counts = report.counts()
             summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+            if report.findings:
+                count = len(report.findings)
+                summary += f", {count} finding{'s' if count > 1 else ''} (not a pass)"
             err.print(f"{summary}{' (replayed)' if report.replayed else ''}", markup=False)
             for note in report.notes:
                 err.print(f"warning: {note}", markup=False)

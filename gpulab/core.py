@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpulab.errors import GpulabError, HostError
+from gpulab.errors import GpulabError, HostError, UsageError
 from gpulab.profile.model import _dns_label
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
-    from gpulab.profile.model import Profile
+    from gpulab.profile.model import KamajiHamiProfile, Profile
     from gpulab.stacks.common import LabAdapters
 
 __all__ = [
@@ -29,16 +29,17 @@ __all__ = [
     "lab_name",
     "plan_steps",
     "preflight",
+    "record_verify",
+    "replay_verify",
     "status",
     "up",
     "verify",
+    "verify_checks",
 ]
 
 
 def lab_name(profile: Profile, override: str | None) -> str:
     """The lab's name: `--name`, else the profile's; must be a DNS-1123 label."""
-    from gpulab.errors import UsageError
-
     name = override or profile.name
     try:
         return _dns_label(name)
@@ -73,6 +74,8 @@ def plan_steps(
     pending = str(getattr(facts, "pool_error", "") or "")
     if runtime is not None and pending:
         note = f"MetalLB range pending: {pending}"
+    if runtime is not None and not note:
+        note = str(getattr(facts, "plan_note", "") or "")  # other stacks' pending host facts
     steps = stack.build_steps(profile, lab, facts)
     return [*steps, *stack.verify_previews(profile)], note
 
@@ -219,10 +222,16 @@ def status(
     kube: Callable[[Path], KubeGateway] | None = None,
 ) -> dict[str, Any]:
     """What exists for the lab: containers from Docker labels; with saved kubeconfigs, each
-    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig)."""
+    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig).
+    A stack with a `lab_status` hook (vcluster-kai) reports its own shape, with `stack` set."""
     from gpulab.paths import lab_dir
+    from gpulab.profile.model import KamajiHamiProfile
     from gpulab.render import LABEL_LAB, LABEL_TENANT, kind_cluster_name, worker_name
 
+    if profile is not None and not isinstance(profile, KamajiHamiProfile):
+        hook = _stack_hook(profile.stack, "lab_status")
+        if hook is not None:
+            return dict(hook(lab, runtime, profile, kube or _status_client))
     cluster = kind_cluster_name(lab)
     node = runtime.get(f"{cluster}-control-plane")
     workers = runtime.containers({LABEL_LAB: lab})
@@ -232,7 +241,7 @@ def status(
         entry = tenants.setdefault(tenant, {"workers": []})
         entry["workers"].append({"name": container.name, "state": container.status,
                                  "ip": next(iter(container.networks.values()), "")})
-    if profile is not None:
+    if isinstance(profile, KamajiHamiProfile):
         for spec in profile.tenants:
             entry = tenants.setdefault(spec.name, {"workers": []})
             have = {w["name"] for w in entry["workers"]}
@@ -246,7 +255,8 @@ def status(
     for tenant, entry in tenants.items():
         kubeconfig = folder / f"{tenant}.kubeconfig"
         entry["kubeconfig"] = str(kubeconfig) if kubeconfig.exists() else ""
-        if node is not None and management_kubeconfig.exists() and profile is not None:
+        if node is not None and management_kubeconfig.exists() and isinstance(
+                profile, KamajiHamiProfile):
             entry["control_plane"] = _control_plane(kube(management_kubeconfig), profile, tenant)
         if kubeconfig.exists():
             entry.update(_tenant_inside(kube(kubeconfig)))
@@ -268,7 +278,8 @@ def _status_client(path: Path) -> KubeGateway:
     return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
 
 
-def _control_plane(kube: KubeGateway, profile: Profile, tenant: str) -> dict[str, Any]:
+def _control_plane(kube: KubeGateway, profile: KamajiHamiProfile, tenant: str
+                   ) -> dict[str, Any]:
     namespace = profile.components.kamaji.tenant_namespace
     try:
         tcp = kube.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane", tenant, namespace)
@@ -356,3 +367,63 @@ def verify(
     return for_profile(profile).run_checks(
         profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress
     )
+
+
+def _stack_hook(stack: str, name: str) -> Any:
+    """An optional function of a stack module (None when the stack has none: kamaji-hami's
+    behaviour is the default)."""
+    import importlib
+
+    from gpulab.profile.load import _STACKS
+
+    if stack not in _STACKS:
+        raise UsageError(f"unknown stack '{stack}'", hint=f"known: {', '.join(_STACKS)}")
+    module = importlib.import_module(f"gpulab.stacks.{stack.replace('-', '_')}")
+    return getattr(module, name, None)
+
+
+def verify_checks(stack: str, tc: str | None) -> list[str] | None:
+    """`--tc` parsed by the stack's check registry (None: every check)."""
+    if not tc:
+        return None
+    hook = _stack_hook(stack, "parse_checks")
+    if hook is not None:
+        parsed: list[str] | None = hook(tc)
+        return parsed
+    from gpulab.checks.registry import parse_tc
+
+    selected = parse_tc(tc)
+    return list(selected) if selected else None
+
+
+def replay_verify(directory: Path, tc: str | None) -> tuple[VerifyReport, Profile]:
+    """Judge a recording offline with the checks of the stack that recorded it (the manifest's
+    `stack`; recordings without one are kamaji-hami's)."""
+    from gpulab.checks.report import read_recording, recording_stack
+
+    stack = recording_stack(directory)
+    checks = verify_checks(stack, tc)
+    hook = _stack_hook(stack, "replay")
+    if hook is not None:
+        report, profile = hook(directory, checks)
+        return report, profile
+    from gpulab.checks.run import evaluate
+
+    recording = read_recording(directory)
+    recorded = recording.profile()
+    return evaluate(recording.state, recorded, checks), recorded
+
+
+def record_verify(directory: Path, report: VerifyReport, profile: Profile) -> Path:
+    """Save what a verify observed, in the recording format of the profile's stack."""
+    from gpulab.checks.report import write_recording
+    from gpulab.checks.state import LabState
+    from gpulab.profile.model import KamajiHamiProfile
+
+    if isinstance(profile, KamajiHamiProfile) and isinstance(report.state, LabState):
+        return write_recording(directory, report.state, profile)
+    hook = _stack_hook(profile.stack, "write_recording")
+    if hook is None:  # pragma: no cover - every stack but kamaji-hami has the hook
+        raise UsageError(f"the {profile.stack} stack cannot record verify runs")
+    path: Path = hook(directory, report, profile)
+    return path

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 from gpulab.errors import GpulabError
 from gpulab.netcalc import ipv4_subnets
+from gpulab.profile.model import KamajiHamiProfile
 from gpulab.render import LABEL_LAB, kind_cluster_name
 
 if TYPE_CHECKING:
     from gpulab.adapters.base import ContainerInfo, ContainerRuntime, NetworkInfo, RuntimeInfo
-    from gpulab.profile.model import KamajiHamiProfile
+    from gpulab.profile.model import Profile
 
 __all__ = ["Finding", "HostSnapshot", "diagnose", "needs", "observe_host"]
 
@@ -35,6 +36,11 @@ BASE_MEMORY_GIB = 4.0
 TENANT_MEMORY_GIB = 2.0
 BASE_DISK_GIB = 12.0
 TENANT_DISK_GIB = 4.0
+# vcluster-kai: KAI's seven deployments and fake-gpu-operator on the host (~1.5 GiB), a vCluster
+# control plane per team (~0.7 GiB each, its SQLite PVC on the node's disk).
+KAI_MEMORY_GIB = 1.5
+TEAM_MEMORY_GIB = 0.7
+TEAM_DISK_GIB = 1.0
 
 
 @dataclass(frozen=True)
@@ -68,15 +74,20 @@ class HostSnapshot:
     images_present: dict[str, bool] = field(default_factory=dict)
 
 
-def needs(profile: KamajiHamiProfile) -> tuple[float, float, int]:
+def needs(profile: Profile) -> tuple[float, float, int]:
     """(memory GiB, disk GiB, CPUs) the profile needs."""
+    if not isinstance(profile, KamajiHamiProfile):  # vcluster-kai: one kind cluster, teams in it
+        teams = len(profile.teams)
+        memory = BASE_MEMORY_GIB + KAI_MEMORY_GIB + TEAM_MEMORY_GIB * teams
+        memory += 0.3 * profile.gpu_pool.nodes
+        return memory, BASE_DISK_GIB + TEAM_DISK_GIB * teams, 2
     workers = sum(t.workers.count for t in profile.tenants)
     memory = BASE_MEMORY_GIB + TENANT_MEMORY_GIB * len(profile.tenants) + 0.3 * workers
     disk = BASE_DISK_GIB + TENANT_DISK_GIB * len(profile.tenants)
     return memory, disk, 2
 
 
-def diagnose(snapshot: HostSnapshot, profile: KamajiHamiProfile, lab: str) -> list[Finding]:
+def diagnose(snapshot: HostSnapshot, profile: Profile, lab: str) -> list[Finding]:
     """Findings in a stable order; any `fail` stops `up` before it creates anything."""
     out: list[Finding] = []
     info = snapshot.docker
@@ -161,7 +172,7 @@ def _tool(name: str, found: str | None, wanted: str, *, minimum: bool = False) -
                    "" if same else f"gpulab doctor --install-tools installs {name} {wanted}")
 
 
-def _collisions(snapshot: HostSnapshot, profile: KamajiHamiProfile, lab: str) -> list[Finding]:
+def _collisions(snapshot: HostSnapshot, profile: Profile, lab: str) -> list[Finding]:
     out: list[Finding] = []
     prefix = f"gpulab-{lab}-"
     foreign = [c.name for c in snapshot.containers
@@ -179,7 +190,8 @@ def _collisions(snapshot: HostSnapshot, profile: KamajiHamiProfile, lab: str) ->
     network = next((n for n in snapshot.networks if n.name == profile.management.network), None)
     subnets = ipv4_subnets(network.ipam_config) if network else []
     clashes = []
-    for tenant in profile.tenants:
+    tenants = profile.tenants if isinstance(profile, KamajiHamiProfile) else []
+    for tenant in tenants:
         for label, cidr in (("pod_cidr", tenant.pod_cidr), ("service_cidr", tenant.service_cidr)):
             net = ipaddress.ip_network(cidr)
             for subnet in subnets:

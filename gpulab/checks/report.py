@@ -2,7 +2,12 @@
 
 Recording format (docs/recording-format.md): a directory with `manifest.json` (format, version,
 lab, checks, the profile used, tenant → file) and one `state-<tenant>.json` per tenant holding
-that tenant's `TenantState`.
+that tenant's `TenantState`. A manifest without `stack` is a kamaji-hami recording; other stacks
+write `stack` and read their own state files (gpulab.checks.kai.record).
+
+Findings are known weaknesses verify demonstrates on the lab: they are shown (table row `FINDING`,
+JSON `findings`, a JUnit testcase with a `skipped` element of type `finding`) but are neither a
+pass nor a failure, so they never change the exit code.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulab import __version__
 from gpulab.checks.state import LabState, TenantState
@@ -22,17 +27,23 @@ if TYPE_CHECKING:
     from gpulab.profile.model import KamajiHamiProfile
 
 __all__ = [
+    "FINDING",
     "MANIFEST",
     "RECORDING_FORMAT",
     "RECORDING_VERSION",
     "TABLE_HEADER",
+    "Finding",
+    "ObservedState",
     "Recording",
     "VerifyReport",
     "exit_code",
     "junit_xml",
+    "load_document",
     "read_recording",
+    "recording_stack",
     "report_json",
     "table_rows",
+    "write_json",
     "write_junit",
     "write_recording",
 ]
@@ -41,6 +52,54 @@ RECORDING_FORMAT = "gpulab-verify-recording"
 RECORDING_VERSION = 1
 MANIFEST = "manifest.json"
 TABLE_HEADER = ("check", "tenant", "result", "evidence or reason", "seconds")
+FINDING = "FINDING"
+DEFAULT_STACK = "kamaji-hami"  # recordings whose manifest names no stack
+
+
+class ObservedState(Protocol):
+    """What every stack's observed state offers the reports (LabState, KaiLabState, …)."""
+
+    @property
+    def lab(self) -> str: ...
+
+    @property
+    def observed_at(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A known weakness of the stack as built, shown on the lab by verify: never a pass (the
+    property is missing), never a failure (the lab is as the stack's upstream design makes it).
+
+    demonstrated: verify reproduced it on this lab; False when verify could not show it (the
+    weakness is known from the facts but was not reproduced; `evidence` says why).
+    advice: what closes the gap.
+    """
+
+    id: str
+    title: str
+    tenant: str
+    evidence: str
+    advice: str = ""
+    demonstrated: bool = True
+    seconds: float = 0.0
+
+    @property
+    def detail(self) -> str:
+        shown = "" if self.demonstrated else "(not demonstrated) "
+        return f"{shown}{self.evidence}" + (f". {self.advice}" if self.advice else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "tenant": self.tenant,
+            "status": "finding",
+            "demonstrated": self.demonstrated,
+            "evidence": self.evidence,
+            "advice": self.advice,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -48,17 +107,19 @@ class VerifyReport:
     """The outcome of one `verify` (live or replayed).
 
     results: one per check and tenant, checks in TC order, tenants in profile order.
-    state: what the verdicts rest on (write it with `write_recording`).
+    state: what the verdicts rest on (write it with its stack's `write_recording`).
     seconds: wall time (observation for a live run; 0 for a replay).
     notes: things to tell the user that are not verdicts (cleanup problems).
+    findings: known weaknesses shown on the lab (see Finding); they do not change `ok`.
     """
 
     lab: str
     results: tuple[CheckResult, ...]
-    state: LabState
+    state: ObservedState
     seconds: float = 0.0
     replayed: bool = False
     notes: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -74,16 +135,21 @@ class VerifyReport:
 
 def exit_code(report: VerifyReport) -> ExitCode:
     """0 (OK) when every check passed or was skipped; 3 (CHECKS_FAILED) when any failed or
-    errored (an error means the property could not be established, which is not a pass)."""
+    errored (an error means the property could not be established, which is not a pass).
+    Findings do not count either way."""
     return ExitCode.OK if report.ok else ExitCode.CHECKS_FAILED
 
 
 def table_rows(report: VerifyReport) -> list[tuple[str, str, str, str, str]]:
-    """Rows under TABLE_HEADER: ('TC-05 sharing', 'tenant-a', 'PASS', evidence|reason, '1.2')."""
-    return [
+    """Rows under TABLE_HEADER: ('TC-05 sharing', 'tenant-a', 'PASS', evidence|reason, '1.2'),
+    then one `FINDING` row per finding."""
+    rows = [
         (f"{r.id} {r.title}".strip(), r.tenant, r.status.upper(), r.detail, f"{r.seconds:.1f}")
         for r in report.results
     ]
+    rows += [(f"{f.id} {f.title}".strip(), f.tenant, FINDING, f.detail, f"{f.seconds:.1f}")
+             for f in report.findings]
+    return rows
 
 
 def report_json(report: VerifyReport) -> dict[str, Any]:
@@ -97,6 +163,7 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 3),
         "summary": report.counts(),
         "results": [r.to_dict() for r in report.results],
+        "findings": [f.to_dict() for f in report.findings],
         "notes": list(report.notes),
     }
 
@@ -104,22 +171,26 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
 def junit_xml(report: VerifyReport, suite: str = "gpulab verify") -> str:
     """JUnit XML: one testsuite, one testcase per check and tenant (classname = tenant,
     name = 'TC-05 sharing'); failure/error/skipped carry the reason as message and the evidence
-    as text; passes carry the evidence in system-out."""
+    as text; passes carry the evidence in system-out. A finding is a testcase with
+    `<skipped type="finding" message="FINDING: …">` (JUnit's only outcome that is neither a pass
+    nor a failure; `type` tells it from a skipped check) and the advice as text."""
     counts = report.counts()
+    tests = str(len(report.results) + len(report.findings))
+    skipped = str(counts["skip"] + len(report.findings))
     root = ET.Element("testsuites", {
         "name": suite,
-        "tests": str(len(report.results)),
+        "tests": tests,
         "failures": str(counts["fail"]),
         "errors": str(counts["error"]),
-        "skipped": str(counts["skip"]),
+        "skipped": skipped,
         "time": f"{report.seconds:.3f}",
     })
     testsuite = ET.SubElement(root, "testsuite", {
         "name": f"{suite}: {report.lab}",
-        "tests": str(len(report.results)),
+        "tests": tests,
         "failures": str(counts["fail"]),
         "errors": str(counts["error"]),
-        "skipped": str(counts["skip"]),
+        "skipped": skipped,
         "time": f"{sum(r.seconds for r in report.results):.3f}",
         "timestamp": report.state.observed_at,
     })
@@ -137,6 +208,16 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify") -> str:
         if result.status != "skip":
             element.set("type", result.status)
             element.text = result.evidence or result.reason
+    for finding in report.findings:
+        case = ET.SubElement(testsuite, "testcase", {
+            "classname": finding.tenant,
+            "name": f"{finding.id} {finding.title}".strip(),
+            "time": f"{finding.seconds:.3f}",
+        })
+        shown = "" if finding.demonstrated else " (not demonstrated)"
+        element = ET.SubElement(case, "skipped", {
+            "type": "finding", "message": f"{FINDING}{shown}: {finding.evidence}"})
+        element.text = finding.advice
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -215,6 +296,25 @@ def write_recording(directory: Path, state: LabState, profile: KamajiHamiProfile
     path = directory / MANIFEST
     _write_json(path, manifest)
     return path
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write a recording file atomically (temporary name, then rename)."""
+    _write_json(path, data)
+
+
+def load_document(path: Path, fmt: str) -> dict[str, Any]:
+    """A recording file of format `fmt` at this RECORDING_VERSION (UsageError otherwise)."""
+    return _require_version(path, _load(path), fmt)
+
+
+def recording_stack(directory: Path) -> str:
+    """The stack a recording was made by (its manifest's `stack`; kamaji-hami when absent)."""
+    manifest = load_document(directory / MANIFEST, RECORDING_FORMAT)
+    stack = manifest.get("stack") or DEFAULT_STACK
+    if not isinstance(stack, str):
+        raise UsageError(f"{directory / MANIFEST}: 'stack' must be a string")
+    return stack
 
 
 def _load(path: Path) -> Any:

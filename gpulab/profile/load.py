@@ -12,12 +12,15 @@ import yaml
 from pydantic import ValidationError
 
 from gpulab.errors import ProfileError, UsageError
-from gpulab.profile.model import KamajiHamiProfile, Profile
+from gpulab.profile.model import KamajiHamiProfile
+from gpulab.profile.vcluster_kai import VclusterKaiProfile
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from pydantic_core import ErrorDetails
+
+    from gpulab.profile.model import Profile
 
 __all__ = [
     "LoadedProfile",
@@ -124,7 +127,10 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
     return profile
 
 
-_STACKS: dict[str, type[Profile]] = {"kamaji-hami": KamajiHamiProfile}
+_STACKS: dict[str, type[Profile]] = {
+    "kamaji-hami": KamajiHamiProfile,
+    "vcluster-kai": VclusterKaiProfile,
+}
 
 
 def _model_for(stack: object) -> type[Profile] | None:
@@ -175,6 +181,8 @@ _MESSAGES = {
     "missing": "required field is missing",
     "int_type": "must be a whole number",
     "int_parsing": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
     "string_type": "must be a string",
     "bool_type": "must be true or false",
     "dict_type": "must be a mapping",

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpulab.profile import compat
+
+if TYPE_CHECKING:
+    from gpulab.profile.vcluster_kai import VclusterKaiProfile
 
 __all__ = [
     "API_VERSION",
@@ -340,6 +343,10 @@ class KamajiHamiProfile(_Strict):
                                  "give each model its own id_prefix"))
         return problems
 
+    def member_names(self) -> list[str]:
+        """The tenants, each with a kubeconfig of its own (`gpulab kubeconfig <tenant>`)."""
+        return [tenant.name for tenant in self.tenants]
+
     def tenant(self, name: str) -> TenantSpec:
         for tenant in self.tenants:
             if tenant.name == name:
@@ -348,5 +355,6 @@ class KamajiHamiProfile(_Strict):
         raise KeyError(f"no tenant '{name}' in profile (tenants: {known})")
 
 
-# One profile type per stack; `stack` selects which. vcluster-kai joins this union.
-Profile = KamajiHamiProfile
+# One profile type per stack; `stack` selects which (gpulab/profile/load.py). The vcluster-kai
+# model lives in its own module, which imports this one, hence the string alias.
+Profile: TypeAlias = "KamajiHamiProfile | VclusterKaiProfile"

@@ -1,0 +1,78 @@
+"""vcluster-kai's eight checks in order, and the finding verify reports next to them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpulab.checks.kai import checks as c
+from gpulab.checks.kai import isolation
+from gpulab.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpulab.checks.kai.state import KaiLabState
+    from gpulab.checks.result import CheckResult
+    from gpulab.profile.vcluster_kai import VclusterKaiProfile
+
+__all__ = ["CHECKS", "CHECK_IDS", "FINDING_ID", "Check", "parse_tc", "pods_needed", "select"]
+
+CheckFn = Callable[["KaiLabState", "VclusterKaiProfile", str], "CheckResult"]
+FINDING_ID = isolation.FINDING_ID
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check; `pods` are the verify pods (stacks.vcluster_kai_render.VERIFY_PODS) it needs."""
+
+    id: str
+    title: str
+    run: CheckFn
+    pods: tuple[str, ...] = ()
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("KAI-01", "vCluster API", c.check_api),
+    Check("KAI-02", "GPU node visible", c.check_gpu_node),
+    Check("KAI-03", "queue tree", c.check_queue_tree),
+    Check("KAI-04", "pod via KAI", c.check_pod_via_kai, ("gpu-share",)),
+    Check("KAI-05", "GPU sharing", c.check_sharing, ("gpu-share",)),
+    Check("KAI-06", "over queue limit", c.check_over_limit, ("gpu-over-limit",)),
+    Check("KAI-07", "over GPU capacity", c.check_over_capacity,
+          ("gpu-share", "gpu-over-capacity")),
+    Check("KAI-08", "isolation", isolation.check, ("gpu-share", "queue-foreign")),
+)
+CHECK_IDS: tuple[str, ...] = tuple(check.id for check in CHECKS)
+_BY_ID = {check.id: check for check in CHECKS}
+
+
+def select(ids: Iterable[str] | None = None) -> tuple[Check, ...]:
+    """The checks with these ids in order (all when None); unknown ids are a UsageError."""
+    if ids is None:
+        return CHECKS
+    wanted = {i.strip().upper() for i in ids if i.strip()}
+    unknown = sorted(wanted - set(_BY_ID))
+    if unknown:
+        raise UsageError(f"unknown check(s) {', '.join(unknown)} for the vcluster-kai stack",
+                         hint=f"known: {', '.join(CHECK_IDS)}")
+    if not wanted:
+        raise UsageError("no check selected", hint=f"known: {', '.join(CHECK_IDS)}")
+    return tuple(check for check in CHECKS if check.id in wanted)
+
+
+def parse_tc(value: str | None) -> tuple[str, ...] | None:
+    """`--tc KAI-05,kai-06` (or `5,6`) → ('KAI-05', 'KAI-06'); None when the flag is absent."""
+    if value is None:
+        return None
+    ids = []
+    for raw in value.split(","):
+        item = raw.strip().upper()
+        if item.isdigit():
+            item = f"KAI-{int(item):02d}"
+        if item:
+            ids.append(item)
+    return tuple(check.id for check in select(ids))
+
+
+def pods_needed(checks: Iterable[Check]) -> frozenset[str]:
+    return frozenset(p for check in checks for p in check.pods)

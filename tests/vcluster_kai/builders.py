@@ -1,0 +1,329 @@
+"""API objects and lab states of the vcluster-kai lab as the write-up (shared/reference/003) shows
+them, in gpulab's names.
+
+The write-up's facts: three vClusters `team-*` in `vcluster-team-*`, host pods named
+`<pod>-x-<namespace>-x-<vcluster>`, every team pod Running on the one GPU node, each team queue
+showing `Allocated: nvidia.com/gpu: 330m`. KAI's reasons use the codes and message texts of the
+facts doc (§1 "Unschedulable reporting"); the capacity message and the KAI-generated names
+(PodGroup suffixes, GPU group) are illustrative: the write-up does not print them, and this
+state is built here, not recorded from a running lab.
+
+`healthy_state(profile)` passes all eight checks for every team and carries the queue-label
+finding; tests derive failing states from it with `team_replace` and `run_replace`.
+
+Run `python -m tests.vcluster_kai.builders` to rewrite tests/data/recordings/kai-*.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpulab import render
+from gpulab.checks.kai.registry import CHECK_IDS
+from gpulab.checks.kai.state import HostState, KaiLabState, ProbeRun, TeamState
+from gpulab.checks.observe import listing_pod
+from gpulab.checks.state import CredentialProbe, Listing
+from gpulab.stacks import vcluster_kai_render as kr
+
+if TYPE_CHECKING:
+    from gpulab.profile.vcluster_kai import TeamSpec, VclusterKaiProfile
+
+LAB = "vcluster-kai"
+NS = render.VERIFY_NAMESPACE
+TS = "2026-11-20T10:15:00Z"
+NODE_IP = "172.18.0.2"
+GPU_NODE = "gpulab-vcluster-kai-worker"
+CONTROL_PLANE = "gpulab-vcluster-kai-control-plane"
+GPU_GROUP = "8d1d6a1c-5c3f-4f5e-9a52-2b6f0f9d7a10"
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
+OVER_LIMIT = ("{queue} quota has reached the allowable limit of GPUs. Limit is 1 GPUs, currently "
+              "0.33 GPUs allocated and workload requested 2 GPUs")
+NO_CAPACITY = ("0/2 nodes are available: 1 node(s) didn't have enough resources: GPUs, 1 node(s) "
+               "had untolerated taint {node-role.kubernetes.io/control-plane: }.")
+
+
+def uid(where: str, name: str) -> str:
+    return f"{where}-{name}".lower()
+
+
+def node(name: str, *, gpus: str | None = None, labels: dict[str, str] | None = None
+         ) -> dict[str, Any]:
+    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    if gpus is not None:
+        allocatable[kr.GPU_RESOURCE] = gpus
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": uid("node", name), "labels": dict(labels or {})},
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable),
+                   "conditions": [{"type": "Ready", "status": "True"}],
+                   "nodeInfo": {"kubeletVersion": "v1.36.4"}},
+    }
+
+
+def host_nodes(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
+    labels = {render.LABEL_LAB: LAB, **kr.gpu_node_labels(profile)}
+    return [node(CONTROL_PLANE, labels={render.LABEL_LAB: LAB}),
+            node(GPU_NODE, gpus=str(profile.gpu_pool.count), labels=labels)]
+
+
+def control_plane_pod(team: TeamSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{team.name}-0", "namespace": team.namespace,
+                     "uid": uid("host", f"{team.name}-0"),
+                     "labels": {"app": "vcluster", "release": team.name}},
+        "spec": {"nodeName": GPU_NODE, "containers": [{"name": "syncer"}]},
+        "status": {"phase": "Running", "containerStatuses": [
+            {"name": "syncer", "ready": True, "restartCount": 0, "state": {"running": {}}}]},
+    }
+
+
+def verify_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str) -> dict[str, Any]:
+    pod = next(p for p in kr.verify_objects(profile, team) if p["metadata"]["name"] == name)
+    out = copy.deepcopy(pod)
+    out["metadata"]["labels"][render.LABEL_LAB] = LAB
+    return out
+
+
+def virtual_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, phase: str = "Pending"
+                ) -> dict[str, Any]:
+    pod = verify_pod(profile, team, name)
+    pod["metadata"]["uid"] = uid(f"vc-{team.name}", name)
+    pod["status"] = {"phase": phase}
+    return pod
+
+
+def host_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, *, running: bool,
+             message: str = "") -> dict[str, Any]:
+    pod = verify_pod(profile, team, name)
+    host_name = kr.host_pod_name(name, NS, team.name)
+    meta = pod["metadata"]
+    meta["name"] = host_name
+    meta["namespace"] = team.namespace
+    meta["uid"] = uid("host", host_name)
+    meta["labels"].update({"vcluster.loft.sh/managed-by": team.name,
+                           "vcluster.loft.sh/namespace": NS})
+    meta.setdefault("annotations", {}).update({
+        "vcluster.loft.sh/name": name,
+        "vcluster.loft.sh/namespace": NS,
+        kr.POD_GROUP_ANNOTATION: f"pg-{host_name}-{uid('host', host_name)}"[:63],
+    })
+    if running:
+        meta["labels"]["runai-gpu-group"] = GPU_GROUP
+        pod["spec"]["nodeName"] = GPU_NODE
+        pod["spec"]["runtimeClassName"] = "nvidia"
+        pod["status"] = {"phase": "Running",
+                         "conditions": [{"type": "PodScheduled", "status": "True"}],
+                         "containerStatuses": [{"name": "app", "ready": True, "restartCount": 0,
+                                                "state": {"running": {}}}]}
+    else:
+        pod["status"] = {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": message}]} if message else {"phase": "Pending"}
+    return pod
+
+
+def pod_group(pod: dict[str, Any], queue: str, reasons: list[dict[str, Any]] | None = None
+              ) -> dict[str, Any]:
+    meta = pod["metadata"]
+    status: dict[str, Any] = {"phase": "Running" if not reasons else "Pending"}
+    if reasons:
+        status["schedulingConditions"] = [{
+            "type": "UnschedulableOnNodePool", "nodePool": "default", "status": "True",
+            "transitionID": "0", "lastTransitionTime": TS, "reasons": reasons}]
+    return {
+        "apiVersion": kr.PODGROUP_API, "kind": "PodGroup",
+        "metadata": {"name": meta["annotations"][kr.POD_GROUP_ANNOTATION],
+                     "namespace": meta["namespace"], "uid": uid("pg", meta["name"])},
+        "spec": {"minMember": 1, "queue": queue, "priorityClassName": "train"},
+        "status": status,
+    }
+
+
+def event(obj: dict[str, Any], reason: str, message: str, kind: str = "Warning"
+          ) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{meta['name']}.{reason.lower()}", "namespace": meta["namespace"]},
+        "involvedObject": {"kind": obj["kind"], "name": meta["name"],
+                           "namespace": meta["namespace"], "uid": meta["uid"]},
+        "reason": reason, "message": message, "type": kind, "count": 1,
+        "source": {"component": "kai-scheduler"}, "lastTimestamp": TS,
+    }
+
+
+def share_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
+    host = host_pod(profile, team, "gpu-share", running=True)
+    group = pod_group(host, team.queue_name)
+    return ProbeRun(
+        "gpu-share", "KAI-05", created=virtual_pod(profile, team, "gpu-share"),
+        host_name=host["metadata"]["name"], host=host, pod_group=group,
+        events=(event(host, "Scheduled", f"Successfully assigned pod {team.namespace}/"
+                                         f"{host['metadata']['name']} to node {GPU_NODE} at "
+                                         f"node-pool default", "Normal"),),
+        outcome="running", waited=34.2, last_seen=f"Running, schedulerName kai-scheduler, node "
+                                                  f"{GPU_NODE}; PodGroup {group['metadata']['name']}")
+
+
+def over_limit_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
+    message = OVER_LIMIT.format(queue=team.queue_name)
+    host = host_pod(profile, team, "gpu-over-limit", running=False, message=message)
+    group = pod_group(host, team.queue_name, [{
+        "reason": "OverLimit", "message": message,
+        "details": {"queueDetails": {"name": team.queue_name,
+                                     "queueResourceLimits": {kr.GPU_RESOURCE: "1"},
+                                     "queueAllocatedResources": {kr.GPU_RESOURCE: "330m"},
+                                     "podGroupRequestedResources": {kr.GPU_RESOURCE: "2"}}}}])
+    return ProbeRun("gpu-over-limit", "KAI-06", created=virtual_pod(profile, team,
+                                                                    "gpu-over-limit"),
+                    host_name=host["metadata"]["name"], host=host, pod_group=group,
+                    events=(event(host, "Unschedulable", message),), outcome="pending",
+                    waited=6.1, last_seen=f"Pending; KAI: OverLimit: {message}")
+
+
+def over_capacity_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
+    host = host_pod(profile, team, "gpu-over-capacity", running=False, message=NO_CAPACITY)
+    group = pod_group(host, team.queue_name, [{"message": NO_CAPACITY}])
+    return ProbeRun("gpu-over-capacity", "KAI-07",
+                    created=virtual_pod(profile, team, "gpu-over-capacity"),
+                    host_name=host["metadata"]["name"], host=host, pod_group=group,
+                    events=(event(host, "Unschedulable", NO_CAPACITY),), outcome="pending",
+                    waited=5.4, last_seen=f"Pending; KAI: {NO_CAPACITY}")
+
+
+def foreign_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
+    pod = verify_pod(profile, team, "queue-foreign")
+    target = pod["metadata"]["labels"][kr.QUEUE_LABEL]
+    host = host_pod(profile, team, "queue-foreign", running=False)
+    group = pod_group(host, target)
+    return ProbeRun("queue-foreign", "KAI-08", created=virtual_pod(profile, team,
+                                                                   "queue-foreign"),
+                    host_name=host["metadata"]["name"], host=host, pod_group=group,
+                    outcome="grouped", waited=2.0, last_seen=f"PodGroup in queue {target}")
+
+
+def coredns(team: TeamSpec) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "coredns-6f8b9d4c7-x2k9q", "namespace": "kube-system",
+                         "uid": uid(f"vc-{team.name}", "coredns"),
+                         "labels": {"k8s-app": "kube-dns"}},
+            "spec": {"nodeName": GPU_NODE}, "status": {"phase": "Running"}}
+
+
+def team_state(profile: VclusterKaiProfile, team: TeamSpec) -> TeamState:
+    runs = [share_run(profile, team)]
+    names = {p["metadata"]["name"] for p in kr.verify_objects(profile, team)}
+    if "gpu-over-limit" in names:
+        runs.append(over_limit_run(profile, team))
+    if "gpu-over-capacity" in names:
+        runs.append(over_capacity_run(profile, team))
+    if "queue-foreign" in names:
+        runs.append(foreign_run(profile, team))
+    listed = [coredns(team), *(r.created for r in runs if r.created)]
+    probes = tuple(
+        CredentialProbe(team.name, other.name, "rejected",
+                        f"list Namespace at https://{NODE_IP}:{other.api_node_port}: "
+                        f"401 Unauthorized")
+        for other in profile.teams if other.name != team.name)
+    return TeamState(
+        team=team.name,
+        control_plane_pods=(control_plane_pod(team),),
+        api_server=f"https://{NODE_IP}:{team.api_node_port}",
+        api_version="v1.36.0",
+        nodes=tuple(host_nodes(profile)),
+        pods=tuple(runs),
+        listing=Listing(pods=tuple(listing_pod(p) for p in listed)),
+        credential_probes=probes,
+        timings={"KAI-01": 0.2, "KAI-02": 0.1, "KAI-04": 34.2, "KAI-05": 34.2, "KAI-06": 6.1,
+                 "KAI-07": 5.4, "KAI-08": 2.6},
+    )
+
+
+def queue(name: str, spec: dict[str, Any], allocated: str | None = None,
+          requested: str | None = None, children: list[str] | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if allocated is not None:
+        status["allocated"] = {kr.GPU_RESOURCE: allocated, "cpu": "0", "memory": "0"}
+    if requested is not None:
+        status["requested"] = {kr.GPU_RESOURCE: requested, "cpu": "0", "memory": "0"}
+    if children:
+        status["childQueues"] = children
+    return {"apiVersion": kr.QUEUE_API, "kind": "Queue",
+            "metadata": {"name": name, "uid": uid("queue", name)}, "spec": spec,
+            "status": status}
+
+
+def host_queues(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
+    unlimited = {"quota": 0, "limit": -1, "overQuotaWeight": 1}
+    defaults = {"resources": {"cpu": unlimited, "gpu": unlimited, "memory": unlimited}}
+    teams = profile.teams
+    out = [queue("default-parent-queue", defaults, children=["default-queue"]),
+           queue("default-queue", {**defaults, "parentQueue": "default-parent-queue"}),
+           queue(profile.org_queue.name, kr.queue_spec(profile, None),
+                 allocated=f"{330 * len(teams)}m", children=[t.queue_name for t in teams])]
+    out += [queue(t.queue_name, kr.queue_spec(profile, t), allocated="330m", requested="2830m")
+            for t in teams]
+    return out
+
+
+def healthy_state(profile: VclusterKaiProfile) -> KaiLabState:
+    return KaiLabState(
+        lab=LAB,
+        host=HostState(gpu_nodes=(host_nodes(profile)[1],), queues=tuple(host_queues(profile)),
+                       queue_wait="read 4s after every share pod ran"),
+        teams={t.name: team_state(profile, t) for t in profile.teams},
+        checks=CHECK_IDS,
+        observed_at="2026-11-20T10:14:12+00:00",
+        seconds=148.7,
+    )
+
+
+# --------------------------------------------------------------------------- derived states
+
+
+def team_replace(state: KaiLabState, team: str, **changes: Any) -> KaiLabState:
+    teams = dict(state.teams)
+    teams[team] = replace(teams[team], **changes)
+    return replace(state, teams=teams)
+
+
+def run_replace(state: KaiLabState, team: str, name: str, **changes: Any) -> KaiLabState:
+    st = state.teams[team]
+    runs = tuple(replace(r, **changes) if r.name == name else r for r in st.pods or ())
+    return team_replace(state, team, pods=runs)
+
+
+def host_replace(state: KaiLabState, **changes: Any) -> KaiLabState:
+    return replace(state, host=replace(state.host, **changes))
+
+
+def writeup_queues_state(profile: VclusterKaiProfile) -> KaiLabState:
+    """The queues exactly as the write-up's create-queues.yaml makes them: gpu only, so cpu and
+    memory have no limit (KAI reads it as 0)."""
+    queues = []
+    for original in host_queues(profile):
+        q = copy.deepcopy(original)
+        name = q["metadata"]["name"]
+        if name == profile.org_queue.name or name in {t.queue_name for t in profile.teams}:
+            q["spec"]["resources"] = {"gpu": q["spec"]["resources"]["gpu"]}
+        queues.append(q)
+    return host_replace(healthy_state(profile), queues=tuple(queues))
+
+
+def write_recordings(root: Path = RECORDINGS) -> list[Path]:
+    from gpulab.checks.kai.record import write_recording
+    from gpulab.profile.load import load_profile
+
+    profile = load_profile("vcluster-kai").profile
+    assert profile.stack == "vcluster-kai"
+    return [write_recording(root / "kai-healthy", healthy_state(profile), profile),
+            write_recording(root / "kai-writeup-queues", writeup_queues_state(profile), profile)]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    for path in write_recordings():
+        print(path)

@@ -1,0 +1,225 @@
+"""In-memory API servers for the live path of the vcluster-kai `verify`.
+
+The host is a `FakeApi` (tests/checks/fakes.py) seeded with the GPU node, the queue tree and
+each vCluster's control-plane pod; each team's vCluster is a `FakeApi` whose pod creation plays
+vCluster's syncer (the host copy: translated name, labels and annotations unchanged, vCluster's
+own labels and annotations added). `FakeKai` plays KAI whenever host pods are read: pod-grouper
+(a PodGroup in the label's queue, `default-queue` without one), the scheduler (queue limits up
+the parent chain first, then the GPU pool's capacity, fractions binpacked), the kubelet (bound
+pods turn Running) and the queue-controller (`status.allocated`, `330m` style).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from gpulab import render
+from gpulab.checks.kai import objects as ko
+from gpulab.errors import AdapterError
+from gpulab.stacks import vcluster_kai_render as kr
+from tests.checks.fakes import FakeApi, FakeClock
+from tests.vcluster_kai import builders as b
+
+if TYPE_CHECKING:
+    from gpulab.profile.vcluster_kai import TeamSpec, VclusterKaiProfile
+
+
+def _millis(amount: Decimal) -> str:
+    return str(int(amount)) if amount == amount.to_integral_value() else f"{int(amount * 1000)}m"
+
+
+@dataclass
+class FakeKai:
+    host: FakeApi
+    profile: VclusterKaiProfile
+    enforce_limits: bool = True
+    queue_per_namespace: bool = False  # host-side admission ties each team to its own queue
+    placed: dict[str, tuple[str, Decimal]] = field(default_factory=dict)  # pod uid -> (queue, GPUs)
+
+    def attach(self) -> FakeKai:
+        self.host.tick = self.tick
+        return self
+
+    def _queues(self) -> dict[str, dict[str, Any]]:
+        return {o["metadata"]["name"]: o for (k, _, _), o in self.host.objects.items()
+                if k == "Queue"}
+
+    def _used(self, queue: str, queues: dict[str, dict[str, Any]]) -> Decimal:
+        total = Decimal(0)
+        for leaf, amount in self.placed.values():
+            chain, name = [], leaf
+            while name:
+                chain.append(name)
+                name = ((queues.get(name) or {}).get("spec") or {}).get("parentQueue", "")
+            if queue in chain:
+                total += amount
+        return total
+
+    @staticmethod
+    def _request(pod: dict[str, Any]) -> Decimal:
+        fraction = (pod["metadata"].get("annotations") or {}).get(kr.FRACTION_ANNOTATION)
+        if fraction:
+            return Decimal(fraction)
+        limits = (pod["spec"]["containers"][0].get("resources") or {}).get("limits") or {}
+        return Decimal(str(limits.get(kr.GPU_RESOURCE, 0)))
+
+    def _team_queue(self, namespace: str) -> str | None:
+        for team in self.profile.teams:
+            if team.namespace == namespace:
+                return team.queue_name
+        return None
+
+    def _group(self, pod: dict[str, Any]) -> dict[str, Any]:
+        meta = pod["metadata"]
+        name = meta.setdefault("annotations", {}).setdefault(
+            kr.POD_GROUP_ANNOTATION, f"pg-{meta['name']}-{meta['uid']}"[:63])
+        key = ("PodGroup", meta["namespace"], name)
+        if key not in self.host.objects:
+            queue = meta.get("labels", {}).get(kr.QUEUE_LABEL) or "default-queue"
+            if self.queue_per_namespace:
+                queue = self._team_queue(meta["namespace"]) or queue
+            self.host.objects[key] = {
+                "apiVersion": kr.PODGROUP_API, "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": meta["namespace"],
+                             "uid": f"pg-{meta['uid']}"},
+                "spec": {"minMember": 1, "queue": queue}, "status": {"phase": "Pending"}}
+        return self.host.objects[key]
+
+    def _refuse(self, pod: dict[str, Any], group: dict[str, Any], reason: str,
+                message: str) -> None:
+        entry = {"reason": reason, "message": message} if reason else {"message": message}
+        group["status"]["schedulingConditions"] = [{"type": "UnschedulableOnNodePool",
+                                                    "status": "True", "reasons": [entry]}]
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "reason": "Unschedulable", "message": message}]
+        if not any(e["involvedObject"]["uid"] == pod["metadata"]["uid"]
+                   for e in self.host.event_list):
+            self.host.event_list.append(b.event(pod, "Unschedulable", message))
+
+    def tick(self) -> None:
+        with self.host.lock:
+            queues = self._queues()
+            for (kind, _, _), pod in list(self.host.objects.items()):
+                if kind != "Pod" or pod["spec"].get("schedulerName") != kr.KAI_SCHEDULER:
+                    continue
+                if pod["spec"].get("nodeName"):
+                    if pod["status"].get("phase") == "Pending":
+                        pod["status"] = {"phase": "Running", "containerStatuses": [
+                            {"name": "app", "ready": True, "restartCount": 0,
+                             "state": {"running": {}}}]}
+                    continue
+                self._schedule(pod, self._group(pod), queues)
+            for name, queue in queues.items():
+                queue.setdefault("status", {})["allocated"] = {
+                    kr.GPU_RESOURCE: _millis(self._used(name, queues))}
+
+    def _schedule(self, pod: dict[str, Any], group: dict[str, Any],
+                  queues: dict[str, dict[str, Any]]) -> None:
+        want = self._request(pod)
+        leaf = group["spec"]["queue"]
+        name = leaf
+        while name and self.enforce_limits:
+            spec = (queues.get(name) or {}).get("spec") or {}
+            limit = Decimal(str(((spec.get("resources") or {}).get("gpu") or {}).get("limit",
+                                                                                     0)))
+            used = self._used(name, queues)
+            if limit != -1 and used + want > limit:
+                self._refuse(pod, group, "OverLimit",
+                             f"{name} quota has reached the allowable limit of GPUs. Limit is "
+                             f"{limit:g} GPUs, currently {used:g} GPUs allocated and workload "
+                             f"requested {want:g} GPUs")
+                return
+            name = spec.get("parentQueue", "")
+        free = Decimal(self.profile.gpu_pool.total) - sum(
+            (a for _, a in self.placed.values()), Decimal(0))
+        if want > free:
+            self._refuse(pod, group, "", b.NO_CAPACITY)
+            return
+        self.placed[pod["metadata"]["uid"]] = (leaf, want)
+        pod["spec"]["nodeName"] = b.GPU_NODE
+        if pod["metadata"].get("annotations", {}).get(kr.FRACTION_ANNOTATION):
+            pod["metadata"].setdefault("labels", {})["runai-gpu-group"] = b.GPU_GROUP
+        group["status"] = {"phase": "Running"}
+
+
+@dataclass
+class KaiLab:
+    profile: VclusterKaiProfile
+    clock: FakeClock
+    host: FakeApi
+    teams: dict[str, FakeApi]
+    kai: FakeKai
+    down: set[str] = field(default_factory=set)
+    unsynced: set[str] = field(default_factory=set)  # vClusters whose syncer does nothing
+    shared_ca: bool = False
+
+    def team(self, name: str) -> FakeApi:
+        if name in self.down:
+            raise AdapterError(f"get server version at https://{b.NODE_IP}:"
+                               f"{self.profile.team(name).api_node_port}: connection refused")
+        return self.teams[name]
+
+    def cross(self, credentials_of: str, server_of: str) -> FakeApi:
+        if self.shared_ca:
+            return self.teams[server_of]
+        probe = FakeApi(f"{credentials_of}-on-{server_of}")
+        port = self.profile.team(server_of).api_node_port
+        probe.fail["list_objects"] = AdapterError(
+            f"list Namespace at https://{b.NODE_IP}:{port}: 401 Unauthorized")
+        return probe
+
+
+def _syncer(lab_ref: list[KaiLab], team: TeamSpec) -> Any:
+    def sync(pod: dict[str, Any]) -> None:
+        lab = lab_ref[0]
+        if team.name in lab.unsynced:
+            return
+        meta = pod["metadata"]
+        host = copy.deepcopy(pod)
+        host_name = kr.host_pod_name(meta["name"], meta["namespace"], team.name)
+        host["metadata"] = {
+            "name": host_name, "namespace": team.namespace, "uid": f"host-{host_name}",
+            "labels": {**(meta.get("labels") or {}),
+                       "vcluster.loft.sh/managed-by": team.name,
+                       "vcluster.loft.sh/namespace": meta["namespace"]},
+            "annotations": {**(meta.get("annotations") or {}),
+                            "vcluster.loft.sh/name": meta["name"],
+                            "vcluster.loft.sh/namespace": meta["namespace"]},
+        }
+        host["spec"].setdefault("schedulerName", "default-scheduler")
+        host["status"] = {"phase": "Pending"}
+        lab.host.put(host)
+
+    return sync
+
+
+def kai_lab(profile: VclusterKaiProfile, **kai: Any) -> KaiLab:
+    clock = FakeClock()
+    host = FakeApi("host", "v1.36.4")
+    host.put(*b.host_nodes(profile))
+    for queue in b.host_queues(profile):
+        host.put({**copy.deepcopy(queue), "status": {}})
+    teams: dict[str, FakeApi] = {}
+    ref: list[KaiLab] = []
+    for team in profile.teams:
+        host.put(b.control_plane_pod(team))
+        api = FakeApi(team.name, "v1.36.0")
+        api.put(*b.host_nodes(profile), b.coredns(team))
+        api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}})
+        api.webhook = _syncer(ref, team)
+        teams[team.name] = api
+    lab = KaiLab(profile, clock, host, teams, FakeKai(host, profile, **kai).attach())
+    ref.append(lab)
+    return lab
+
+
+def verify_namespace_left(lab: KaiLab, team: str) -> list[tuple[str, str, str]]:
+    return sorted(k for k in lab.teams[team].objects
+                  if k[1] == render.VERIFY_NAMESPACE or k == ("Namespace", "",
+                                                              render.VERIFY_NAMESPACE))
+
+
+__all__ = ["FakeKai", "KaiLab", "kai_lab", "ko", "verify_namespace_left"]

@@ -1,0 +1,59 @@
+"""`up`, `status` and `down` of the vcluster-kai profile against the real Docker engine, on a
+host that cannot run kind (a fake `kind` fails the way kind does without its node image)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpulab.cli import app
+from gpulab.render import LABEL_LAB
+from tests.docker.conftest import unique
+from tests.docker.test_cli_lifecycle import CI_BIN, FAKE_KIND
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def fake_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    kind = bin_dir / "kind"
+    kind.write_text(FAKE_KIND)
+    kind.chmod(kind.stat().st_mode | stat.S_IXUSR)
+    path = [str(bin_dir), *([str(CI_BIN)] if CI_BIN.is_dir() else [])]
+    monkeypatch.setenv("PATH", os.pathsep.join([*path, os.environ.get("PATH", "")]))
+    return bin_dir
+
+
+def test_up_stops_at_kind_and_leaves_nothing(fake_kind: Path, client, _isolated_home: Path
+                                             ) -> None:
+    if not any((Path(p) / "helm").exists() for p in os.environ["PATH"].split(os.pathsep)):
+        pytest.skip("helm not on PATH (CI installs it via .ci/setup-host.sh)")
+    lab = unique("kai")
+    result = runner.invoke(app, ["up", "-p", "vcluster-kai", "--name", lab])
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "step 'management/cluster' failed" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab}"}) == []
+    assert not (_isolated_home / "labs" / lab).exists()
+    down = runner.invoke(app, ["down", "-p", "vcluster-kai", "--name", lab])
+    assert down.exit_code == 0 and "nothing to remove" in down.stderr
+
+
+def test_status_on_nothing(client) -> None:
+    lab = unique("kai")
+    result = runner.invoke(app, ["status", "-p", "vcluster-kai", "--name", lab, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert info["exists"] is False and info["stack"] == "vcluster-kai"
+    assert set(info["tenants"]) == {"team-nlp", "team-vision", "team-recommender"}
+    text = runner.invoke(app, ["status", "-p", "vcluster-kai", "--name", lab])
+    assert text.exit_code == 0 and f"no lab named '{lab}'" in text.stderr
+    assert "team-nlp: vCluster in vcluster-team-nlp" in text.stdout

@@ -1,0 +1,142 @@
+"""The live path of the vcluster-kai verify (observe → evaluate) against in-memory API servers
+where the test plays vCluster's syncer and KAI (tests/vcluster_kai/live_fakes.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpulab.checks.kai.observe import KaiGateways, Timeouts
+from gpulab.checks.kai.record import read_recording, write_recording
+from gpulab.checks.kai.run import evaluate, run_verify
+from gpulab.checks.observe import Clock
+from gpulab.checks.report import table_rows
+from tests.vcluster_kai import builders as b
+from tests.vcluster_kai.live_fakes import KaiLab, kai_lab, verify_namespace_left
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gpulab.checks.report import VerifyReport
+    from gpulab.profile.vcluster_kai import VclusterKaiProfile
+
+TIMEOUTS = Timeouts(running=30, refused=20, grouped=10, allocated=10, cleanup=10, interval=1)
+NLP, VISION, REC = "team-nlp", "team-vision", "team-recommender"
+
+
+def _run(lab: KaiLab, profile: VclusterKaiProfile, **kwargs: Any) -> VerifyReport:
+    kwargs.setdefault("timeouts", TIMEOUTS)
+    return run_verify(profile, b.LAB, KaiGateways(lab.host, lab.team, lab.cross),
+                      clock=Clock(lab.clock.now, lab.clock.sleep), **kwargs)
+
+
+def _status(report: VerifyReport) -> dict[tuple[str, str], str]:
+    return {(r.id, r.tenant): r.status for r in report.results}
+
+
+def test_healthy_lab_passes_everything_shows_the_finding_and_cleans_up(
+        kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile)
+    seen: list[tuple[str, str]] = []
+    report = _run(lab, kai_profile, progress=lambda t, m: seen.append((t, m)))
+    assert set(_status(report).values()) == {"pass"}, [
+        (r.id, r.tenant, r.reason) for r in report.results if r.status != "pass"]
+    assert len(report.results) == 24
+    [finding] = report.findings
+    assert finding.demonstrated and finding.tenant == NLP
+    assert report.ok
+    for team in kai_profile.member_names():
+        assert verify_namespace_left(lab, team) == []
+        created = [c[2] for c in lab.teams[team].calls if c[:2] == ("apply", "Pod")]
+        expected = ["gpu-share", "gpu-over-limit", "gpu-over-capacity"]
+        assert created == ([*expected, "queue-foreign"] if team == NLP else expected)
+        st = report.state.teams[team]  # type: ignore[attr-defined]
+        share = st.run("gpu-share")
+        assert share.outcome == "running" and share.host["metadata"]["name"] == (
+            f"gpu-share-x-gpulab-verify-x-{team}")
+        assert "managedFields" not in share.created["metadata"]
+        assert st.cleanup_error == ""
+    queues = {q["metadata"]["name"]: q for q in report.state.host.queues}  # type: ignore[attr-defined]
+    assert queues[NLP]["status"]["allocated"]["nvidia.com/gpu"] == "330m"
+    assert queues["ml-org"]["status"]["allocated"]["nvidia.com/gpu"] == "990m"
+    assert {t for t, _ in seen} == set(kai_profile.member_names())
+    rows = table_rows(report)
+    assert rows[-1][:3] == ("KAI-F1 queue label not enforced", NLP, "FINDING")
+
+
+def test_replay_of_a_live_recording_gives_the_same_verdicts(kai_profile: VclusterKaiProfile,
+                                                            tmp_path: Path) -> None:
+    lab = kai_lab(kai_profile, enforce_limits=False)  # some failures to reproduce, too
+    live = _run(lab, kai_profile)
+    assert not live.ok
+    write_recording(tmp_path / "rec", live.state, kai_profile)  # type: ignore[arg-type]
+    recording = read_recording(tmp_path / "rec")
+    assert recording.state == live.state
+    replay = evaluate(recording.state, recording.profile())
+    assert [r.to_dict() for r in replay.results] == [r.to_dict() for r in live.results]
+    assert [f.to_dict() for f in replay.findings] == [f.to_dict() for f in live.findings]
+    assert replay.replayed and not live.replayed
+
+
+def test_limits_not_enforced_fail_kai_06(kai_profile: VclusterKaiProfile) -> None:
+    report = _run(kai_lab(kai_profile, enforce_limits=False), kai_profile)
+    status = _status(report)
+    assert {status[("KAI-06", t)] for t in kai_profile.member_names()} == {"fail"}
+    reason = next(r.reason for r in report.results if r.id == "KAI-06")
+    assert "KAI gave another reason than OverLimit" in reason
+    assert status[("KAI-07", NLP)] == "pass"
+
+
+def test_host_side_queue_enforcement_closes_the_finding(kai_profile: VclusterKaiProfile) -> None:
+    report = _run(kai_lab(kai_profile, queue_per_namespace=True), kai_profile)
+    assert report.findings == ()
+    assert any("the queue-label gap is closed" in n for n in report.notes)
+    assert report.ok
+
+
+def test_a_vcluster_that_is_down(kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile)
+    lab.down.add(VISION)
+    report = _run(lab, kai_profile)
+    status = _status(report)
+    assert status[("KAI-01", VISION)] == "fail"
+    assert all(status[(c, VISION)] == "fail" for c in ("KAI-02", "KAI-04", "KAI-05", "KAI-08"))
+    assert status[("KAI-05", NLP)] == "fail"  # the GPU was not shared by every team
+    capacity = next(r for r in report.results if r.id == "KAI-07" and r.tenant == NLP)
+    assert capacity.status == "fail"
+    assert "was not created because team-vision has no gpu-share" in capacity.reason
+    assert status[("KAI-03", NLP)] == status[("KAI-06", NLP)] == "pass"
+    assert lab.clock.slept < 200
+
+
+def test_a_syncer_that_does_nothing_is_bounded(kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile)
+    lab.unsynced.add(REC)
+    report = _run(lab, kai_profile, checks=["KAI-04"])
+    rec = next(r for r in report.results if r.tenant == REC)
+    assert rec.status == "fail" and "the vCluster did not sync gpu-share to the host" in rec.reason
+    assert report.state.teams[REC].run("gpu-share").outcome == "not-synced"  # type: ignore[attr-defined]
+    assert lab.clock.slept <= TIMEOUTS.running + TIMEOUTS.allocated + 5
+
+
+def test_shared_credentials_fail_isolation(kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile)
+    lab.shared_ca = True
+    report = _run(lab, kai_profile, checks=["KAI-08"])
+    assert {r.status for r in report.results} == {"fail"}
+    assert "accepted team-nlp's credentials" in report.results[0].reason
+    created = [c[2] for c in lab.teams[NLP].calls if c[:2] == ("apply", "Pod")]
+    assert created == ["gpu-share", "queue-foreign"]  # only what KAI-08 needs
+
+
+def test_only_reads_for_checks_without_pods(kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile)
+    report = _run(lab, kai_profile, checks=["KAI-01", "KAI-02", "KAI-03"])
+    assert set(_status(report).values()) == {"pass"}
+    assert not any(c[0] == "apply" for api in lab.teams.values() for c in api.calls)
+    assert report.findings == ()
+
+
+def test_keep_leaves_the_pods(kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile)
+    _run(lab, kai_profile, checks=["KAI-05"], keep=True)
+    assert ("Pod", "gpulab-verify", "gpu-share") in lab.teams[NLP].objects

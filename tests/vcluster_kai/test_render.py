@@ -1,0 +1,304 @@
+"""What the vcluster-kai stack renders, checked against the write-up and ../shared/data."""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from gpulab import render
+from gpulab.plan import plan_documents
+from gpulab.profile.load import parse_profile
+from gpulab.profile.vcluster_kai import VclusterKaiProfile
+from gpulab.stacks import vcluster_kai_render as kr
+from gpulab.stacks.vcluster_kai import HostFacts, build_steps, verify_previews
+from tests.schemas import shared_data, validate_object
+
+# Verbatim from shared/reference/003, step 5 (create-queues.yaml).
+WRITE_UP_QUEUES = yaml.safe_load_all("""
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: ml-org
+spec:
+  resources:
+    gpu: { quota: 1, limit: -1, overQuotaWeight: 1 }
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: team-nlp
+spec:
+  parentQueue: ml-org
+  priority: 100
+  resources:
+    gpu: { quota: 0.33, limit: 1, overQuotaWeight: 1 }
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: team-vision
+spec:
+  parentQueue: ml-org
+  priority: 100
+  resources:
+    gpu: { quota: 0.33, limit: 1, overQuotaWeight: 1 }
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: team-recommender
+spec:
+  parentQueue: ml-org
+  priority: 100
+  resources:
+    gpu: { quota: 0.33, limit: 1, overQuotaWeight: 1 }
+""")
+# Verbatim from the write-up, step 6 (vcluster.yaml).
+WRITE_UP_VCLUSTER = yaml.safe_load("""
+experimental:
+  syncSettings:
+    setOwner: false
+sync:
+  fromHost:
+    nodes:
+      enabled: true
+      selector:
+        all: true
+""")
+UNLIMITED = {"quota": 0, "limit": -1, "overQuotaWeight": 1}
+
+
+@cache
+def vcluster_schema() -> dict[str, Any]:
+    return json.loads((shared_data() / "vcluster_v0.35.3_chart_values.schema.json").read_text())
+
+
+def validate_vcluster_values(values: dict[str, Any]) -> None:
+    schema = vcluster_schema()
+    jsonschema.validators.validator_for(schema)(schema).validate(values)
+
+
+def contains(big: Any, small: Any) -> bool:
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(contains(big.get(k), v) for k, v in small.items())
+    return bool(big == small)
+
+
+# --------------------------------------------------------------------------- queues
+
+
+def test_queues_are_the_write_up_plus_explicit_cpu_and_memory_limits(
+        kai_profile: VclusterKaiProfile) -> None:
+    rendered = kr.queue_objects(kai_profile)
+    want = list(WRITE_UP_QUEUES)
+    assert [q["metadata"]["name"] for q in rendered] == [q["metadata"]["name"] for q in want]
+    for ours, theirs in zip(rendered, want, strict=True):
+        assert contains(ours, theirs), (ours, theirs)
+        resources = ours["spec"]["resources"]
+        assert resources["cpu"] == resources["memory"] == UNLIMITED
+        for resource in resources.values():  # every limit explicit: omitted means 0 in KAI
+            assert set(resource) == {"quota", "limit", "overQuotaWeight"}
+
+
+def test_queues_validate_against_kais_crd(kai_profile: VclusterKaiProfile) -> None:
+    for queue in kr.queue_objects(kai_profile):
+        validate_object(queue)
+
+
+def test_the_crd_check_catches_a_misspelt_queue_key(kai_profile: VclusterKaiProfile) -> None:
+    queue = copy.deepcopy(kr.queue_objects(kai_profile)[1])
+    queue["spec"]["resources"]["gpu"]["overquotaWeight"] = 1
+    with pytest.raises(jsonschema.ValidationError, match="overquotaWeight"):
+        validate_object(queue)
+    queue = copy.deepcopy(kr.queue_objects(kai_profile)[1])
+    queue["spec"]["parent"] = "ml-org"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_object(queue)
+
+
+def test_display_name_and_unset_priority(kai_profile: VclusterKaiProfile) -> None:
+    text = yaml.safe_dump(kai_profile.model_dump(mode="json"), sort_keys=False)
+    data = yaml.safe_load(text)
+    data["org_queue"]["display_name"] = "ML organisation"
+    data["teams"][0]["queue"]["priority"] = None
+    profile = parse_profile(yaml.safe_dump(data))
+    assert isinstance(profile, VclusterKaiProfile)
+    org, nlp = kr.queue_objects(profile)[:2]
+    assert org["spec"]["displayName"] == "ML organisation"
+    assert "priority" not in nlp["spec"]
+    validate_object(org)
+
+
+# --------------------------------------------------------------------------- vCluster
+
+
+def test_vcluster_values_follow_the_write_up_and_validate(kai_profile: VclusterKaiProfile
+                                                          ) -> None:
+    for team in kai_profile.teams:
+        release = kr.vcluster_release(kai_profile, team, "172.18.0.2")
+        assert (release.name, release.namespace, release.chart, release.repo,
+                release.version) == (team.name, f"vcluster-{team.name}", "vcluster",
+                                     "https://charts.loft.sh", "0.35.3")
+        values = release.values
+        assert contains(values, WRITE_UP_VCLUSTER)
+        assert values["controlPlane"]["service"] == {
+            "spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port}
+        assert values["exportKubeConfig"] == {
+            "server": f"https://172.18.0.2:{team.api_node_port}"}
+        assert values["controlPlane"]["proxy"] == {"extraSANs": ["172.18.0.2"]}
+        assert values["controlPlane"]["statefulSet"]["image"]["repository"] == (
+            "loft-sh/vcluster-oss")  # the profile's values merge over gpulab's
+        validate_vcluster_values(values)
+
+
+def test_the_vcluster_schema_rejects_unknown_keys(kai_profile: VclusterKaiProfile) -> None:
+    values = kr.vcluster_release(kai_profile, kai_profile.teams[0], "172.18.0.2").values
+    for path in (("experimental", "syncSettings", "setOwners"), ("sync", "fromHost", "node"),
+                 ("exportKubeconfig",)):
+        bad = copy.deepcopy(values)
+        target = bad
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = False
+        with pytest.raises(jsonschema.ValidationError, match="Additional properties"):
+            validate_vcluster_values(bad)
+
+
+def test_plan_values_without_a_node_ip_are_pending(kai_profile: VclusterKaiProfile) -> None:
+    values = kr.vcluster_release(kai_profile, kai_profile.teams[0], None).values
+    assert values["exportKubeConfig"]["server"].startswith("https://<pending")
+    assert values["controlPlane"]["proxy"]["extraSANs"] == []
+
+
+@pytest.mark.parametrize(("name", "namespace", "vcluster", "expected"), [
+    ("nlp-sentiment-model", "default", "team-nlp", "nlp-sentiment-model-x-default-x-team-nlp"),
+    ("gpu-over-capacity", "gpulab-verify", "team-recommender",
+     "gpu-over-capacity-x-gpulab-verify-x-team-recommender"),
+    ("a-rather-long-pod-name-for-testing", "gpulab-verify", "team-recommender",
+     None),  # 69 characters: the first 52, '-', 10 hex of the full name's sha256
+])
+def test_host_pod_names(name: str, namespace: str, vcluster: str, expected: str | None) -> None:
+    import hashlib
+
+    got = kr.host_pod_name(name, namespace, vcluster)
+    full = f"{name}-x-{namespace}-x-{vcluster}"
+    if expected is not None:
+        assert got == expected
+    else:
+        assert got == f"{full[:52]}-{hashlib.sha256(full.encode()).hexdigest()[:10]}"
+    assert len(got) <= 63
+
+
+# --------------------------------------------------------------------------- kind, RBAC, pods
+
+
+def test_kind_config_labels_the_gpu_worker_like_kais_ci(kai_profile: VclusterKaiProfile) -> None:
+    config = kr.kind_cluster_config(kai_profile, "vcluster-kai")
+    theirs = yaml.safe_load((shared_data() / "kai_v0.16.8_hack_e2e-kind-config.yaml").read_text())
+    assert config["apiVersion"] == theirs["apiVersion"] and config["kind"] == theirs["kind"]
+    control, worker = config["nodes"]
+    assert control["role"] == "control-plane" and worker["role"] == "worker"
+    upstream = theirs["nodes"][1]["labels"]
+    for key in ("run.ai/simulated-gpu-node-pool", "nvidia.com/gpu.deploy.device-plugin",
+                "nvidia.com/gpu.memory"):
+        assert key in worker["labels"] and key in upstream
+    assert worker["labels"]["nvidia.com/gpu.memory"] == "46068"
+    assert worker["labels"]["nvidia.com/gpu.product"] == "NVIDIA-L40S"
+    assert all(isinstance(v, str) for n in config["nodes"] for v in n["labels"].values())
+    assert {n["image"] for n in config["nodes"]} == {kai_profile.management.node_image}
+    assert kr.gpu_node_names(kai_profile, "vcluster-kai") == ["gpulab-vcluster-kai-worker"]
+
+
+def test_more_pool_nodes_get_kinds_names(kai_profile: VclusterKaiProfile) -> None:
+    data = kai_profile.model_dump(mode="json")
+    data["gpu_pool"]["nodes"] = 3
+    profile = VclusterKaiProfile.model_validate(data)
+    assert kr.gpu_node_names(profile, "lab") == [
+        "gpulab-lab-worker", "gpulab-lab-worker2", "gpulab-lab-worker3"]
+    assert len(kr.kind_cluster_config(profile, "lab")["nodes"]) == 4
+
+
+def test_reservation_rbac_is_kais_ci_commands(kai_profile: VclusterKaiProfile) -> None:
+    role, binding = kr.reservation_rbac(kai_profile)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]
+    assert binding["metadata"]["namespace"] == "kai-resource-reservation"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "status-updater",
+                                    "namespace": "gpu-operator"}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"] == "pods-patcher"
+    for obj in (role, binding):
+        validate_object(obj)
+
+
+def test_verify_pods_validate_and_follow_the_write_up(kai_profile: VclusterKaiProfile) -> None:
+    for team in kai_profile.teams:
+        namespace, *pods = kr.verify_objects(kai_profile, team)
+        validate_object(namespace)
+        for pod in pods:
+            validate_object(pod)
+            assert pod["spec"]["schedulerName"] == "kai-scheduler"
+            assert pod["metadata"]["labels"][render.LABEL_TENANT] == team.name
+        share = pods[0]
+        assert share["metadata"]["labels"][kr.QUEUE_LABEL] == team.queue_name
+        assert share["metadata"]["annotations"] == {"gpu-fraction": "0.33"}
+        assert "resources" not in share["spec"]["containers"][0]  # fractions: no GPU request
+        names = [p["metadata"]["name"] for p in pods]
+        first = team.name == kai_profile.teams[0].name
+        assert names == ["gpu-share", "gpu-over-limit", "gpu-over-capacity",
+                         *(["queue-foreign"] if first else [])]
+        over = pods[1]["spec"]["containers"][0]["resources"]["limits"]
+        assert over == {"nvidia.com/gpu": "2"}  # one above the limit of 1
+        assert pods[2]["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
+    foreign = kr.verify_objects(kai_profile, kai_profile.teams[0])[-1]
+    assert foreign["metadata"]["labels"][kr.QUEUE_LABEL] == "team-vision"
+
+
+@pytest.mark.parametrize(("teams", "share", "capacity"), [
+    (1, 0.5, 0.6), (2, 0.5, 0.5), (3, 0.33, 0.5), (4, 0.25, 0.5), (7, 0.14, 0.5)])
+def test_probe_sizes(kai_profile: VclusterKaiProfile, teams: int, share: float,
+                     capacity: float) -> None:
+    data = kai_profile.model_dump(mode="json")
+    template = data["teams"][0]
+    data["teams"] = [{**template, "name": f"t{i}", "api_node_port": 31000 + i,
+                      "queue": {**template["queue"], "name": None}} for i in range(teams)]
+    profile = VclusterKaiProfile.model_validate(data)
+    sizes = kr.probe_sizes(profile, profile.teams[0])
+    assert sizes.share == share
+    assert sizes.capacity_fraction == capacity
+    assert teams * sizes.share <= 1 < teams * sizes.share + sizes.capacity_amount
+
+
+def test_unlimited_or_tight_limits_drop_probes(kai_profile: VclusterKaiProfile) -> None:
+    data = kai_profile.model_dump(mode="json")
+    data["teams"][0]["queue"]["resources"]["gpu"]["limit"] = -1
+    data["teams"][1]["queue"]["resources"]["gpu"]["limit"] = 0.5
+    profile = VclusterKaiProfile.model_validate(data)
+    unlimited = [p["metadata"]["name"] for p in kr.verify_objects(profile, profile.teams[0])[1:]]
+    tight = [p["metadata"]["name"] for p in kr.verify_objects(profile, profile.teams[1])[1:]]
+    assert unlimited == ["gpu-share", "gpu-over-capacity", "queue-foreign"]
+    assert tight == ["gpu-share", "gpu-over-limit"]  # 0.33 + 0.5 > 0.5: the limit would refuse
+    assert kr.probe_sizes(profile, profile.teams[1]).over_limit == 1
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def test_plan_lists_every_object_in_up_order(kai_profile: VclusterKaiProfile) -> None:
+    steps = build_steps(kai_profile, "vcluster-kai",
+                        HostFacts({"gpulab-vcluster-kai-control-plane": "172.18.0.2"}))
+    assert [s.name for s in steps] == [
+        "management/cluster", "management/fake-gpus", "management/kai-scheduler",
+        "management/reservation-rbac", "management/queues",
+        *[f"{t}/{s}" for t in kai_profile.member_names() for s in ("vcluster", "gpu-node")]]
+    docs = [d for _, d in plan_documents([*steps, *verify_previews(kai_profile)])]
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("Queue") == 4 and kinds.count("HelmRelease") == 2 + 3
+    team = next(d for d in docs if d["kind"] == "HelmRelease" and d["metadata"]["name"] ==
+                "team-nlp")
+    assert team["spec"]["values"]["exportKubeConfig"]["server"] == "https://172.18.0.2:31443"
+    assert kinds.count("Pod") == 3 * 3 + 1
