@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +15,11 @@ from gpulab.errors import AdapterError, HostError
 from gpulab.paths import write_secret
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
+    from gpulab.checks.observe import CrossTenantGateway
     from gpulab.engine.step import StepContext
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "crd_established",
     "daemonset_ready",
     "deployment_available",
+    "lab_clients",
     "management_kube",
     "manifest_objects",
     "node_ready",
@@ -260,3 +263,38 @@ class PreloadImages:
                 if not result.ok:
                     raise AdapterError(f"could not load {image} into node {node}: "
                                        f"{(result.stderr or result.stdout).strip()[-300:]}")
+
+
+@contextmanager
+def lab_clients(
+    lab: str, folder: Path, members: list[str]
+) -> Iterator[tuple[KubeGateway, Callable[[str], KubeGateway], CrossTenantGateway]]:
+    """Clients for `verify` from the lab's saved kubeconfigs: the management cluster's, one per
+    member (tenant or team) on demand, and the cross-member credential probe; all closed after.
+    """
+    from gpulab.adapters.kube import KubeClient
+    from gpulab.checks.observe import kubeconfig_cross_gateway
+
+    management = folder / "management.kubeconfig"
+    paths = [management, *(folder / f"{member}.kubeconfig" for member in members)]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise HostError(f"lab '{lab}' is not up: no {', '.join(missing)} in {folder}",
+                        hint=f"run gpulab up --name {lab} first")
+
+    def kubeconfig_of(member: str) -> Path:
+        return folder / f"{member}.kubeconfig"
+
+    clients: list[KubeClient] = []
+
+    def client(path: Path) -> KubeGateway:
+        made = KubeClient(path)
+        clients.append(made)
+        return made
+
+    try:
+        yield (client(management), lambda member: client(kubeconfig_of(member)),
+               kubeconfig_cross_gateway(kubeconfig_of, client, scratch=folder / "verify"))
+    finally:
+        for made in clients:
+            made.close()

@@ -27,6 +27,7 @@ from gpulab.stacks.common import (
     crd_established,
     daemonset_ready,
     deployment_available,
+    lab_clients,
     management_kube,
     manifest_objects,
     node_ready,
@@ -826,34 +827,10 @@ def run_checks(
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
     """The live `verify` of TC-01..TC-08 through the lab's saved kubeconfigs in `folder`."""
-    from gpulab.adapters.kube import KubeClient
-    from gpulab.checks.observe import Gateways, kubeconfig_cross_gateway
+    from gpulab.checks.observe import Gateways
     from gpulab.checks.run import run_verify
 
-    management = folder / "management.kubeconfig"
-    missing = [p.name for p in [management, *(folder / f"{t.name}.kubeconfig"
-                                              for t in profile.tenants)] if not p.is_file()]
-    if missing:
-        raise HostError(f"lab '{lab}' is not up: no {', '.join(missing)} in {folder}",
-                        hint=f"run gpulab up --name {lab} first")
-
-    def tenant_kubeconfig(tenant: str) -> Path:
-        return folder / f"{tenant}.kubeconfig"
-
-    clients: list[KubeClient] = []
-
-    def client(path: Path) -> KubeGateway:
-        made = KubeClient(path)
-        clients.append(made)
-        return made
-
-    gateways = Gateways(
-        management=client(management),
-        tenant=lambda tenant: client(tenant_kubeconfig(tenant)),
-        cross=kubeconfig_cross_gateway(tenant_kubeconfig, client, scratch=folder / "verify"),
-    )
-    try:
+    members = [t.name for t in profile.tenants]
+    with lab_clients(lab, folder, members) as (management, tenant, cross):
+        gateways = Gateways(management=management, tenant=tenant, cross=cross)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
-    finally:
-        for made in clients:
-            made.close()

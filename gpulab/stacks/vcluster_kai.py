@@ -27,6 +27,7 @@ from gpulab.stacks.common import (
     adapters_of,
     crd_established,
     deployment_available,
+    lab_clients,
     management_kube,
 )
 
@@ -452,38 +453,13 @@ def run_checks(
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
     """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs."""
-    from gpulab.adapters.kube import KubeClient
     from gpulab.checks.kai.observe import KaiGateways
     from gpulab.checks.kai.run import run_verify
-    from gpulab.checks.observe import kubeconfig_cross_gateway
 
-    management = folder / "management.kubeconfig"
-    paths = [management, *(folder / f"{t.name}.kubeconfig" for t in profile.teams)]
-    missing = [p.name for p in paths if not p.is_file()]
-    if missing:
-        raise HostError(f"lab '{lab}' is not up: no {', '.join(missing)} in {folder}",
-                        hint=f"run gpulab up --name {lab} first")
-
-    def team_kubeconfig(team: str) -> Path:
-        return folder / f"{team}.kubeconfig"
-
-    clients: list[KubeClient] = []
-
-    def client(path: Path) -> KubeGateway:
-        made = KubeClient(path)
-        clients.append(made)
-        return made
-
-    gateways = KaiGateways(
-        host=client(management),
-        team=lambda team: client(team_kubeconfig(team)),
-        cross=kubeconfig_cross_gateway(team_kubeconfig, client, scratch=folder / "verify"),
-    )
-    try:
+    members = [t.name for t in profile.teams]
+    with lab_clients(lab, folder, members) as (host, team, cross):
+        gateways = KaiGateways(host=host, team=team, cross=cross)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
-    finally:
-        for made in clients:
-            made.close()
 
 
 def parse_checks(value: str | None) -> list[str] | None:
