@@ -161,9 +161,27 @@ def _pod_events(kube: KubeGateway, pod: Mapping[str, Any] | None) -> tuple[JsonO
     )
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def one_line(text: str, limit: int = 300) -> str:
+    """An API error or message folded onto one line, cut to `limit` characters."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+
+
+def delete_verify_objects(kube: KubeGateway, pods: Iterable[str]) -> list[str]:
+    """Delete verify's pods, then its namespace; the errors, one line each (none: all gone)."""
+    errors = []
+    for name in pods:
+        try:
+            kube.delete("v1", "Pod", name, NS)
+        except GpulabError as err:
+            errors.append(one_line(str(err), 160))
+    try:
+        kube.delete("v1", "Namespace", NS)
+    except GpulabError as err:
+        errors.append(one_line(str(err), 160))
+    return errors
 
 
 def _labelled(obj: JsonObj, lab: str, tenant: str) -> JsonObj:
@@ -191,7 +209,7 @@ def _poll(
         try:
             outcome, seen = probe()
         except GpulabError as err:
-            outcome, seen = None, f"API error: {_one_line(str(err))}"
+            outcome, seen = None, f"API error: {one_line(str(err))}"
         if outcome:
             return outcome, seen
         if clock.now() >= deadline:
@@ -226,7 +244,7 @@ def _probe(cross: CrossTenantGateway, credentials_of: str, server_of: str) -> Cr
         items = gateway.list_objects("v1", "Namespace")
     except (GpulabError, OSError, ValueError) as err:
         return CredentialProbe(credentials_of, server_of, classify_probe_error(err),
-                               _one_line(str(err)))
+                               one_line(str(err)))
     return CredentialProbe(credentials_of, server_of, "accepted",
                            f"it listed {len(items)} namespaces")
 
@@ -320,7 +338,7 @@ def _observe_control_plane(obs: _Obs, mgmt: KubeGateway, profile: KamajiHamiProf
         pods = [p for p in mgmt.list_objects("v1", "Pod", ns, label_selector=selector)
                 if o.labels(p).get("kamaji.clastix.io/name") == obs.tenant]
     except GpulabError as err:
-        obs.fields["management_error"] = _one_line(str(err))
+        obs.fields["management_error"] = one_line(str(err))
         return
     obs.fields["tcp"] = clean_object(tcp)
     obs.fields["tcp_pods"] = _clean_all(pods)
@@ -349,10 +367,10 @@ def _logs_probe(kube: KubeGateway, pods: Sequence[JsonObj], node: str) -> LogsPr
     try:
         text = kube.pod_logs(o.name(pod), namespace, tail_lines=5, container=container)
     except GpulabError as err:
-        return LogsProbe(node, namespace, o.name(pod), ok=False, error=_one_line(str(err)))
+        return LogsProbe(node, namespace, o.name(pod), ok=False, error=one_line(str(err)))
     lines = [line for line in text.splitlines() if line.strip()]
     return LogsProbe(node, namespace, o.name(pod), ok=True,
-                     excerpt=_one_line(lines[-1], 160) if lines else "")
+                     excerpt=one_line(lines[-1], 160) if lines else "")
 
 
 def _observe_tenant_api(
@@ -363,7 +381,7 @@ def _observe_tenant_api(
     try:
         obs.fields["api_version"] = kube.server_version()
     except GpulabError as err:
-        obs.fields["api_error"] = _one_line(str(err))
+        obs.fields["api_error"] = one_line(str(err))
         obs.time("TC-01", clock.now() - start)
         return
     obs.time("TC-01", clock.now() - start)
@@ -371,7 +389,7 @@ def _observe_tenant_api(
     try:
         nodes = _clean_all(kube.list_objects("v1", "Node"))
     except GpulabError as err:
-        obs.fields["nodes_error"] = _one_line(str(err))
+        obs.fields["nodes_error"] = one_line(str(err))
         nodes = None
     obs.fields["nodes"] = nodes
     obs.time("TC-04", clock.now() - start)  # the inventory rests on the same node list
@@ -386,7 +404,7 @@ def _observe_tenant_api(
         obs.fields["hami_device_configmap"] = (
             kube.get("v1", "ConfigMap", "hami-scheduler-device", hami_ns) is not None)
     except GpulabError as err:
-        obs.fields["system_error"] = _one_line(str(err))
+        obs.fields["system_error"] = one_line(str(err))
     if logs and nodes is not None:
         names = {o.name(n) for n in nodes}
         workers = [render.worker_name(lab, spec.name, i) for i in range(spec.workers.count)]
@@ -492,8 +510,8 @@ def _create_and_wait(
     try:
         created = clean_object(kube.apply(pod))
     except GpulabError as err:
-        say(f"{pod_name} refused by the API: {_one_line(str(err), 120)}")
-        return PodRun(pod_name, check, create_error=_one_line(str(err)), outcome="create-failed",
+        say(f"{pod_name} refused by the API: {one_line(str(err), 120)}")
+        return PodRun(pod_name, check, create_error=one_line(str(err)), outcome="create-failed",
                       waited=round(clock.now() - start, 3))
     awaited = AWAITED_REASON.get(check)
     say(f"{pod_name} created (schedulerName {o.scheduler_name(created)}), waiting for "
@@ -552,7 +570,7 @@ def _run_gpu_pods(
         if not problem:
             kube.apply(_labelled(namespace, lab, spec.name))
     except GpulabError as err:
-        problem = f"could not prepare namespace {NS}: {_one_line(str(err))}"
+        problem = f"could not prepare namespace {NS}: {one_line(str(err))}"
     obs.time("TC-03", clock.now() - start)
     if problem:
         obs.fields["scenario_error"] = problem
@@ -581,7 +599,7 @@ def _final_snapshot(kube: KubeGateway, run: PodRun) -> PodRun:
         pod = clean_object(kube.get("v1", "Pod", run.name, NS))
         events = _pod_events(kube, pod)
     except GpulabError as err:
-        return replace(run, last_seen=f"final read failed: {_one_line(str(err))}")
+        return replace(run, last_seen=f"final read failed: {one_line(str(err))}")
     return replace(run, pod=pod, events=events)
 
 
@@ -597,7 +615,7 @@ def _observe_isolation(
         listing = Listing(nodes=_clean_all(kube.list_objects("v1", "Node")),
                           pods=tuple(listing_pod(p) for p in kube.list_objects("v1", "Pod")))
     except GpulabError as err:
-        listing = Listing(error=_one_line(str(err)))
+        listing = Listing(error=one_line(str(err)))
     obs.fields["listing"] = listing
     if cross is not None:
         obs.fields["credential_probes"] = tuple(_probe(cross, obs.tenant, o_) for o_ in others)
@@ -610,18 +628,7 @@ def _cleanup(obs: _Obs) -> None:
     kube = obs.kube
     if kube is None or not obs.scenario_started:
         return
-    errors = []
-    for run in obs.runs or ():
-        if run.created is None:
-            continue
-        try:
-            kube.delete("v1", "Pod", run.name, NS)
-        except GpulabError as err:
-            errors.append(_one_line(str(err), 160))
-    try:
-        kube.delete("v1", "Namespace", NS)
-    except GpulabError as err:
-        errors.append(_one_line(str(err), 160))
+    errors = delete_verify_objects(kube, [r.name for r in obs.runs or () if r.created is not None])
     if errors:
         obs.fields["cleanup_error"] = (
             f"could not delete everything in {NS} (delete the namespace by hand): "
@@ -700,7 +707,7 @@ def observe_lab(
             try:
                 obs.kube = gateways.tenant(spec.name)
             except GpulabError as err:
-                obs.fields["api_error"] = _one_line(str(err))
+                obs.fields["api_error"] = one_line(str(err))
                 return
             _observe_tenant_api(obs, obs.kube, profile, spec, lab, logs="TC-02" in ids,
                                 clock=clock)

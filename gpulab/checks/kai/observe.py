@@ -39,7 +39,9 @@ from gpulab.checks.observe import (
     CrossTenantGateway,
     classify_probe_error,
     clean_object,
+    delete_verify_objects,
     listing_pod,
+    one_line,
 )
 from gpulab.checks.state import CredentialProbe, Listing
 from gpulab.errors import GpulabError
@@ -86,9 +88,6 @@ def _no_progress(_team: str, _message: str) -> None:
     return None
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _clean_all(objs: Iterable[Mapping[str, Any]]) -> tuple[JsonObj, ...]:
@@ -105,7 +104,7 @@ def _poll(probe: Callable[[], tuple[str | None, str]], timeout: float, timeouts:
         try:
             outcome, seen = probe()
         except GpulabError as err:
-            outcome, seen = None, f"API error: {_one_line(str(err))}"
+            outcome, seen = None, f"API error: {one_line(str(err))}"
         if outcome:
             return outcome, seen
         if clock.now() >= deadline:
@@ -216,8 +215,8 @@ def _follow(
     try:
         created = clean_object(vc.apply(_labelled(pod, lab, team.name)))
     except GpulabError as err:
-        say(f"{name} refused by the vCluster API: {_one_line(str(err), 120)}")
-        return ProbeRun(name, check, create_error=_one_line(str(err)), host_name=host_name,
+        say(f"{name} refused by the vCluster API: {one_line(str(err), 120)}")
+        return ProbeRun(name, check, create_error=one_line(str(err)), host_name=host_name,
                         outcome="create-failed", waited=round(clock.now() - start, 3))
     say(f"{name} created, waiting on the host for {awaited}")
     seen = _Follow()
@@ -244,7 +243,7 @@ def _snapshot(host: KubeGateway, team: TeamSpec, run: ProbeRun) -> ProbeRun:
     try:
         _look(host, team, run.name, seen)
     except GpulabError as err:
-        return replace(run, last_seen=f"final read failed: {_one_line(str(err))}")
+        return replace(run, last_seen=f"final read failed: {one_line(str(err))}")
     return replace(run, host=seen.host, pod_group=seen.pod_group, events=seen.events)
 
 
@@ -303,13 +302,13 @@ def _observe_api(obs: _Obs, host: KubeGateway, gateways: KaiGateways, clock: Clo
                                  label_selector=f"app=vcluster,release={team.name}")
         obs.fields["control_plane_pods"] = _clean_all(pods)
     except GpulabError as err:
-        obs.fields["host_error"] = _one_line(str(err))
+        obs.fields["host_error"] = one_line(str(err))
     try:
         vc = gateways.team(team.name)
         obs.fields["api_server"] = str(getattr(vc, "server", "") or "")
         obs.fields["api_version"] = vc.server_version()
     except GpulabError as err:
-        obs.fields["api_error"] = _one_line(str(err))
+        obs.fields["api_error"] = one_line(str(err))
         obs.time("KAI-01", clock.now() - start)
         return
     obs.vc = vc
@@ -318,7 +317,7 @@ def _observe_api(obs: _Obs, host: KubeGateway, gateways: KaiGateways, clock: Clo
     try:
         obs.fields["nodes"] = _clean_all(vc.list_objects("v1", "Node"))
     except GpulabError as err:
-        obs.fields["nodes_error"] = _one_line(str(err))
+        obs.fields["nodes_error"] = one_line(str(err))
     obs.time("KAI-02", clock.now() - start)
 
 
@@ -342,7 +341,7 @@ def _share(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
         if not problem:
             vc.apply(_labelled(kr.verify_objects(profile, obs.team)[0], lab, obs.team.name))
     except GpulabError as err:
-        problem = f"could not prepare namespace {NS}: {_one_line(str(err))}"
+        problem = f"could not prepare namespace {NS}: {one_line(str(err))}"
     if problem:
         obs.fields["scenario_error"] = problem
         obs.runs = None
@@ -393,7 +392,7 @@ def _probe_credentials(cross: CrossTenantGateway, credentials_of: str, server_of
         items = cross(credentials_of, server_of).list_objects("v1", "Namespace")
     except (GpulabError, OSError, ValueError) as err:
         return CredentialProbe(credentials_of, server_of, classify_probe_error(err),
-                               _one_line(str(err)))
+                               one_line(str(err)))
     return CredentialProbe(credentials_of, server_of, "accepted",
                            f"it listed {len(items)} namespaces")
 
@@ -413,7 +412,7 @@ def _isolation(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: s
     try:
         listing = Listing(pods=tuple(listing_pod(p) for p in vc.list_objects("v1", "Pod")))
     except GpulabError as err:
-        listing = Listing(error=_one_line(str(err)))
+        listing = Listing(error=one_line(str(err)))
     obs.fields["listing"] = listing
     others = [t.name for t in profile.teams if t.name != obs.team.name]
     if gateways.cross is not None:
@@ -429,18 +428,8 @@ def _cleanup(obs: _Obs) -> None:
     vc = obs.vc
     if vc is None or not obs.scenario_started:
         return
-    errors = []
-    for run in (obs.runs or {}).values():
-        if run.created is None:
-            continue
-        try:
-            vc.delete("v1", "Pod", run.name, NS)
-        except GpulabError as err:
-            errors.append(_one_line(str(err), 160))
-    try:
-        vc.delete("v1", "Namespace", NS)
-    except GpulabError as err:
-        errors.append(_one_line(str(err), 160))
+    errors = delete_verify_objects(
+        vc, [r.name for r in (obs.runs or {}).values() if r.created is not None])
     if errors:
         obs.fields["cleanup_error"] = (
             f"could not delete everything in {NS} of {obs.team.name}'s vCluster (delete the "
@@ -467,7 +456,7 @@ def _gpu_nodes(host: KubeGateway, profile: VclusterKaiProfile) -> dict[str, Any]
         nodes = host.list_objects("v1", "Node",
                                   label_selector=f"{kr.POOL_LABEL}={profile.gpu_pool.name}")
     except GpulabError as err:
-        return {"nodes_error": _one_line(str(err))}
+        return {"nodes_error": one_line(str(err))}
     return {"gpu_nodes": _clean_all(n for n in nodes
                                     if o.labels(n).get(kr.POOL_LABEL) == profile.gpu_pool.name)}
 
@@ -501,7 +490,7 @@ def _queues(host: KubeGateway, profile: VclusterKaiProfile, shares: Mapping[str,
     try:
         queues = _clean_all(host.list_objects(kr.QUEUE_API, "Queue"))
     except GpulabError as err:
-        return {"queues_error": _one_line(str(err))}
+        return {"queues_error": one_line(str(err))}
     note = "read once: not every share pod ran" if shares else ""
     return {"queues": queues, "queue_wait": note}
 
