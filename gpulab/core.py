@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
     from gpulab.profile.model import KamajiHamiProfile, Profile
+    from gpulab.stacks import Stack
     from gpulab.stacks.common import LabAdapters
 
 __all__ = [
@@ -229,7 +230,7 @@ def status(
     from gpulab.render import LABEL_LAB, LABEL_TENANT, kind_cluster_name, worker_name
 
     if profile is not None and not isinstance(profile, KamajiHamiProfile):
-        hook = _stack_hook(profile.stack, "lab_status")
+        hook = getattr(_stack(profile.stack), "lab_status", None)
         if hook is not None:
             return dict(hook(lab, runtime, profile, kube or _status_client))
     cluster = kind_cluster_name(lab)
@@ -369,61 +370,31 @@ def verify(
     )
 
 
-def _stack_hook(stack: str, name: str) -> Any:
-    """An optional function of a stack module (None when the stack has none: kamaji-hami's
-    behaviour is the default)."""
-    import importlib
+def _stack(stack: str) -> Stack:
+    """The stack module by name (a profile's or a recording's `stack`)."""
+    from gpulab.profile.load import stack_names
+    from gpulab.stacks import for_name
 
-    from gpulab.profile.load import _STACKS
-
-    if stack not in _STACKS:
-        raise UsageError(f"unknown stack '{stack}'", hint=f"known: {', '.join(_STACKS)}")
-    module = importlib.import_module(f"gpulab.stacks.{stack.replace('-', '_')}")
-    return getattr(module, name, None)
+    if stack not in stack_names():
+        raise UsageError(f"unknown stack '{stack}'", hint=f"known: {', '.join(stack_names())}")
+    return for_name(stack)
 
 
 def verify_checks(stack: str, tc: str | None) -> list[str] | None:
     """`--tc` parsed by the stack's check registry (None: every check)."""
-    if not tc:
-        return None
-    hook = _stack_hook(stack, "parse_checks")
-    if hook is not None:
-        parsed: list[str] | None = hook(tc)
-        return parsed
-    from gpulab.checks.registry import parse_tc
-
-    selected = parse_tc(tc)
-    return list(selected) if selected else None
+    return _stack(stack).parse_checks(tc) if tc else None
 
 
 def replay_verify(directory: Path, tc: str | None) -> tuple[VerifyReport, Profile]:
     """Judge a recording offline with the checks of the stack that recorded it (the manifest's
     `stack`; recordings without one are kamaji-hami's)."""
-    from gpulab.checks.report import read_recording, recording_stack
+    from gpulab.checks.report import recording_stack
 
     stack = recording_stack(directory)
-    checks = verify_checks(stack, tc)
-    hook = _stack_hook(stack, "replay")
-    if hook is not None:
-        report, profile = hook(directory, checks)
-        return report, profile
-    from gpulab.checks.run import evaluate
-
-    recording = read_recording(directory)
-    recorded = recording.profile()
-    return evaluate(recording.state, recorded, checks), recorded
+    report, profile = _stack(stack).replay(directory, verify_checks(stack, tc))
+    return report, profile
 
 
 def record_verify(directory: Path, report: VerifyReport, profile: Profile) -> Path:
     """Save what a verify observed, in the recording format of the profile's stack."""
-    from gpulab.checks.report import write_recording
-    from gpulab.checks.state import LabState
-    from gpulab.profile.model import KamajiHamiProfile
-
-    if isinstance(profile, KamajiHamiProfile) and isinstance(report.state, LabState):
-        return write_recording(directory, report.state, profile)
-    hook = _stack_hook(profile.stack, "write_recording")
-    if hook is None:  # pragma: no cover - every stack but kamaji-hami has the hook
-        raise UsageError(f"the {profile.stack} stack cannot record verify runs")
-    path: Path = hook(directory, report, profile)
-    return path
+    return _stack(profile.stack).write_recording(directory, report, profile)

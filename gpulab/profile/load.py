@@ -29,6 +29,7 @@ __all__ = [
     "load_profile",
     "parse_profile",
     "profiles_dir",
+    "stack_names",
 ]
 
 PROFILES_ENV = "GPULAB_PROFILES_DIR"
@@ -131,6 +132,11 @@ _STACKS: dict[str, type[Profile]] = {
     "kamaji-hami": KamajiHamiProfile,
     "vcluster-kai": VclusterKaiProfile,
 }
+
+
+def stack_names() -> list[str]:
+    """The stacks a profile can name."""
+    return list(_STACKS)
 
 
 def _model_for(stack: object) -> type[Profile] | None:

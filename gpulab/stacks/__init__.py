@@ -1,9 +1,10 @@
 """Stacks: one module per lab kind, each turning a profile into a plan of steps.
 
 A stack module provides `observe_host_facts(profile, runtime)`, `build_steps(profile, lab,
-facts)`, `verify_previews(profile)` (what `verify` creates, listed by `plan`) and
-`run_checks(profile, lab, folder, *, checks, keep, progress)` (the live `verify`). The profile's
-`stack` field picks the module.
+facts)`, `verify_previews(profile)` (what `verify` creates, listed by `plan`),
+`run_checks(profile, lab, folder, *, checks, keep, progress)` (the live `verify`), and for
+`verify --tc/--record/--replay` `parse_checks`, `write_recording` and `replay`; optionally
+`lab_status` (else `core.status` describes the lab). The profile's `stack` field picks the module.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from gpulab.checks.report import VerifyReport
     from gpulab.engine.step import Step
 
-__all__ = ["Stack", "for_profile"]
+__all__ = ["Stack", "for_name", "for_profile"]
 
 
 class Stack(Protocol):
@@ -40,8 +41,19 @@ class Stack(Protocol):
         progress: Callable[[str, str], None] | None,
     ) -> VerifyReport: ...
 
+    def parse_checks(self, value: str | None) -> list[str] | None: ...
+
+    def replay(self, directory: Path, checks: list[str] | None) -> tuple[VerifyReport, Any]: ...
+
+    def write_recording(self, directory: Path, report: VerifyReport, profile: Any) -> Path: ...
+
+
+def for_name(stack: str) -> Stack:
+    """The stack module of a stack name such as `kamaji-hami`."""
+    module = importlib.import_module(f"gpulab.stacks.{stack.replace('-', '_')}")
+    return cast("Stack", module)
+
 
 def for_profile(profile: Any) -> Stack:
     """The stack module named by the profile's `stack` field (validated by the loader)."""
-    module = importlib.import_module(f"gpulab.stacks.{profile.stack.replace('-', '_')}")
-    return cast("Stack", module)
+    return for_name(profile.stack)

@@ -47,8 +47,11 @@ __all__ = [
     "LabAdapters",
     "build_steps",
     "observe_host_facts",
+    "parse_checks",
+    "replay",
     "run_checks",
     "verify_previews",
+    "write_recording",
 ]
 
 # kubeadm preflight checks a kindest/node container cannot pass, and only those:
@@ -834,3 +837,31 @@ def run_checks(
     with lab_clients(lab, folder, members) as (management, tenant, cross):
         gateways = Gateways(management=management, tenant=tenant, cross=cross)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+
+
+def parse_checks(value: str | None) -> list[str] | None:
+    """`--tc` for this stack: `TC-05,tc-06` or `5,6`; None = every check."""
+    from gpulab.checks.registry import parse_tc
+
+    parsed = parse_tc(value)
+    return list(parsed) if parsed else None
+
+
+def replay(directory: Path, checks: list[str] | None) -> tuple[VerifyReport, KamajiHamiProfile]:
+    """Judge a kamaji-hami recording offline with the profile it was recorded with."""
+    from gpulab.checks.report import read_recording
+    from gpulab.checks.run import evaluate
+
+    recording = read_recording(directory)
+    recorded = recording.profile()
+    return evaluate(recording.state, recorded, checks), recorded
+
+
+def write_recording(directory: Path, report: VerifyReport, profile: KamajiHamiProfile) -> Path:
+    """Save what a kamaji-hami verify observed (docs/recording-format.md)."""
+    from gpulab.checks.report import write_recording as write
+    from gpulab.checks.state import LabState
+
+    if not isinstance(report.state, LabState):  # pragma: no cover - a report of another stack
+        raise TypeError("not a kamaji-hami verify report")
+    return write(directory, report.state, profile)
