@@ -192,10 +192,10 @@ def _labelled(obj: JsonObj, lab: str, tenant: str) -> JsonObj:
     return out
 
 
-def _poll(
+def poll(
     probe: Callable[[], tuple[str | None, str]],
     timeout: float,
-    timeouts: Timeouts,
+    interval: float,
     clock: Clock,
 ) -> tuple[str, str]:
     """Call `probe` (→ outcome or None to keep waiting, observation) until an outcome or timeout.
@@ -214,7 +214,7 @@ def _poll(
             return outcome, seen
         if clock.now() >= deadline:
             return "timeout", seen
-        clock.sleep(timeouts.interval)
+        clock.sleep(interval)
 
 
 # --------------------------------------------------------------------------- credential probes
@@ -480,7 +480,7 @@ def _wait(
         return None, observation
 
     timeout = timeouts.running if awaited is None else timeouts.refused
-    outcome, last = _poll(probe, timeout, timeouts, clock)
+    outcome, last = poll(probe, timeout, timeouts.interval, clock)
     return outcome, last, seen
 
 
@@ -524,8 +524,9 @@ def _create_and_wait(
                   outcome=outcome, waited=waited, last_seen=last, notes=tuple(seen.notes))
 
 
-def _prepare_namespace(kube: KubeGateway, timeouts: Timeouts, clock: Clock) -> str:
-    """Make sure no earlier run's pods are in the way; '' when ready, else why not."""
+def clear_leftovers(kube: KubeGateway, cleanup: float, interval: float, clock: Clock) -> str:
+    """Make sure no earlier run's pods are in verify's namespace; '' when ready, else why not
+    (`cleanup` seconds at most, polling every `interval`)."""
     existing = kube.get("v1", "Namespace", NS)
     if existing is None:
         return ""
@@ -536,10 +537,10 @@ def _prepare_namespace(kube: KubeGateway, timeouts: Timeouts, clock: Clock) -> s
             ns = kube.get("v1", "Namespace", NS)
             return ("gone" if ns is None else None), "namespace still terminating"
 
-        outcome, _ = _poll(gone, timeouts.cleanup, timeouts, clock)
+        outcome, _ = poll(gone, cleanup, interval, clock)
         if outcome != "gone":
             return (f"namespace {NS} (left by an earlier run) is still terminating after "
-                    f"{timeouts.cleanup:.0f}s; wait for it to go and re-run")
+                    f"{cleanup:.0f}s; wait for it to go and re-run")
         return ""
     for pod in kube.list_objects("v1", "Pod", NS):
         kube.delete("v1", "Pod", o.name(pod), NS)
@@ -548,9 +549,9 @@ def _prepare_namespace(kube: KubeGateway, timeouts: Timeouts, clock: Clock) -> s
         left = kube.list_objects("v1", "Pod", NS)
         return ("empty" if not left else None), f"{len(left)} earlier verify pod(s) left"
 
-    outcome, last = _poll(empty, timeouts.cleanup, timeouts, clock)
+    outcome, last = poll(empty, cleanup, interval, clock)
     if outcome != "empty":
-        return f"earlier verify pods in {NS} did not go away within {timeouts.cleanup:.0f}s: {last}"
+        return f"earlier verify pods in {NS} did not go away within {cleanup:.0f}s: {last}"
     return ""
 
 
@@ -566,7 +567,7 @@ def _run_gpu_pods(
     start = clock.now()
     obs.scenario_started = True
     try:
-        problem = _prepare_namespace(kube, timeouts, clock)
+        problem = clear_leftovers(kube, timeouts.cleanup, timeouts.interval, clock)
         if not problem:
             kube.apply(_labelled(namespace, lab, spec.name))
     except GpulabError as err:

@@ -39,9 +39,11 @@ from gpulab.checks.observe import (
     CrossTenantGateway,
     classify_probe_error,
     clean_object,
+    clear_leftovers,
     delete_verify_objects,
     listing_pod,
     one_line,
+    poll,
 )
 from gpulab.checks.state import CredentialProbe, Listing
 from gpulab.errors import GpulabError
@@ -92,24 +94,6 @@ def _no_progress(_team: str, _message: str) -> None:
 
 def _clean_all(objs: Iterable[Mapping[str, Any]]) -> tuple[JsonObj, ...]:
     return tuple(c for c in (clean_object(x) for x in objs) if c is not None)
-
-
-def _poll(probe: Callable[[], tuple[str | None, str]], timeout: float, timeouts: Timeouts,
-          clock: Clock) -> tuple[str, str]:
-    """Call `probe` (→ outcome or None to keep waiting, observation) until an outcome or the
-    deadline; API errors are observations. Returns (outcome | 'timeout', last observation)."""
-    deadline = clock.now() + timeout
-    seen = ""
-    while True:
-        try:
-            outcome, seen = probe()
-        except GpulabError as err:
-            outcome, seen = None, f"API error: {one_line(str(err))}"
-        if outcome:
-            return outcome, seen
-        if clock.now() >= deadline:
-            return "timeout", seen
-        clock.sleep(timeouts.interval)
 
 
 def find_host_pod(host: KubeGateway, team: TeamSpec, name: str) -> JsonObj | None:
@@ -225,7 +209,7 @@ def _follow(
         _look(host, team, name, seen)
         return _verdict(awaited, seen), _summary(seen)
 
-    outcome, last = _poll(probe, timeout, timeouts, clock)
+    outcome, last = poll(probe, timeout, timeouts.interval, clock)
     if outcome == "timeout" and not seen.synced:
         outcome = "not-synced"
     waited = round(clock.now() - start, 3)
@@ -266,32 +250,6 @@ class _Obs:
         runs = None if self.runs is None else tuple(self.runs.values())
         return TeamState(team=self.team.name, pods=runs, timings=dict(self.timings),
                          **self.fields)
-
-
-def _prepare_namespace(vc: KubeGateway, timeouts: Timeouts, clock: Clock) -> str:
-    """No earlier run's pods in the way; '' when ready, else why not."""
-    existing = vc.get("v1", "Namespace", NS)
-    if existing is None:
-        return ""
-    if o.metadata(existing).get("deletionTimestamp") or (
-            (existing.get("status") or {}).get("phase") == "Terminating"):
-        def gone() -> tuple[str | None, str]:
-            return ("gone" if vc.get("v1", "Namespace", NS) is None else None), "terminating"
-
-        outcome, _ = _poll(gone, timeouts.cleanup, timeouts, clock)
-        return "" if outcome == "gone" else (
-            f"namespace {NS} (left by an earlier run) is still terminating after "
-            f"{timeouts.cleanup:.0f}s; wait for it to go and re-run")
-    for pod in vc.list_objects("v1", "Pod", NS):
-        vc.delete("v1", "Pod", o.name(pod), NS)
-
-    def empty() -> tuple[str | None, str]:
-        left = vc.list_objects("v1", "Pod", NS)
-        return ("empty" if not left else None), f"{len(left)} earlier verify pod(s) left"
-
-    outcome, last = _poll(empty, timeouts.cleanup, timeouts, clock)
-    return "" if outcome == "empty" else (
-        f"earlier verify pods in {NS} did not go away within {timeouts.cleanup:.0f}s: {last}")
 
 
 def _observe_api(obs: _Obs, host: KubeGateway, gateways: KaiGateways, clock: Clock) -> None:
@@ -337,7 +295,7 @@ def _share(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
     start = clock.now()
     obs.scenario_started = True
     try:
-        problem = _prepare_namespace(vc, timeouts, clock)
+        problem = clear_leftovers(vc, timeouts.cleanup, timeouts.interval, clock)
         if not problem:
             vc.apply(_labelled(kr.verify_objects(profile, obs.team)[0], lab, obs.team.name))
     except GpulabError as err:
@@ -479,7 +437,7 @@ def _queues(host: KubeGateway, profile: VclusterKaiProfile, shares: Mapping[str,
 
     start = clock.now()
     if want and len(want) == len(shares):
-        outcome, last = _poll(shown, timeouts.allocated, timeouts, clock)
+        outcome, last = poll(shown, timeouts.allocated, timeouts.interval, clock)
         waited = clock.now() - start
         note = (f"read {waited:.0f}s after every share pod ran" if outcome == "shown" else
                 f"the allocation did not show within {timeouts.allocated:.0f}s; last seen: "
