@@ -33,6 +33,14 @@ NODE_COMMANDS: dict[str, list[str]] = {
 }
 # HAMi's scheduler pod serves the admission webhook too (vgpu-scheduler-extender container).
 HAMI_PODS = ("hami-scheduler", "hami-mock-device-plugin", "hami-device-plugin")
+# Every pod of KAI Scheduler and fake-gpu-operator (vcluster-kai) is worth its logs.
+LOGGED_NAMESPACES = ("kai-scheduler", "gpu-operator", "kai-resource-reservation")
+
+
+def _wants_logs(pod: dict[str, Any]) -> bool:
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("name", "")).startswith(HAMI_PODS)
+            or meta.get("namespace") in LOGGED_NAMESPACES)
 
 
 @dataclass
@@ -85,7 +93,7 @@ def _cluster(bundle: Bundle, prefix: str, kube: KubeGateway, helm: HelmGateway |
         bundle.write(f"{prefix}/pods.json", [_pod_status(p) for p in items])
         for pod in items:
             name = pod["metadata"]["name"]
-            if not name.startswith(HAMI_PODS):
+            if not _wants_logs(pod):
                 continue
             namespace = pod["metadata"].get("namespace", "kube-system")
             for container in (pod.get("spec") or {}).get("containers") or []:
@@ -165,7 +173,8 @@ def collect(
     bundle.write("README.txt", (
         f"gpulab diagnostics for lab '{lab}', collected {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
         "docker/ container states; nodes/<container>/ kubelet and containerd journals, crictl;\n"
-        "clusters/<management|tenant>/ pod statuses, events, nodes, helm releases, HAMi logs.\n"
+        "clusters/<management|member>/ pod statuses, events, nodes, helm releases, and logs of\n"
+        "HAMi, KAI Scheduler and fake-gpu-operator pods.\n"
         "Kubeconfigs are not included.\n"))
     return bundle
 

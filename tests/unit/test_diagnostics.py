@@ -74,3 +74,20 @@ def test_tarball(tmp_path) -> None:
     (folder / "a.txt").write_text("x")
     with tarfile.open(tarball(folder)) as tar:
         assert tar.getnames() == ["bundle", "bundle/a.txt"]
+
+
+def test_kai_and_fake_gpu_pods_get_their_logs(kamaji_profile, tmp_path) -> None:
+    world = _built_lab(kamaji_profile)
+    world.kube("management").put({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "binder-7d9f", "namespace": "kai-scheduler"},
+        "spec": {"containers": [{"name": "binder"}]}, "status": {"phase": "Running"}})
+    world.kube("management").put({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "coredns-1", "namespace": "kube-system"},
+        "spec": {"containers": [{"name": "coredns"}]}, "status": {"phase": "Running"}})
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    bundle = collect("kamaji-hami", tmp_path / "b", runtime=adapters.runtime,
+                     kube=adapters.kube, helm=adapters.helm, lab_files=lab_dir("kamaji-hami"))
+    assert "clusters/management/logs/kai-scheduler_binder-7d9f_binder.log" in bundle.files
+    assert not any("coredns" in f for f in bundle.files)
