@@ -27,6 +27,7 @@ __all__ = [
     "gpu_capacity",
     "gpu_capacity_patch",
     "gpu_register_annotation",
+    "hami_mock_rbac",
     "hami_release",
     "helm_release",
     "kamaji_release",
@@ -149,6 +150,34 @@ def hami_release(profile: KamajiHamiProfile, tenant: TenantSpec) -> HelmRelease:
         "mockDevicePlugin": {"enabled": True, "image": {"tag": hami.mock_device_plugin_tag}},
     }
     return helm_release(hami, values, cluster=tenant.name)
+
+
+MOCK_PLUGIN_ACCOUNT = "hami-mock-device-plugin"
+
+
+def hami_mock_rbac(release: HelmRelease) -> list[dict[str, Any]]:
+    """The mock device plugin's ServiceAccount and node RBAC (mock-device-plugin's
+    k8s-mock-rbac.yaml). The chart's mock DaemonSet runs as this account but the chart may not
+    create it; the objects carry Helm's ownership metadata so Helm adopts them if it does."""
+    owned = {
+        "labels": {"app.kubernetes.io/managed-by": "Helm"},
+        "annotations": {"meta.helm.sh/release-name": release.name,
+                        "meta.helm.sh/release-namespace": release.namespace},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, "namespace": release.namespace, **owned}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, **owned},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"],
+                    "verbs": ["get", "update", "list", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, **owned},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": MOCK_PLUGIN_ACCOUNT},
+         "subjects": [{"kind": "ServiceAccount", "name": MOCK_PLUGIN_ACCOUNT,
+                       "namespace": release.namespace}]},
+    ]
 
 
 def metallb_objects(profile: KamajiHamiProfile, pool: AddressRange | None) -> list[dict[str, Any]]:

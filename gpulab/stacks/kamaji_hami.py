@@ -559,8 +559,11 @@ class Hami:
         return render.hami_release(self.profile, self.tenant)
 
     def describe(self) -> list[Artifact]:
-        return [Artifact("helm-release", self.release.name, self.release.to_dict(),
-                         cluster=self.tenant.name)]
+        rbac = [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
+                         cluster=self.tenant.name)
+                for o in render.hami_mock_rbac(self.release)]
+        return [*rbac, Artifact("helm-release", self.release.name, self.release.to_dict(),
+                                cluster=self.tenant.name)]
 
     def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
         ok, seen = deployment_available(kube, "hami-scheduler", self.release.namespace)
@@ -584,8 +587,10 @@ class Hami:
     def apply(self, ctx: StepContext) -> None:
         adapters = adapters_of(ctx)
         path = adapters.tenant_kubeconfig(self.tenant.name)
-        adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
         kube = adapters.kube(path)
+        for obj in render.hami_mock_rbac(self.release):  # before install: helm --wait needs it
+            kube.apply(obj)
+        adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
         wait_until(ctx, self.name, "hami-scheduler ready", lambda: self._ready(kube),
                    timeout=self.timeout, interval=5)
 

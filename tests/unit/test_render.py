@@ -277,3 +277,21 @@ def test_metallb_range_steps_below_other_labs_pools() -> None:
     with pytest.raises(HostError, match="too small"):
         metallb_range(small, avoid=[(ipaddress.IPv4Address("172.19.0.129"),
                                      ipaddress.IPv4Address("172.19.0.250"))])
+
+
+def test_mock_plugin_rbac_matches_upstream_and_is_helm_adoptable(kamaji_profile) -> None:
+    from tests.schemas import shared_data
+
+    release = render.hami_release(kamaji_profile, kamaji_profile.tenants[0])
+    ours = render.hami_mock_rbac(release)
+    upstream = list(yaml.safe_load_all((shared_data() / "hami_mock_k8s-mock-rbac.yaml").read_text()))
+    def strip(obj):
+        meta = {k: v for k, v in obj["metadata"].items() if k not in {"labels", "annotations"}}
+        return {**obj, "metadata": meta}
+    def canon(objs):
+        return sorted(json.dumps(o, sort_keys=True) for o in objs)
+    assert canon(map(strip, ours)) == canon(upstream)
+    for obj in ours:
+        validate_object(obj)
+        assert obj["metadata"]["annotations"]["meta.helm.sh/release-name"] == "hami"
+        assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
