@@ -305,9 +305,17 @@ class TenantControlPlane:
 
     def apply(self, ctx: StepContext) -> None:
         kube = management_kube(ctx)
-        for art in self.describe():
-            if art.kind == "object":
-                kube.apply(art.body)
+        objects = [art.body for art in self.describe() if art.kind == "object"]
+
+        def submit() -> tuple[bool, str]:
+            # Kamaji's validating webhook may refuse connections for a moment after its pod is
+            # Ready (its certificate comes from cert-manager): retried like MetalLB's pool.
+            for obj in objects:
+                kube.apply(obj)
+            return True, "TenantControlPlane accepted"
+
+        wait_until(ctx, self.name, "Kamaji to accept the TenantControlPlane", submit,
+                   timeout=120, interval=3)
         wait_until(ctx, self.name, f"TenantControlPlane {self.tenant.name} Ready",
                    lambda: self._ready(kube), timeout=self.timeout, interval=5)
         self._save_kubeconfig(ctx, kube)

@@ -315,3 +315,12 @@ def test_two_labs_on_one_host_get_disjoint_metallb_pools(kamaji_profile) -> None
     assert live["spec"]["addresses"] == [second_pool]
     # re-running the first lab keeps its recorded pool
     assert _up(kamaji_profile, world).all_skipped
+
+
+def test_tenant_control_plane_is_retried_while_kamajis_webhook_warms_up(kamaji_profile) -> None:
+    world = FakeWorld()
+    world.faults.fail_times["kube.apply:management:TenantControlPlane"] = 2
+    result = _up(kamaji_profile, world)
+    assert result.ok, [str(r.error) for r in result.failures]
+    applies = [c for c in world.faults.calls if c == "kube.apply:management:TenantControlPlane"]
+    assert len(applies) == 4  # two refused, then one accepted per tenant
