@@ -295,6 +295,10 @@ class FakeKube:
             for key, node in list(self.objects.items()):
                 if key[1] == "Node":
                     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+                    self.objects[("v1", "Pod", "kube-system", f"calico-node-{key[3]}")] = {
+                        "apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"calico-node-{key[3]}", "namespace": "kube-system"},
+                        "spec": {"nodeName": key[3]}, "status": {"phase": "Running"}}
         if kind == "TenantControlPlane":
             tenant = obj["metadata"]["name"]
             live["status"] = {"kubernetesResources": {"version": {"status": "Ready"}},
@@ -359,6 +363,7 @@ class FakeKube:
 
     def pod_logs(self, name: str, namespace: str, *, tail_lines: int = 20,
                  container: str | None = None) -> str:
+        self.world.faults.hit(f"kube.pod_logs:{self.cluster}")
         return f"logs of {namespace}/{name}/{container or 'default'}"
 
     def events(self, namespace: str, involved_name: str | None = None) -> list[dict[str, Any]]:

@@ -524,9 +524,26 @@ class Calico:
         ok, seen = daemonset_ready(kube, "calico-node", "kube-system")
         if not ok:
             return ok, seen
-        return bool(nodes) and not not_ready, (
-            f"not Ready: {', '.join(not_ready)}" if not_ready else f"{len(nodes)} node(s) Ready"
-        )
+        if not nodes or not_ready:
+            return False, f"not Ready: {', '.join(not_ready)}" if not_ready else "no nodes yet"
+        return self._tunnel(kube, [n["metadata"]["name"] for n in nodes])
+
+    @staticmethod
+    def _tunnel(kube: KubeGateway, nodes: list[str]) -> tuple[bool, str]:
+        """Konnectivity works: the tenant API reads a pod's logs on every worker (a kubelet call
+        the hosted API server can only make through the tunnel)."""
+        pods = kube.list_objects("v1", "Pod", "kube-system")
+        for node in nodes:
+            on_node = [p for p in pods if (p.get("spec") or {}).get("nodeName") == node
+                       and p["metadata"]["name"].startswith("calico-node")]
+            if not on_node:
+                return False, f"no calico-node pod on {node} yet"
+            pod = on_node[0]["metadata"]["name"]
+            try:
+                kube.pod_logs(pod, "kube-system", tail_lines=1)
+            except AdapterError as err:
+                return False, f"logs of kube-system/{pod} on {node} not readable: {err}"
+        return True, f"{len(nodes)} node(s) Ready; logs readable through Konnectivity"
 
     def satisfied(self, ctx: StepContext) -> bool:
         try:
@@ -540,7 +557,7 @@ class Calico:
         text = adapters_of(ctx).fetch(self.profile.components.calico.url)
         for obj in self.objects(text):
             kube.apply(obj)
-        wait_until(ctx, self.name, "calico-node ready and nodes Ready",
+        wait_until(ctx, self.name, "calico-node ready, nodes Ready and the tunnel up",
                    lambda: self._nodes_ready(kube), timeout=self.timeout, interval=5)
 
 

@@ -325,3 +325,11 @@ def test_tenant_control_plane_is_retried_while_kamajis_webhook_warms_up(kamaji_p
     assert result.ok, [str(r.error) for r in result.failures]
     applies = [c for c in world.faults.calls if c == "kube.apply:management:TenantControlPlane"]
     assert len(applies) == 4  # two refused, then one accepted per tenant
+
+
+def test_calico_step_waits_for_the_konnectivity_tunnel(kamaji_profile) -> None:
+    world = FakeWorld()
+    world.faults.fail_times["kube.pod_logs:tenant-a"] = 3  # the tunnel comes up a bit later
+    recorder = Recorder()
+    assert _up(kamaji_profile, world, recorder).ok
+    assert world.faults.calls.count("kube.pod_logs:tenant-a") >= 4
