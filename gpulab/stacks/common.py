@@ -235,11 +235,22 @@ class PreloadImages:
         have = parse_ctr_listing(listing.stdout)
         return [image for image in self.images(ctx) if not present_in(image, have)]
 
+    def _marker(self, ctx: StepContext) -> Path:
+        return adapters_of(ctx).lab_dir / "preloaded" / self.name.replace("/", "_")
+
     def satisfied(self, ctx: StepContext) -> bool:
+        """Every image is in every node, or was tried once and the host could not get it (it is
+        then the node's to pull; re-running `up` does not try the registry again)."""
         try:
-            return all(not self._missing(ctx, node) for node in self.nodes)
+            missing = {image for node in self.nodes for image in self._missing(ctx, node)}
         except AdapterError:
             return False
+        if not missing:
+            return True
+        if not self._marker(ctx).exists():
+            return False
+        runtime = adapters_of(ctx).runtime
+        return not any(runtime.image_present(image) for image in missing)
 
     def apply(self, ctx: StepContext) -> None:
         runtime = adapters_of(ctx).runtime
@@ -263,6 +274,9 @@ class PreloadImages:
                 if not result.ok:
                     raise AdapterError(f"could not load {image} into node {node}: "
                                        f"{(result.stderr or result.stdout).strip()[-300:]}")
+        marker = self._marker(ctx)
+        marker.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        marker.write_text("\n".join(self.images(ctx)) + "\n", encoding="utf-8")
 
 
 @contextmanager

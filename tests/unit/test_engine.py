@@ -333,3 +333,13 @@ def test_calico_step_waits_for_the_konnectivity_tunnel(kamaji_profile) -> None:
     recorder = Recorder()
     assert _up(kamaji_profile, world, recorder).ok
     assert world.faults.calls.count("kube.pod_logs:tenant-a") >= 4
+
+
+def test_an_image_nobody_can_pull_does_not_keep_a_finished_lab_busy(kamaji_profile) -> None:
+    world = FakeWorld(images={"nothing-cached-yet"})
+    world.faults.fail_times["docker.pull:quay.io/calico/node:v3.31.2"] = 99  # never available
+    assert _up(kamaji_profile, world).ok
+    world.faults.calls.clear()
+    again = _up(kamaji_profile, world)
+    assert again.all_skipped
+    assert not [c for c in world.faults.calls if c.startswith("docker.pull:")]
