@@ -197,8 +197,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output o
 
 
 def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, str]:
+    """The profile and lab name; with `--name` alone, the profile that lab was built from."""
     from gpulab import core
 
+    if profile is None and name is not None:
+        recorded = core.recorded_profile(name)
+        if recorded is not None:
+            profile = recorded
     loaded = _load(profile)
     return loaded, core.lab_name(loaded.profile, name)
 
@@ -222,11 +227,14 @@ def up(
         from gpulab import core
         from gpulab.progress import make_reporter
 
-        loaded, lab = _resolve_lab(profile, name)
+        loaded = _load(profile)  # `up` builds from what it is given, never from a record
+        lab = core.lab_name(loaded.profile, name)
         if not json_events:
             err.print(f"Building lab '{lab}' from {loaded.source}", markup=False)
         with make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
             result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
+        if result.built_anything:  # a lab that exists remembers its profile for `--name`
+            core.record_profile(lab, loaded)
         if result.interrupted:
             err.print(f"interrupted: lab '{lab}' is partly built; run `gpulab up` to continue "
                       f"or `gpulab down --name {lab}` to remove it (steps already running are "
@@ -264,8 +272,7 @@ def down(
         from gpulab import core
         from gpulab.tools import find_tool
 
-        lab = name or _load(profile).profile.name
-        lab = core.lab_name(_load(profile).profile, lab)
+        _, lab = _resolve_lab(profile, name)
         runtime = core.connect_runtime()
         kind = None
         kind_binary = find_tool("kind")

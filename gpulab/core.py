@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
+    from gpulab.profile.load import LoadedProfile
     from gpulab.profile.model import KamajiHamiProfile, Profile
     from gpulab.stacks import Stack
     from gpulab.stacks.common import LabAdapters
@@ -30,7 +31,9 @@ __all__ = [
     "lab_name",
     "plan_steps",
     "preflight",
+    "record_profile",
     "record_verify",
+    "recorded_profile",
     "replay_verify",
     "status",
     "up",
@@ -79,6 +82,39 @@ def plan_steps(
         note = str(getattr(facts, "plan_note", "") or "")  # other stacks' pending host facts
     steps = stack.build_steps(profile, lab, facts)
     return [*steps, *stack.verify_previews(profile)], note
+
+
+# --------------------------------------------------------------------------- lab record
+
+LAB_RECORD = "lab.json"
+
+
+def record_profile(lab: str, loaded: LoadedProfile) -> None:
+    """Remember which profile built the lab, so `--name` alone finds it later."""
+    import json
+
+    from gpulab.paths import lab_dir
+
+    folder = lab_dir(lab)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ref = loaded.source.stem if loaded.builtin else str(loaded.source.resolve())
+    (folder / LAB_RECORD).write_text(
+        json.dumps({"profile": ref, "stack": loaded.profile.stack}, indent=2) + "\n",
+        encoding="utf-8")
+
+
+def recorded_profile(lab: str) -> str | None:
+    """The profile reference `up` recorded for the lab, or None."""
+    import json
+
+    from gpulab.paths import lab_dir
+
+    try:
+        data = json.loads((lab_dir(lab) / LAB_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ref = data.get("profile") if isinstance(data, dict) else None
+    return ref if isinstance(ref, str) and ref else None
 
 
 # --------------------------------------------------------------------------- up

@@ -90,6 +90,11 @@ class RunResult:
         return [r for r in self.results if r.outcome is Outcome.FAILED]
 
     @property
+    def built_anything(self) -> bool:
+        """True when at least one step is done (now or before): something of the lab exists."""
+        return any(r.outcome in (Outcome.DONE, Outcome.SKIPPED) for r in self.results)
+
+    @property
     def all_skipped(self) -> bool:
         return bool(self.results) and all(r.outcome is Outcome.SKIPPED for r in self.results)
 

@@ -161,3 +161,18 @@ def test_verify_on_a_lab_that_is_not_up() -> None:
     result = runner.invoke(app, ["verify", "--name", "ghost"])
     assert result.exit_code == 4
     assert "lab 'ghost' is not up" in result.stderr and "gpulab up --name ghost" in result.stderr
+
+
+def test_name_alone_finds_the_profile_a_lab_was_built_from(_isolated_home) -> None:
+    from gpulab import core
+    from gpulab.profile.load import load_profile
+
+    core.record_profile("teams", load_profile("vcluster-kai"))
+    folder = _isolated_home / "labs" / "teams"
+    (folder / "team-nlp.kubeconfig").write_text("x")
+    result = runner.invoke(app, ["kubeconfig", "team-nlp", "--name", "teams"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == str(folder / "team-nlp.kubeconfig")
+    # an explicit --profile still wins
+    other = runner.invoke(app, ["kubeconfig", "team-nlp", "--name", "teams", "-p", "kamaji-hami"])
+    assert other.exit_code == 2 and "unknown tenant 'team-nlp'" in other.stderr
