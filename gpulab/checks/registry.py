@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gpulab.checks import (
     tc01_control_planes,
@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     from gpulab.checks.state import LabState
     from gpulab.profile.model import KamajiHamiProfile
 
-__all__ = ["CHECKS", "CHECK_IDS", "Check", "CheckFn", "parse_tc", "pods_needed", "select"]
+__all__ = [
+    "CHECKS",
+    "CHECK_IDS",
+    "Check",
+    "CheckFn",
+    "parse_ids",
+    "parse_tc",
+    "pods_needed",
+    "select",
+    "select_from",
+]
 
 CheckFn = Callable[["LabState", "KamajiHamiProfile", str], "CheckResult"]
 
@@ -55,21 +65,54 @@ CHECKS: tuple[Check, ...] = (
     Check("TC-08", "isolation", tc08_isolation.check, ("gpu-share-1",)),
 )
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
-_BY_ID = {c.id: c for c in CHECKS}
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+C = TypeVar("C", bound=_Identified)
+
+
+def select_from(
+    checks: tuple[C, ...], ids: Iterable[str] | None, where: str = ""
+) -> tuple[C, ...]:
+    """The `checks` with these ids in their order (all when None); unknown ids or an empty
+    selection are a UsageError naming the known ids (`where` says for which stack)."""
+    if ids is None:
+        return checks
+    known = [c.id for c in checks]
+    wanted = {i.strip().upper() for i in ids if i.strip()}
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise UsageError(f"unknown check(s) {', '.join(unknown)}{where}",
+                         hint=f"known: {', '.join(known)}")
+    if not wanted:
+        raise UsageError("no check selected", hint=f"known: {', '.join(known)}")
+    return tuple(c for c in checks if c.id in wanted)
+
+
+def parse_ids(
+    value: str | None, prefix: str, checks: tuple[C, ...], where: str = ""
+) -> tuple[str, ...] | None:
+    """`--tc` text → check ids in order: `PREFIX-05,prefix-06`, and `5`/`05` for PREFIX-05;
+    None (all checks) when the flag is absent."""
+    if value is None:
+        return None
+    ids = []
+    for raw in value.split(","):
+        item = raw.strip().upper()
+        if item.isdigit():
+            item = f"{prefix}-{int(item):02d}"
+        if item:
+            ids.append(item)
+    return tuple(c.id for c in select_from(checks, ids, where))
 
 
 def select(ids: Iterable[str] | None = None) -> tuple[Check, ...]:
     """The checks with these ids in TC order (all when None); unknown ids are a UsageError."""
-    if ids is None:
-        return CHECKS
-    wanted = {i.strip().upper() for i in ids if i.strip()}
-    unknown = sorted(wanted - set(_BY_ID))
-    if unknown:
-        raise UsageError(f"unknown check(s) {', '.join(unknown)}",
-                         hint=f"known: {', '.join(CHECK_IDS)}")
-    if not wanted:
-        raise UsageError("no check selected", hint=f"known: {', '.join(CHECK_IDS)}")
-    return tuple(c for c in CHECKS if c.id in wanted)
+    return select_from(CHECKS, ids)
 
 
 def parse_tc(value: str | None) -> tuple[str, ...] | None:
@@ -77,16 +120,7 @@ def parse_tc(value: str | None) -> tuple[str, ...] | None:
 
     Accepts `5` and `05` for TC-05 too.
     """
-    if value is None:
-        return None
-    ids = []
-    for raw in value.split(","):
-        item = raw.strip().upper()
-        if item.isdigit():
-            item = f"TC-{int(item):02d}"
-        if item:
-            ids.append(item)
-    return tuple(c.id for c in select(ids))
+    return parse_ids(value, "TC", CHECKS)
 
 
 def pods_needed(checks: Iterable[Check]) -> frozenset[str]:

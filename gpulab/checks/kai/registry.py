@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gpulab.checks.kai import checks as c
 from gpulab.checks.kai import isolation
-from gpulab.errors import UsageError
+from gpulab.checks.registry import parse_ids, select_from
 
 if TYPE_CHECKING:
     from gpulab.checks.kai.state import KaiLabState
@@ -43,35 +43,17 @@ CHECKS: tuple[Check, ...] = (
     Check("KAI-08", "isolation", isolation.check, ("gpu-share", "queue-foreign")),
 )
 CHECK_IDS: tuple[str, ...] = tuple(check.id for check in CHECKS)
-_BY_ID = {check.id: check for check in CHECKS}
+_WHERE = " for the vcluster-kai stack"
 
 
 def select(ids: Iterable[str] | None = None) -> tuple[Check, ...]:
     """The checks with these ids in order (all when None); unknown ids are a UsageError."""
-    if ids is None:
-        return CHECKS
-    wanted = {i.strip().upper() for i in ids if i.strip()}
-    unknown = sorted(wanted - set(_BY_ID))
-    if unknown:
-        raise UsageError(f"unknown check(s) {', '.join(unknown)} for the vcluster-kai stack",
-                         hint=f"known: {', '.join(CHECK_IDS)}")
-    if not wanted:
-        raise UsageError("no check selected", hint=f"known: {', '.join(CHECK_IDS)}")
-    return tuple(check for check in CHECKS if check.id in wanted)
+    return select_from(CHECKS, ids, _WHERE)
 
 
 def parse_tc(value: str | None) -> tuple[str, ...] | None:
     """`--tc KAI-05,kai-06` (or `5,6`) → ('KAI-05', 'KAI-06'); None when the flag is absent."""
-    if value is None:
-        return None
-    ids = []
-    for raw in value.split(","):
-        item = raw.strip().upper()
-        if item.isdigit():
-            item = f"KAI-{int(item):02d}"
-        if item:
-            ids.append(item)
-    return tuple(check.id for check in select(ids))
+    return parse_ids(value, "KAI", CHECKS, _WHERE)
 
 
 def pods_needed(checks: Iterable[Check]) -> frozenset[str]:
