@@ -639,16 +639,17 @@ def _cleanup(obs: _Obs) -> None:
 # --------------------------------------------------------------------------- the lab
 
 
-def _guard(obs: _Obs, phase: str, body: Callable[[], None]) -> None:
-    """Run one phase of one tenant; a crash (a bug) becomes the tenant's internal_error."""
-    if obs.fields.get("internal_error"):
+def guard(fields: dict[str, Any], phase: str, body: Callable[[], None]) -> None:
+    """Run one phase of one tenant (or team); a crash (a bug) becomes its `internal_error` in
+    `fields`, and later phases of that member are skipped, while the others go on."""
+    if fields.get("internal_error"):
         return
     try:
         body()
-    except Exception as err:  # a bug, not a lab problem: report it, keep the other tenants
+    except Exception as err:  # a bug, not a lab problem: report it, keep the other members
         last = traceback.extract_tb(err.__traceback__)[-1:]
         where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
-        obs.fields["internal_error"] = f"{phase}: {type(err).__name__}: {err}{where}"
+        fields["internal_error"] = f"{phase}: {type(err).__name__}: {err}{where}"
 
 
 def observe_lab(
@@ -718,7 +719,7 @@ def observe_lab(
                           release_locks=release_node_locks, say=say)
 
         say("observing")
-        _guard(obs, "observing", body)
+        guard(obs.fields, "observing", body)
 
     def phase2(spec: TenantSpec) -> None:
         obs = observations[spec.name]
@@ -726,13 +727,13 @@ def observe_lab(
             return
         kube = obs.kube
         others = [n for n in names if n != spec.name]
-        _guard(obs, "listing", lambda: _observe_isolation(obs, kube, gateways.cross, others,
+        guard(obs.fields, "listing", lambda: _observe_isolation(obs, kube, gateways.cross, others,
                                                           clock))
 
     def phase3(spec: TenantSpec) -> None:
         obs = observations[spec.name]
         if not keep:
-            _guard(obs, "cleanup", lambda: _cleanup(obs))
+            guard(obs.fields, "cleanup", lambda: _cleanup(obs))
 
     workers = max_workers or max(1, len(names))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpulab-verify") as pool:

@@ -22,7 +22,6 @@ bounded and use an injectable clock.
 from __future__ import annotations
 
 import copy
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -41,6 +40,7 @@ from gpulab.checks.observe import (
     clean_object,
     clear_leftovers,
     delete_verify_objects,
+    guard,
     listing_pod,
     one_line,
     poll,
@@ -394,18 +394,6 @@ def _cleanup(obs: _Obs) -> None:
             f"namespace by hand): " + "; ".join(errors))
 
 
-def _guard(obs: _Obs, phase: str, body: Callable[[], None]) -> None:
-    """Run one phase of one team; a crash (a bug) becomes the team's internal_error."""
-    if obs.fields.get("internal_error"):
-        return
-    try:
-        body()
-    except Exception as err:  # a bug, not a lab problem: report it, keep the other teams
-        last = traceback.extract_tb(err.__traceback__)[-1:]
-        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
-        obs.fields["internal_error"] = f"{phase}: {type(err).__name__}: {err}{where}"
-
-
 # --------------------------------------------------------------------------- the host
 
 
@@ -512,24 +500,24 @@ def observe_lab(
             _share(obs, host, profile, lab, wanted, timeouts=timeouts, clock=clock,
                    say=say(team.name))
 
-        _guard(obs, "observing", body)
+        guard(obs.fields, "observing", body)
 
     def phase3(team: TeamSpec, blocker: str) -> None:
         obs = observations[team.name]
-        _guard(obs, "probing", lambda: _probes(obs, host, profile, lab, wanted, blocker,
+        guard(obs.fields, "probing", lambda: _probes(obs, host, profile, lab, wanted, blocker,
                                                timeouts=timeouts, clock=clock,
                                                say=say(team.name)))
 
     def phase4(team: TeamSpec) -> None:
         obs = observations[team.name]
-        _guard(obs, "isolation", lambda: _isolation(obs, host, profile, lab, gateways, wanted,
+        guard(obs.fields, "isolation", lambda: _isolation(obs, host, profile, lab, gateways, wanted,
                                                     timeouts=timeouts, clock=clock,
                                                     say=say(team.name)))
 
     def phase5(team: TeamSpec) -> None:
         obs = observations[team.name]
         if not keep:
-            _guard(obs, "cleanup", lambda: _cleanup(obs))
+            guard(obs.fields, "cleanup", lambda: _cleanup(obs))
 
     workers = max_workers or max(1, len(profile.teams))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpulab-verify") as pool:
@@ -543,7 +531,7 @@ def observe_lab(
             except Exception as err:  # pragma: no cover - a bug: keep observing the teams
                 host_fields["queues_error"] = f"{type(err).__name__}: {err}"
             for obs in observations.values():
-                _guard(obs, "snapshot", partial(_refresh_share, obs, host))
+                guard(obs.fields, "snapshot", partial(_refresh_share, obs, host))
             blocker = _capacity_blocker(observations)
             list(pool.map(lambda t: phase3(t, blocker), profile.teams))
             if "KAI-08" in ids:
