@@ -29,6 +29,10 @@ __all__ = [
     "PodRun",
     "ProbeOutcome",
     "TenantState",
+    "json_objs",
+    "opt_json_obj",
+    "opt_json_objs",
+    "str_field",
 ]
 
 JsonObj = dict[str, Any]
@@ -36,19 +40,20 @@ ProbeOutcome = Literal["rejected", "accepted", "forbidden", "error"]
 PROBE_OUTCOMES: tuple[ProbeOutcome, ...] = ("rejected", "accepted", "forbidden", "error")
 
 
-def _objs(value: Any) -> tuple[JsonObj, ...]:
+def json_objs(value: Any) -> tuple[JsonObj, ...]:
+    """Recorded API objects (non-mappings dropped)."""
     return tuple(dict(v) for v in value or () if isinstance(v, Mapping))
 
 
-def _opt_objs(value: Any) -> tuple[JsonObj, ...] | None:
-    return None if value is None else _objs(value)
+def opt_json_objs(value: Any) -> tuple[JsonObj, ...] | None:
+    return None if value is None else json_objs(value)
 
 
-def _opt_obj(value: Any) -> JsonObj | None:
+def opt_json_obj(value: Any) -> JsonObj | None:
     return dict(value) if isinstance(value, Mapping) else None
 
 
-def _str(data: Mapping[str, Any], key: str) -> str:
+def str_field(data: Mapping[str, Any], key: str) -> str:
     value = data.get(key)
     return "" if value is None else str(value)
 
@@ -88,15 +93,15 @@ class PodRun:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PodRun:
         return cls(
-            name=_str(data, "name"),
-            check=_str(data, "check"),
-            created=_opt_obj(data.get("created")),
-            create_error=_str(data, "create_error"),
-            pod=_opt_obj(data.get("pod")),
-            events=_objs(data.get("events")),
-            outcome=_str(data, "outcome") or "not-created",
+            name=str_field(data, "name"),
+            check=str_field(data, "check"),
+            created=opt_json_obj(data.get("created")),
+            create_error=str_field(data, "create_error"),
+            pod=opt_json_obj(data.get("pod")),
+            events=json_objs(data.get("events")),
+            outcome=str_field(data, "outcome") or "not-created",
             waited=float(data.get("waited") or 0.0),
-            last_seen=_str(data, "last_seen"),
+            last_seen=str_field(data, "last_seen"),
             notes=tuple(str(n) for n in data.get("notes") or ()),
         )
 
@@ -115,12 +120,12 @@ class LogsProbe:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LogsProbe:
         return cls(
-            node=_str(data, "node"),
-            namespace=_str(data, "namespace"),
-            pod=_str(data, "pod"),
+            node=str_field(data, "node"),
+            namespace=str_field(data, "namespace"),
+            pod=str_field(data, "pod"),
             ok=bool(data.get("ok")),
-            excerpt=_str(data, "excerpt"),
-            error=_str(data, "error"),
+            excerpt=str_field(data, "excerpt"),
+            error=str_field(data, "error"),
         )
 
 
@@ -139,12 +144,12 @@ class CredentialProbe:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CredentialProbe:
-        outcome = _str(data, "outcome")
+        outcome = str_field(data, "outcome")
         return cls(
-            credentials_of=_str(data, "credentials_of"),
-            server_of=_str(data, "server_of"),
+            credentials_of=str_field(data, "credentials_of"),
+            server_of=str_field(data, "server_of"),
             outcome=_outcome(outcome),
-            detail=_str(data, "detail"),
+            detail=str_field(data, "detail"),
         )
 
 
@@ -161,9 +166,9 @@ class Listing:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Listing:
         return cls(
-            nodes=_objs(data.get("nodes")),
-            pods=_objs(data.get("pods")),
-            error=_str(data, "error"),
+            nodes=json_objs(data.get("nodes")),
+            pods=json_objs(data.get("pods")),
+            error=str_field(data, "error"),
         )
 
 
@@ -214,27 +219,27 @@ class TenantState:
         runs = data.get("gpu_pods")
         cm = data.get("hami_device_configmap")
         return cls(
-            tenant=_str(data, "tenant"),
-            tcp=_opt_obj(data.get("tcp")),
-            tcp_pods=_opt_objs(data.get("tcp_pods")),
-            management_error=_str(data, "management_error"),
-            api_version=_str(data, "api_version"),
-            api_error=_str(data, "api_error"),
-            nodes=_opt_objs(data.get("nodes")),
-            nodes_error=_str(data, "nodes_error"),
-            system_pods=_opt_objs(data.get("system_pods")),
-            calico=_opt_obj(data.get("calico")),
+            tenant=str_field(data, "tenant"),
+            tcp=opt_json_obj(data.get("tcp")),
+            tcp_pods=opt_json_objs(data.get("tcp_pods")),
+            management_error=str_field(data, "management_error"),
+            api_version=str_field(data, "api_version"),
+            api_error=str_field(data, "api_error"),
+            nodes=opt_json_objs(data.get("nodes")),
+            nodes_error=str_field(data, "nodes_error"),
+            system_pods=opt_json_objs(data.get("system_pods")),
+            calico=opt_json_obj(data.get("calico")),
             hami_device_configmap=None if cm is None else bool(cm),
-            system_error=_str(data, "system_error"),
+            system_error=str_field(data, "system_error"),
             logs_probes=None if logs is None else tuple(LogsProbe.from_dict(p) for p in logs),
             gpu_pods=None if runs is None else tuple(PodRun.from_dict(r) for r in runs),
-            scenario_error=_str(data, "scenario_error"),
+            scenario_error=str_field(data, "scenario_error"),
             listing=Listing.from_dict(listing) if isinstance(listing, Mapping) else None,
             credential_probes=None if probes is None
             else tuple(CredentialProbe.from_dict(p) for p in probes),
             timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
-            cleanup_error=_str(data, "cleanup_error"),
-            internal_error=_str(data, "internal_error"),
+            cleanup_error=str_field(data, "cleanup_error"),
+            internal_error=str_field(data, "internal_error"),
         )
 
 

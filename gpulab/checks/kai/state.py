@@ -13,26 +13,17 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpulab.checks.state import CredentialProbe, JsonObj, Listing
+from gpulab.checks.state import (
+    CredentialProbe,
+    JsonObj,
+    Listing,
+    json_objs,
+    opt_json_obj,
+    opt_json_objs,
+    str_field,
+)
 
 __all__ = ["HostState", "KaiLabState", "ProbeRun", "TeamState"]
-
-
-def _objs(value: Any) -> tuple[JsonObj, ...]:
-    return tuple(dict(v) for v in value or () if isinstance(v, Mapping))
-
-
-def _opt_objs(value: Any) -> tuple[JsonObj, ...] | None:
-    return None if value is None else _objs(value)
-
-
-def _opt_obj(value: Any) -> JsonObj | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def _str(data: Mapping[str, Any], key: str) -> str:
-    value = data.get(key)
-    return "" if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -65,17 +56,17 @@ class ProbeRun:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProbeRun:
         return cls(
-            name=_str(data, "name"),
-            check=_str(data, "check"),
-            created=_opt_obj(data.get("created")),
-            create_error=_str(data, "create_error"),
-            host_name=_str(data, "host_name"),
-            host=_opt_obj(data.get("host")),
-            pod_group=_opt_obj(data.get("pod_group")),
-            events=_objs(data.get("events")),
-            outcome=_str(data, "outcome") or "not-created",
+            name=str_field(data, "name"),
+            check=str_field(data, "check"),
+            created=opt_json_obj(data.get("created")),
+            create_error=str_field(data, "create_error"),
+            host_name=str_field(data, "host_name"),
+            host=opt_json_obj(data.get("host")),
+            pod_group=opt_json_obj(data.get("pod_group")),
+            events=json_objs(data.get("events")),
+            outcome=str_field(data, "outcome") or "not-created",
             waited=float(data.get("waited") or 0.0),
-            last_seen=_str(data, "last_seen"),
+            last_seen=str_field(data, "last_seen"),
         )
 
 
@@ -119,22 +110,22 @@ class TeamState:
         probes = data.get("credential_probes")
         pods = data.get("pods")
         return cls(
-            team=_str(data, "team"),
-            control_plane_pods=_opt_objs(data.get("control_plane_pods")),
-            host_error=_str(data, "host_error"),
-            api_server=_str(data, "api_server"),
-            api_version=_str(data, "api_version"),
-            api_error=_str(data, "api_error"),
-            nodes=_opt_objs(data.get("nodes")),
-            nodes_error=_str(data, "nodes_error"),
+            team=str_field(data, "team"),
+            control_plane_pods=opt_json_objs(data.get("control_plane_pods")),
+            host_error=str_field(data, "host_error"),
+            api_server=str_field(data, "api_server"),
+            api_version=str_field(data, "api_version"),
+            api_error=str_field(data, "api_error"),
+            nodes=opt_json_objs(data.get("nodes")),
+            nodes_error=str_field(data, "nodes_error"),
             pods=None if pods is None else tuple(ProbeRun.from_dict(p) for p in pods),
-            scenario_error=_str(data, "scenario_error"),
+            scenario_error=str_field(data, "scenario_error"),
             listing=Listing.from_dict(listing) if isinstance(listing, Mapping) else None,
             credential_probes=None if probes is None
             else tuple(CredentialProbe.from_dict(p) for p in probes),
             timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
-            cleanup_error=_str(data, "cleanup_error"),
-            internal_error=_str(data, "internal_error"),
+            cleanup_error=str_field(data, "cleanup_error"),
+            internal_error=str_field(data, "internal_error"),
         )
 
 
@@ -159,11 +150,11 @@ class HostState:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HostState:
         return cls(
-            gpu_nodes=_opt_objs(data.get("gpu_nodes")),
-            nodes_error=_str(data, "nodes_error"),
-            queues=_opt_objs(data.get("queues")),
-            queues_error=_str(data, "queues_error"),
-            queue_wait=_str(data, "queue_wait"),
+            gpu_nodes=opt_json_objs(data.get("gpu_nodes")),
+            nodes_error=str_field(data, "nodes_error"),
+            queues=opt_json_objs(data.get("queues")),
+            queues_error=str_field(data, "queues_error"),
+            queue_wait=str_field(data, "queue_wait"),
         )
 
 
