@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from gpulab.engine.runner import run_steps
 from gpulab.engine.step import Artifact, StepContext
-from gpulab.profile.load import load_profile
-from gpulab.stacks.kamaji_hami import HostFacts, build_steps
+from gpulab.stacks import load_profile
+from gpulab.stacks.kamaji_hami.steps import HostFacts, build_steps
 
 SCALE = 0.001  # seconds of wall time per simulated second
 LATENCY = {  # simulated seconds per step kind

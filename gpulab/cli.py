@@ -87,7 +87,7 @@ def _guard(body: Callable[[], int | None]) -> None:
 
 
 def _load(profile: str | None) -> LoadedProfile:
-    from gpulab.profile.load import load_profile
+    from gpulab.stacks import load_profile
 
     return load_profile(profile)
 
@@ -108,7 +108,8 @@ def profiles_list(
     """List built-in profiles with their stack, tenants and description."""
 
     def body() -> None:
-        from gpulab.profile.load import builtin_profiles, parse_profile
+        from gpulab.profile.load import builtin_profiles
+        from gpulab.stacks import parse_profile
 
         rows: list[dict[str, Any]] = []
         for name, path in builtin_profiles().items():
@@ -169,7 +170,7 @@ def plan(
 
     def body() -> None:
         from gpulab import core
-        from gpulab.plan import plan_json, plan_text, plan_yaml
+        from gpulab.engine.plan import plan_json, plan_text, plan_yaml
 
         loaded = _load(profile)
         steps, facts_note = core.plan_steps(loaded.profile, name, probe_host=True)
@@ -225,7 +226,7 @@ def up(
 
     def body() -> int:
         from gpulab import core
-        from gpulab.progress import make_reporter
+        from gpulab.engine.progress import make_reporter
 
         loaded = _load(profile)  # `up` builds from what it is given, never from a record
         lab = core.lab_name(loaded.profile, name)
@@ -331,89 +332,11 @@ def status(
         mgmt = info["management"]
         out.print(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}",
                   markup=False)
-        if info.get("stack") == "vcluster-kai":
-            for table in _kai_status(info):
-                out.print(table)
-            return 0
-        for tenant, entry in info["tenants"].items():
-            out.print(_tenant_status(tenant, entry))
+        for table in core.status_tables(loaded.profile, info):
+            out.print(table)
         return 0
 
     _guard(body)
-
-
-def _tenant_status(tenant: str, entry: dict[str, Any]) -> Table:
-    """One tenant: control plane, workers and nodes, then a bar per GPU card."""
-    from rich.markup import escape
-
-    from gpulab.inventory import usage_bar
-
-    cp = entry.get("control_plane") or {}
-    if "error" in cp:
-        title = f"{tenant}: control plane unreachable ({cp['error']})"
-    elif cp:
-        title = (f"{tenant}: control plane {cp.get('status')} {cp.get('version', '')} "
-                 f"at {cp.get('endpoint') or '-'}")
-    else:
-        title = f"{tenant}: control plane not observed (no management kubeconfig)"
-    table = Table("WORKER", "CONTAINER", "NODE", "VERSION", box=None, title=escape(title),
-                  title_justify="left")
-    nodes = {n["name"]: n for n in entry.get("nodes", [])}
-    for worker in entry["workers"]:
-        node = nodes.get(worker["name"])
-        table.add_row(escape(worker["name"]), worker["state"],
-                      ("Ready" if node["ready"] else "NotReady") if node else "-",
-                      node["version"] if node else "")
-    if entry.get("api_error"):
-        table.add_row("", "", escape(f"tenant API unreachable: {entry['api_error']}"), "")
-    for card in entry.get("gpus", []):
-        mem, cores = card["memory_mib"], card["cores"]
-        table.add_row(
-            escape(f"  {card['device']} {card['model']}"),
-            escape(f"mem {usage_bar(mem['used'], mem['total'], 12)} "
-                   f"{mem['used']}/{mem['total']} MiB"),
-            escape(f"cores {usage_bar(cores['used'], cores['total'], 10)} "
-                   f"{cores['used']}/{cores['total']}"),
-            escape(", ".join(card["pods"]) or "idle"),
-        )
-    return table
-
-
-def _kai_status(info: dict[str, Any]) -> list[Table]:
-    """vcluster-kai: the GPU nodes and queue tree of the host, then one table per team."""
-    from rich.markup import escape
-
-    tables = []
-    if info.get("host_error"):
-        tables.append(Table(title=escape(f"host API unreachable: {info['host_error']}"),
-                            title_justify="left", box=None))
-    queues = Table("QUEUE", "PARENT", "GPU QUOTA", "GPU LIMIT", "ALLOCATED", "REQUESTED",
-                   box=None, title="queues (nvidia.com/gpu)", title_justify="left")
-    for row in info.get("queues", []):
-        queues.add_row(escape(row["name"]), escape(row["parent"] or "-"),
-                       str(row["gpu_quota"]), str(row["gpu_limit"]), row["allocated"],
-                       row["requested"])
-    nodes = ", ".join(f"{n['name']} ({n['model']}, {n['gpus']} GPU)"
-                      for n in info.get("gpu_nodes", [])) or "none seen"
-    queues.caption = escape(f"GPU nodes: {nodes}")
-    queues.caption_justify = "left"
-    tables.append(queues)
-    for team, entry in info["tenants"].items():
-        plane = entry.get("control_plane")
-        if plane is None:
-            pods = entry.get("control_plane_error") or "control plane not observed"
-        else:
-            pods = ", ".join(f"{p['name']} {p['phase']}" for p in plane) or "no control-plane pod"
-        api = (f"API unreachable ({entry['api_error']})" if entry.get("api_error")
-               else f"API {entry['version']}" if entry.get("version") else "no kubeconfig")
-        table = Table("NODES", "PODS (outside kube-system)", box=None, title_justify="left",
-                      title=escape(f"{team}: vCluster in {entry['namespace']} [{pods}], {api}, "
-                                   f"queue {entry['queue']}"))
-        if entry.get("nodes") is not None:
-            table.add_row(escape(", ".join(entry["nodes"])),
-                          escape(", ".join(entry.get("pods", [])) or "none"))
-        tables.append(table)
-    return tables
 
 
 @app.command()
@@ -530,14 +453,8 @@ def verify(
 
     def body() -> int:
         from gpulab import core
-        from gpulab.checks.report import (
-            FINDING,
-            exit_code,
-            report_json,
-            table_rows,
-            write_junit,
-        )
         from gpulab.errors import UsageError
+        from gpulab.verify.report import FINDING, exit_code, report_json, table_rows, write_junit
 
         if replay is not None:
             if record is not None:

@@ -6,21 +6,28 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import GpulabError, HostError, UsageError
-from gpulab.profile.model import _dns_label
+from gpulab.profile.base import dns_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
-    from gpulab.checks.report import VerifyReport
+    from rich.table import Table
+
+    from gpulab.adapters.base import (
+        ContainerRuntime,
+        HelmGateway,
+        KindProvider,
+        KubeGateway,
+        LabAdapters,
+    )
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
+    from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.profile.model import KamajiHamiProfile, Profile
     from gpulab.stacks import Stack
-    from gpulab.stacks.common import LabAdapters
+    from gpulab.verify.report import VerifyReport
 
 __all__ = [
     "Teardown",
@@ -36,17 +43,18 @@ __all__ = [
     "recorded_profile",
     "replay_verify",
     "status",
+    "status_tables",
     "up",
     "verify",
     "verify_checks",
 ]
 
 
-def lab_name(profile: Profile, override: str | None) -> str:
+def lab_name(profile: LabProfile, override: str | None) -> str:
     """The lab's name: `--name`, else the profile's; must be a DNS-1123 label."""
     name = override or profile.name
     try:
-        return _dns_label(name)
+        return dns_label(name)
     except ValueError as err:
         raise UsageError(f"--name: {err}") from None
 
@@ -59,7 +67,7 @@ def connect_runtime(timeout: float = 10) -> ContainerRuntime:
 
 
 def plan_steps(
-    profile: Profile, name: str | None, *, probe_host: bool
+    profile: LabProfile, name: str | None, *, probe_host: bool
 ) -> tuple[list[Step], str]:
     """The steps `up` would run (then what `verify` creates), and a note on host facts that
     could not be observed."""
@@ -75,11 +83,8 @@ def plan_steps(
         except GpulabError as err:
             note = f"Docker not reachable ({err}); host-dependent values are shown as pending"
     facts = stack.observe_host_facts(profile, runtime)
-    pending = str(getattr(facts, "pool_error", "") or "")
-    if runtime is not None and pending:
-        note = f"MetalLB range pending: {pending}"
     if runtime is not None and not note:
-        note = str(getattr(facts, "plan_note", "") or "")  # other stacks' pending host facts
+        note = str(getattr(facts, "plan_note", "") or "")  # host facts the stack lacks
     steps = stack.build_steps(profile, lab, facts)
     return [*steps, *stack.verify_previews(profile)], note
 
@@ -120,14 +125,14 @@ def recorded_profile(lab: str) -> str | None:
 # --------------------------------------------------------------------------- up
 
 
-def lab_adapters(profile: Profile, lab: str, runtime: ContainerRuntime) -> LabAdapters:
+def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime) -> LabAdapters:
     """The real adapters for a lab (kind, helm and the Kubernetes client by kubeconfig path)."""
+    from gpulab.adapters.base import LabAdapters
     from gpulab.adapters.helm import PyHelm3Gateway
     from gpulab.adapters.kind import KindCli
     from gpulab.adapters.kube import KubeClient
     from gpulab.manifests import fetch_manifest
     from gpulab.paths import lab_dir
-    from gpulab.stacks.common import LabAdapters
     from gpulab.tools import find_tool
 
     kind_binary = find_tool("kind")
@@ -148,7 +153,7 @@ def lab_adapters(profile: Profile, lab: str, runtime: ContainerRuntime) -> LabAd
     )
 
 
-def preflight(profile: Profile, lab: str, runtime: ContainerRuntime | None,
+def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
               docker_error: str = "") -> list[Finding]:
     """Doctor's findings for this profile and lab."""
     from gpulab.doctor import diagnose, observe_host
@@ -168,7 +173,7 @@ def preflight(profile: Profile, lab: str, runtime: ContainerRuntime | None,
     return diagnose(snapshot, profile, lab)
 
 
-def up(profile: Profile, name: str | None, report: Reporter, *,
+def up(profile: LabProfile, name: str | None, report: Reporter, *,
        adapters: LabAdapters | None = None, skip_preflight: bool = False,
        sleep: Callable[[float], None] | None = None) -> RunResult:
     """Build the lab; idempotent and resumable (state is what exists)."""
@@ -212,8 +217,8 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Tear
     """Remove everything labelled for the lab; works on half-built labs and after crashes."""
     import shutil
 
+    from gpulab.naming import LABEL_LAB, kind_cluster_name
     from gpulab.paths import lab_dir
-    from gpulab.render import LABEL_LAB, kind_cluster_name
 
     result = Teardown()
     cluster = kind_cluster_name(lab)
@@ -255,110 +260,27 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Tear
 def status(
     lab: str,
     runtime: ContainerRuntime,
-    profile: Profile | None,
+    profile: LabProfile,
     kube: Callable[[Path], KubeGateway] | None = None,
 ) -> dict[str, Any]:
-    """What exists for the lab: containers from Docker labels; with saved kubeconfigs, each
-    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig).
-    A stack with a `lab_status` hook (vcluster-kai) reports its own shape, with `stack` set."""
-    from gpulab.paths import lab_dir
-    from gpulab.profile.model import KamajiHamiProfile
-    from gpulab.render import LABEL_LAB, LABEL_TENANT, kind_cluster_name, worker_name
+    """What exists for the lab, in its stack's shape (`stack`, `management`, `tenants`,
+    `exists`); `kube` builds a client per kubeconfig (tests pass fakes)."""
+    from gpulab.stacks import for_profile
 
-    if profile is not None and not isinstance(profile, KamajiHamiProfile):
-        hook = getattr(_stack(profile.stack), "lab_status", None)
-        if hook is not None:
-            return dict(hook(lab, runtime, profile, kube or _status_client))
-    cluster = kind_cluster_name(lab)
-    node = runtime.get(f"{cluster}-control-plane")
-    workers = runtime.containers({LABEL_LAB: lab})
-    tenants: dict[str, dict[str, Any]] = {}
-    for container in workers:
-        tenant = container.labels.get(LABEL_TENANT, "?")
-        entry = tenants.setdefault(tenant, {"workers": []})
-        entry["workers"].append({"name": container.name, "state": container.status,
-                                 "ip": next(iter(container.networks.values()), "")})
-    if isinstance(profile, KamajiHamiProfile):
-        for spec in profile.tenants:
-            entry = tenants.setdefault(spec.name, {"workers": []})
-            have = {w["name"] for w in entry["workers"]}
-            for index in range(spec.workers.count):
-                wanted = worker_name(lab, spec.name, index)
-                if wanted not in have:
-                    entry["workers"].append({"name": wanted, "state": "missing", "ip": ""})
-    folder = lab_dir(lab)
-    management_kubeconfig = folder / "management.kubeconfig"
-    kube = kube or _status_client
-    for tenant, entry in tenants.items():
-        kubeconfig = folder / f"{tenant}.kubeconfig"
-        entry["kubeconfig"] = str(kubeconfig) if kubeconfig.exists() else ""
-        if node is not None and management_kubeconfig.exists() and isinstance(
-                profile, KamajiHamiProfile):
-            entry["control_plane"] = _control_plane(kube(management_kubeconfig), profile, tenant)
-        if kubeconfig.exists():
-            entry.update(_tenant_inside(kube(kubeconfig)))
-    return {
-        "lab": lab,
-        "management": {
-            "cluster": cluster,
-            "state": node.status if node else "missing",
-            "kubeconfig": str(management_kubeconfig) if management_kubeconfig.exists() else "",
-        },
-        "tenants": dict(sorted(tenants.items())),
-        "exists": node is not None or bool(workers),
-    }
+    return dict(for_profile(profile).lab_status(lab, runtime, profile, kube or _status_client))
+
+
+def status_tables(profile: LabProfile, info: dict[str, Any]) -> list[Table]:
+    """The tables `gpulab status` prints for `status(...)`'s dict, drawn by the lab's stack."""
+    from gpulab.stacks import for_profile
+
+    return for_profile(profile).status_tables(info)
 
 
 def _status_client(path: Path) -> KubeGateway:
     from gpulab.adapters.kube import KubeClient, RetryPolicy
 
     return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
-
-
-def _control_plane(kube: KubeGateway, profile: KamajiHamiProfile, tenant: str
-                   ) -> dict[str, Any]:
-    namespace = profile.components.kamaji.tenant_namespace
-    try:
-        tcp = kube.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane", tenant, namespace)
-    except GpulabError as err:
-        return {"error": str(err)}
-    if tcp is None:
-        return {"status": "missing"}
-    state = tcp.get("status") or {}
-    version = (state.get("kubernetesResources") or {}).get("version") or {}
-    return {
-        "status": version.get("status", "Unknown"),
-        "version": version.get("version") or (tcp.get("spec") or {}).get("kubernetes", {}).get(
-            "version", ""),
-        "endpoint": state.get("controlPlaneEndpoint", ""),
-    }
-
-
-def _tenant_inside(kube: KubeGateway) -> dict[str, Any]:
-    """Nodes and GPU cards as the tenant's own API reports them."""
-    from gpulab.inventory import card_usage
-
-    try:
-        nodes = kube.list_objects("v1", "Node")
-        pods = kube.list_objects("v1", "Pod")
-    except GpulabError as err:
-        return {"api_error": str(err)}
-    node_rows = []
-    for item in nodes:
-        conditions = {c.get("type"): c.get("status")
-                      for c in (item.get("status") or {}).get("conditions") or []}
-        node_rows.append({
-            "name": item["metadata"]["name"],
-            "ready": conditions.get("Ready") == "True",
-            "version": ((item.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""),
-        })
-    cards = [
-        {"node": c.node, "device": c.device_id, "model": c.model,
-         "memory_mib": {"used": c.used_memory, "total": c.memory_mib},
-         "cores": {"used": c.used_cores, "total": c.cores}, "pods": c.pods}
-        for c in card_usage(nodes, pods)
-    ]
-    return {"nodes": node_rows, "gpus": cards}
 
 
 # --------------------------------------------------------------------------- logs
@@ -390,7 +312,7 @@ def collect_logs(lab: str, folder: Path, runtime: ContainerRuntime, *, tar: bool
 
 
 def verify(
-    profile: Profile,
+    profile: LabProfile,
     lab: str,
     *,
     checks: list[str] | None,
@@ -407,12 +329,9 @@ def verify(
 
 
 def _stack(stack: str) -> Stack:
-    """The stack module by name (a profile's or a recording's `stack`)."""
-    from gpulab.profile.load import stack_names
+    """The stack package by name (a profile's or a recording's `stack`)."""
     from gpulab.stacks import for_name
 
-    if stack not in stack_names():
-        raise UsageError(f"unknown stack '{stack}'", hint=f"known: {', '.join(stack_names())}")
     return for_name(stack)
 
 
@@ -421,16 +340,17 @@ def verify_checks(stack: str, tc: str | None) -> list[str] | None:
     return _stack(stack).parse_checks(tc) if tc else None
 
 
-def replay_verify(directory: Path, tc: str | None) -> tuple[VerifyReport, Profile]:
+def replay_verify(directory: Path, tc: str | None) -> tuple[VerifyReport, LabProfile]:
     """Judge a recording offline with the checks of the stack that recorded it (the manifest's
     `stack`; recordings without one are kamaji-hami's)."""
-    from gpulab.checks.report import recording_stack
+    from gpulab.stacks import RECORDING_DEFAULT_STACK
+    from gpulab.verify.recording import recording_stack
 
-    stack = recording_stack(directory)
+    stack = recording_stack(directory) or RECORDING_DEFAULT_STACK
     report, profile = _stack(stack).replay(directory, verify_checks(stack, tc))
     return report, profile
 
 
-def record_verify(directory: Path, report: VerifyReport, profile: Profile) -> Path:
+def record_verify(directory: Path, report: VerifyReport, profile: LabProfile) -> Path:
     """Save what a verify observed, in the recording format of the profile's stack."""
     return _stack(profile.stack).write_recording(directory, report, profile)

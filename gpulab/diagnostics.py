@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gpulab.errors import GpulabError
-from gpulab.render import LABEL_LAB, kind_cluster_name
+from gpulab.naming import LABEL_LAB, kind_cluster_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable

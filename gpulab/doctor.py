@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab.errors import GpulabError
+from gpulab.naming import LABEL_LAB, kind_cluster_name
 from gpulab.netcalc import ipv4_subnets
-from gpulab.profile.model import KamajiHamiProfile
-from gpulab.render import LABEL_LAB, kind_cluster_name
 
 if TYPE_CHECKING:
     from gpulab.adapters.base import ContainerInfo, ContainerRuntime, NetworkInfo, RuntimeInfo
-    from gpulab.profile.model import Profile
+    from gpulab.profile.base import LabProfile
 
 __all__ = ["Finding", "HostSnapshot", "diagnose", "needs", "observe_host"]
 
@@ -29,18 +28,6 @@ GIB = 1024**3
 INOTIFY_WATCHES = 524288
 INOTIFY_INSTANCES = 512
 MIN_DOCKER_MAJOR = 20
-# Rough budgets (docs/peers-and-users.md §3): a control plane ~0.5 GiB, a worker ~0.3 GiB before
-# add-ons; with cert-manager, MetalLB, Kamaji, etcd, Calico and HAMi the write-up needed 8 GB free
-# for two tenants.
-BASE_MEMORY_GIB = 4.0
-TENANT_MEMORY_GIB = 2.0
-BASE_DISK_GIB = 12.0
-TENANT_DISK_GIB = 4.0
-# vcluster-kai: KAI's seven deployments and fake-gpu-operator on the host (~1.5 GiB), a vCluster
-# control plane per team (~0.7 GiB each, its SQLite PVC on the node's disk).
-KAI_MEMORY_GIB = 1.5
-TEAM_MEMORY_GIB = 0.7
-TEAM_DISK_GIB = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,20 +61,13 @@ class HostSnapshot:
     images_present: dict[str, bool] = field(default_factory=dict)
 
 
-def needs(profile: Profile) -> tuple[float, float, int]:
-    """(memory GiB, disk GiB, CPUs) the profile needs."""
-    if not isinstance(profile, KamajiHamiProfile):  # vcluster-kai: one kind cluster, teams in it
-        teams = len(profile.teams)
-        memory = BASE_MEMORY_GIB + KAI_MEMORY_GIB + TEAM_MEMORY_GIB * teams
-        memory += 0.3 * profile.gpu_pool.nodes
-        return memory, BASE_DISK_GIB + TEAM_DISK_GIB * teams, 2
-    workers = sum(t.workers.count for t in profile.tenants)
-    memory = BASE_MEMORY_GIB + TENANT_MEMORY_GIB * len(profile.tenants) + 0.3 * workers
-    disk = BASE_DISK_GIB + TENANT_DISK_GIB * len(profile.tenants)
-    return memory, disk, 2
+def needs(profile: LabProfile) -> tuple[float, float, int]:
+    """(memory GiB, disk GiB, CPUs) the profile needs (its stack's estimate)."""
+    wanted = profile.host_needs()
+    return wanted.memory_gib, wanted.disk_gib, wanted.cpus
 
 
-def diagnose(snapshot: HostSnapshot, profile: Profile, lab: str) -> list[Finding]:
+def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Finding]:
     """Findings in a stable order; any `fail` stops `up` before it creates anything."""
     out: list[Finding] = []
     info = snapshot.docker
@@ -172,7 +152,7 @@ def _tool(name: str, found: str | None, wanted: str, *, minimum: bool = False) -
                    "" if same else f"gpulab doctor --install-tools installs {name} {wanted}")
 
 
-def _collisions(snapshot: HostSnapshot, profile: Profile, lab: str) -> list[Finding]:
+def _collisions(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Finding]:
     out: list[Finding] = []
     prefix = f"gpulab-{lab}-"
     foreign = [c.name for c in snapshot.containers
@@ -190,14 +170,12 @@ def _collisions(snapshot: HostSnapshot, profile: Profile, lab: str) -> list[Find
     network = next((n for n in snapshot.networks if n.name == profile.management.network), None)
     subnets = ipv4_subnets(network.ipam_config) if network else []
     clashes = []
-    tenants = profile.tenants if isinstance(profile, KamajiHamiProfile) else []
-    for tenant in tenants:
-        for label, cidr in (("pod_cidr", tenant.pod_cidr), ("service_cidr", tenant.service_cidr)):
-            net = ipaddress.ip_network(cidr)
-            for subnet in subnets:
-                if net.overlaps(subnet):
-                    clashes.append(f"{tenant.name}.{label} {cidr} overlaps Docker network "
-                                   f"'{profile.management.network}' {subnet}")
+    for label, cidr in profile.docker_cidrs():
+        net = ipaddress.ip_network(cidr)
+        for subnet in subnets:
+            if net.overlaps(subnet):
+                clashes.append(f"{label} {cidr} overlaps Docker network "
+                               f"'{profile.management.network}' {subnet}")
     if clashes:
         out.append(Finding("subnets", "fail", "; ".join(clashes),
                            "change the tenant CIDRs in the profile"))

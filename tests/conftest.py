@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from gpulab.profile.load import load_profile
+from gpulab.stacks import load_profile
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gpulab.profile.model import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 
 
 @pytest.fixture(autouse=True)

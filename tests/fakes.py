@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulab import render
+from gpulab import naming
+from gpulab.adapters import base
 from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
 from gpulab.errors import AdapterError
+from gpulab.stacks.kamaji_hami import render
 
 KIND_IPAM = [
     {"Subnet": "fc00:f853:ccd:e793::/64"},
@@ -108,7 +110,7 @@ class FakeRuntime:
     def save_image(self, image: str) -> bytes:
         return f"image:{image}".encode()
 
-    def run_node(self, spec: render.ContainerSpec) -> ContainerInfo:
+    def run_node(self, spec: base.ContainerSpec) -> ContainerInfo:
         self.world.faults.hit(f"docker.run:{spec.name}")
         info = ContainerInfo(spec.name, spec.name, spec.image, "running", dict(spec.labels),
                              {spec.network: f"172.18.0.{10 + len(self.world.containers)}"})
@@ -130,7 +132,7 @@ class FakeRuntime:
         container = self.world.containers.get(name)
         if container is None:
             raise AdapterError(f"No such container: {name}")
-        tenant = container.labels.get(render.LABEL_TENANT, "")
+        tenant = container.labels.get(naming.LABEL_TENANT, "")
         if argv[:3] == ["kubeadm", "token", "create"]:
             return ExecResult(0, "kubeadm join 172.18.255.200:6443 --token abc.def "
                                  "--discovery-token-ca-cert-hash sha256:00\n", "")
@@ -221,12 +223,12 @@ class FakeHelm:
         self.world = world
         self.cluster = _cluster_of(kubeconfig)
 
-    def installed(self, release: render.HelmRelease) -> bool:
+    def installed(self, release: base.HelmRelease) -> bool:
         kube = self.world.kube(self.cluster)
         return kube.releases.get(release.name) == (release.version, json.dumps(
             release.values, sort_keys=True))
 
-    def install(self, release: render.HelmRelease, *, timeout_seconds: int = 600) -> None:
+    def install(self, release: base.HelmRelease, *, timeout_seconds: int = 600) -> None:
         self.world.faults.hit(f"helm.install:{release.name}:{self.cluster}")
         kube = self.world.kube(self.cluster)
         kube.releases[release.name] = (release.version, json.dumps(release.values, sort_keys=True))
@@ -245,7 +247,7 @@ class FakeHelm:
     def uninstall(self, name: str, namespace: str) -> None:
         self.world.kube(self.cluster).releases.pop(name, None)
 
-    def template(self, release: render.HelmRelease, *, kube_version: str | None = None,
+    def template(self, release: base.HelmRelease, *, kube_version: str | None = None,
                  include_crds: bool = False) -> list[dict[str, Any]]:
         self.world.faults.hit(f"helm.template:{release.name}")
         return [{"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
@@ -371,7 +373,7 @@ class FakeKube:
 
 
 def fake_adapters(world: FakeWorld, lab_dir: Path) -> Any:
-    from gpulab.stacks.kamaji_hami import LabAdapters
+    from gpulab.adapters.base import LabAdapters
 
     manifests = {"metallb": METALLB_MANIFEST, "calico": CALICO_MANIFEST}
 

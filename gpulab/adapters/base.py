@@ -11,21 +11,85 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
-    from gpulab.render import ContainerSpec, HelmRelease
 
 __all__ = [
     "ContainerInfo",
     "ContainerRuntime",
+    "ContainerSpec",
     "ExecResult",
     "HelmGateway",
+    "HelmRelease",
     "KindProvider",
     "KubeGateway",
+    "LabAdapters",
     "NetworkInfo",
     "RuntimeInfo",
 ]
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """A worker container as docker will run it (kind's node flags)."""
+
+    name: str
+    image: str
+    network: str
+    labels: dict[str, str]
+    privileged: bool = True
+    security_opt: tuple[str, ...] = ("seccomp=unconfined", "apparmor=unconfined")
+    tmpfs: tuple[str, ...] = ("/tmp", "/run")
+    anonymous_volumes: tuple[str, ...] = ("/var",)
+    readonly_binds: tuple[tuple[str, str], ...] = (("/lib/modules", "/lib/modules"),)
+    cgroupns: str = "private"
+    restart_policy: str = "on-failure:1"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hostname(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "hostname": self.hostname,
+            "image": self.image,
+            "network": self.network,
+            "privileged": self.privileged,
+            "security_opt": list(self.security_opt),
+            "tmpfs": list(self.tmpfs),
+            "volumes": [f"{v} (anonymous)" for v in self.anonymous_volumes]
+            + [f"{src}:{dst}:ro" for src, dst in self.readonly_binds],
+            "cgroupns": self.cgroupns,
+            "restart": self.restart_policy,
+            "labels": dict(self.labels),
+        }
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    """One Helm release exactly as it will be installed."""
+
+    name: str
+    namespace: str
+    chart: str
+    repo: str | None
+    version: str
+    values: dict[str, Any]
+    kubeconfig_of: str = "management"  # or a tenant name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "release": self.name,
+            "namespace": self.namespace,
+            "chart": self.chart,
+            "repo": self.repo,
+            "version": self.version,
+            "cluster": self.kubeconfig_of,
+            "values": self.values,
+        }
 
 
 @dataclass(frozen=True)
@@ -220,3 +284,21 @@ class KubeGateway(Protocol):
 def kubeconfig_path_hint(path: Path) -> str:
     """How to use a saved kubeconfig, without printing its contents."""
     return f"export KUBECONFIG={path}"
+
+
+@dataclass
+class LabAdapters:
+    """The adapters a lab's steps use (every stack's); tests pass fakes."""
+
+    runtime: ContainerRuntime
+    kind: KindProvider
+    kube: Callable[[Path], KubeGateway]
+    helm: Callable[[Path], HelmGateway]
+    fetch: Callable[[str], str]
+    lab_dir: Path
+
+    def management_kubeconfig(self) -> Path:
+        return self.lab_dir / "management.kubeconfig"
+
+    def tenant_kubeconfig(self, tenant: str) -> Path:
+        return self.lab_dir / f"{tenant}.kubeconfig"

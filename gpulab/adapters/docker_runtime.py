@@ -39,7 +39,7 @@ from gpulab.errors import AdapterError, GpulabError, HostError
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from gpulab.render import ContainerSpec
+    from gpulab.adapters.base import ContainerSpec
 
 __all__ = [
     "DEFAULT_DOCKER_HOST",

@@ -33,7 +33,7 @@ from gpulab.errors import AdapterError, HostError
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from gpulab.render import HelmRelease
+    from gpulab.adapters.base import HelmRelease
 
 __all__ = ["PyHelm3Gateway", "chart_reference"]
 

@@ -1,4 +1,8 @@
-"""Find, read and validate profiles; report every problem as `file:line: path: message`."""
+"""Find, read and validate profiles; report every problem as `file:line: path: message`.
+
+The loader knows no stack: callers pass the profile model of each stack name (the registry in
+gpulab.stacks does, through its `load_profile`/`parse_profile`).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +16,14 @@ import yaml
 from pydantic import ValidationError
 
 from gpulab.errors import ProfileError, UsageError
-from gpulab.profile.model import KamajiHamiProfile
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from pydantic_core import ErrorDetails
 
-    from gpulab.profile.model import Profile
+    from gpulab.profile.base import LabProfile
+
 
 __all__ = [
     "LoadedProfile",
@@ -29,7 +32,6 @@ __all__ = [
     "load_profile",
     "parse_profile",
     "profiles_dir",
-    "stack_names",
 ]
 
 PROFILES_ENV = "GPULAB_PROFILES_DIR"
@@ -42,7 +44,7 @@ Loc = tuple[str | int, ...]
 class LoadedProfile:
     """A validated profile and where it came from."""
 
-    profile: Profile
+    profile: LabProfile
     source: Path
     builtin: bool
 
@@ -66,8 +68,9 @@ def builtin_profiles() -> dict[str, Path]:
     return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
 
 
-def load_profile(ref: str | None) -> LoadedProfile:
-    """Resolve a built-in name or a path and validate it. Raises ProfileError or UsageError."""
+def load_profile(ref: str | None, models: Mapping[str, type[LabProfile]]) -> LoadedProfile:
+    """Resolve a built-in name or a path and validate it against the model of its `stack`
+    (`models`: stack name → profile model). Raises ProfileError or UsageError."""
     ref = ref or DEFAULT_PROFILE
     builtins = builtin_profiles()
     looks_like_path = os.sep in ref or ref.endswith((".yaml", ".yml")) or Path(ref).is_file()
@@ -87,11 +90,14 @@ def load_profile(ref: str | None) -> LoadedProfile:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise UsageError(f"cannot read profile {path}: {err.strerror}") from None
-    return LoadedProfile(parse_profile(text, str(path)), path, builtin)
+    return LoadedProfile(parse_profile(text, models, str(path)), path, builtin)
 
 
-def parse_profile(text: str, source: str = "<profile>") -> Profile:
-    """Validate profile YAML text; every problem becomes one `source:line: path: msg` line."""
+def parse_profile(
+    text: str, models: Mapping[str, type[LabProfile]], source: str = "<profile>"
+) -> LabProfile:
+    """Validate profile YAML text against the model its `stack` names; every problem becomes one
+    `source:line: path: msg` line."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as err:
@@ -109,11 +115,11 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
         raise ProfileError(source, [f"{source}:1: a profile must be a mapping of fields"])
     problems = list(duplicates)
     stack = data.get("stack")
-    model = _model_for(stack)
+    model = models.get(stack) if isinstance(stack, str) else None
     if model is None:
         problems.append(
             _line(source, lines, ("stack",))
-            + f"stack: must be one of {', '.join(_STACKS)} (got {stack!r})"
+            + f"stack: must be one of {', '.join(models)} (got {stack!r})"
         )
         raise ProfileError(source, problems)
     try:
@@ -126,21 +132,6 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
     if problems:
         raise ProfileError(source, problems)
     return profile
-
-
-_STACKS: dict[str, type[Profile]] = {
-    "kamaji-hami": KamajiHamiProfile,
-    "vcluster-kai": VclusterKaiProfile,
-}
-
-
-def stack_names() -> list[str]:
-    """The stacks a profile can name."""
-    return list(_STACKS)
-
-
-def _model_for(stack: object) -> type[Profile] | None:
-    return _STACKS.get(stack) if isinstance(stack, str) else None
 
 
 def format_path(loc: Iterable[str | int]) -> str:

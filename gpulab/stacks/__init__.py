@@ -1,10 +1,10 @@
-"""Stacks: one module per lab kind, each turning a profile into a plan of steps.
+"""The stack registry: the one place that lists gpulab's stacks.
 
-A stack module provides `observe_host_facts(profile, runtime)`, `build_steps(profile, lab,
-facts)`, `verify_previews(profile)` (what `verify` creates, listed by `plan`),
-`run_checks(profile, lab, folder, *, checks, keep, progress)` (the live `verify`), and for
-`verify --tc/--record/--replay` `parse_checks`, `write_recording` and `replay`; optionally
-`lab_status` (else `core.status` describes the lab). The profile's `stack` field picks the module.
+A stack is a package `gpulab/stacks/<name>/` whose `__init__` offers the `Stack` interface below:
+`PROFILE` (its profile model), `observe_host_facts`, `build_steps`, `verify_previews`, the live
+`run_checks`, `parse_checks`/`replay`/`write_recording` for `verify --tc/--replay/--record`, and
+`lab_status`/`status_tables` for `gpulab status`. The CLI and core dispatch through `for_name` /
+`for_profile`; adding a stack is one package plus one line in `STACKS`.
 """
 
 from __future__ import annotations
@@ -12,18 +12,46 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from gpulab.errors import UsageError
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime
-    from gpulab.checks.report import VerifyReport
-    from gpulab.engine.step import Step
+    from rich.table import Table
 
-__all__ = ["Stack", "for_name", "for_profile"]
+    from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.engine.step import Step
+    from gpulab.profile.base import LabProfile
+    from gpulab.profile.load import LoadedProfile
+    from gpulab.verify.report import VerifyReport
+
+__all__ = [
+    "RECORDING_DEFAULT_STACK",
+    "STACKS",
+    "Stack",
+    "for_name",
+    "for_profile",
+    "load_profile",
+    "names",
+    "parse_profile",
+    "profile_models",
+]
+
+# stack name (a profile's `stack` field) → its package
+STACKS: dict[str, str] = {
+    "kamaji-hami": "gpulab.stacks.kamaji_hami",
+    "vcluster-kai": "gpulab.stacks.vcluster_kai",
+}
+# Recordings whose manifest names no stack were made by the first stack, before there were two.
+RECORDING_DEFAULT_STACK = "kamaji-hami"
 
 
 class Stack(Protocol):
+    """What a stack package offers; its functions take that stack's own profile type."""
+
+    PROFILE: type[LabProfile]
+
     def observe_host_facts(self, profile: Any, runtime: ContainerRuntime | None) -> Any: ...
 
     def build_steps(self, profile: Any, lab: str, facts: Any) -> list[Step]: ...
@@ -47,13 +75,46 @@ class Stack(Protocol):
 
     def write_recording(self, directory: Path, report: VerifyReport, profile: Any) -> Path: ...
 
+    def lab_status(
+        self, lab: str, runtime: ContainerRuntime, profile: Any,
+        kube: Callable[[Path], KubeGateway],
+    ) -> dict[str, Any]: ...
+
+    def status_tables(self, info: dict[str, Any]) -> list[Table]: ...
+
+
+def names() -> list[str]:
+    """The stacks a profile can name."""
+    return list(STACKS)
+
 
 def for_name(stack: str) -> Stack:
-    """The stack module of a stack name such as `kamaji-hami`."""
-    module = importlib.import_module(f"gpulab.stacks.{stack.replace('-', '_')}")
-    return cast("Stack", module)
+    """The package of a stack name such as `kamaji-hami` (UsageError for an unknown one)."""
+    package = STACKS.get(stack)
+    if package is None:
+        raise UsageError(f"unknown stack '{stack}'", hint=f"known: {', '.join(STACKS)}")
+    return cast("Stack", importlib.import_module(package))
 
 
-def for_profile(profile: Any) -> Stack:
-    """The stack module named by the profile's `stack` field (validated by the loader)."""
+def for_profile(profile: LabProfile) -> Stack:
+    """The stack package named by the profile's `stack` field (validated by the loader)."""
     return for_name(profile.stack)
+
+
+def profile_models() -> dict[str, type[LabProfile]]:
+    """Stack name → its profile model, for the loader."""
+    return {name: for_name(name).PROFILE for name in STACKS}
+
+
+def load_profile(ref: str | None) -> LoadedProfile:
+    """A built-in profile name or a file path, validated against its stack's model."""
+    from gpulab.profile.load import load_profile as load
+
+    return load(ref, profile_models())
+
+
+def parse_profile(text: str, source: str = "<profile>") -> LabProfile:
+    """Profile YAML text validated against its stack's model (ProfileError with every problem)."""
+    from gpulab.profile.load import parse_profile as parse
+
+    return parse(text, profile_models(), source)

@@ -1,14 +1,17 @@
-"""Pieces every stack shares: the adapters bundle, readiness probes and generic steps."""
+"""Pieces every stack shares: the adapters bundle, readiness probes, generic steps, and the
+rendering helpers for Helm releases."""
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from gpulab import render
+from gpulab import naming
+from gpulab.adapters.base import HelmRelease, LabAdapters
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, HostError
@@ -18,11 +21,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime, HelmGateway, KindProvider, KubeGateway
-    from gpulab.checks.observe import CrossTenantGateway
+    from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import StepContext
+    from gpulab.profile.base import HelmComponent
+    from gpulab.verify.observe import CrossTenantGateway
+
+# The pause image kindest/node preloads as its sandbox image; verify's pods run it.
+VERIFY_IMAGE = "registry.k8s.io/pause:3.10.1"
 
 __all__ = [
+    "VERIFY_IMAGE",
     "HelmAddon",
     "LabAdapters",
     "ManagementCluster",
@@ -30,7 +38,9 @@ __all__ = [
     "adapters_of",
     "crd_established",
     "daemonset_ready",
+    "deep_merge",
     "deployment_available",
+    "helm_release",
     "lab_clients",
     "management_kube",
     "manifest_objects",
@@ -38,22 +48,31 @@ __all__ = [
 ]
 
 
-@dataclass
-class LabAdapters:
-    """The adapters the kamaji-hami steps use; tests pass fakes."""
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Merge `override` into a copy of `base`; mappings merge, everything else (lists) replaces."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
-    runtime: ContainerRuntime
-    kind: KindProvider
-    kube: Callable[[Path], KubeGateway]
-    helm: Callable[[Path], HelmGateway]
-    fetch: Callable[[str], str]
-    lab_dir: Path
 
-    def management_kubeconfig(self) -> Path:
-        return self.lab_dir / "management.kubeconfig"
-
-    def tenant_kubeconfig(self, tenant: str) -> Path:
-        return self.lab_dir / f"{tenant}.kubeconfig"
+def helm_release(
+    component: HelmComponent, values: dict[str, Any] | None = None, cluster: str = "management"
+) -> HelmRelease:
+    """A release from a profile component; the profile's values win over gpulab's."""
+    merged = deep_merge(values or {}, component.values)
+    return HelmRelease(
+        name=component.release,
+        namespace=component.namespace,
+        chart=component.chart.name,
+        repo=component.chart.repo,
+        version=component.chart.version,
+        values=merged,
+        kubeconfig_of=cluster,
+    )
 
 
 def adapters_of(ctx: StepContext) -> LabAdapters:
@@ -122,7 +141,7 @@ class ManagementCluster:
 
     @property
     def cluster(self) -> str:
-        return render.kind_cluster_name(self.lab)
+        return naming.kind_cluster_name(self.lab)
 
     def describe(self) -> list[Artifact]:
         return [
@@ -158,7 +177,7 @@ class ManagementCluster:
 class HelmAddon:
     """A management add-on installed with Helm, then checked to be functionally ready."""
 
-    release: render.HelmRelease
+    release: HelmRelease
     name: str
     title: str
     requires: tuple[str, ...]
@@ -287,7 +306,7 @@ def lab_clients(
     member (tenant or team) on demand, and the cross-member credential probe; all closed after.
     """
     from gpulab.adapters.kube import KubeClient
-    from gpulab.checks.observe import kubeconfig_cross_gateway
+    from gpulab.verify.observe import kubeconfig_cross_gateway
 
     management = folder / "management.kubeconfig"
     paths = [management, *(folder / f"{member}.kubeconfig" for member in members)]

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from gpulab import render
-from gpulab.profile.load import load_profile
+from gpulab.adapters import base
+from gpulab.stacks import load_profile
+from gpulab.stacks.kamaji_hami import render
 from tests.schemas import shared_data
 
 if TYPE_CHECKING:
-    from gpulab.profile.model import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 
 # chart name → upstream values file (and the Chart.yaml that says which version it is)
 UPSTREAM = {
@@ -55,7 +56,7 @@ def unknown_keys(ours: Any, theirs: Any, path: str = "") -> list[str]:
     return missing
 
 
-def releases(profile: KamajiHamiProfile) -> list[render.HelmRelease]:
+def releases(profile: KamajiHamiProfile) -> list[base.HelmRelease]:
     """The releases of the kamaji-hami stack that have an upstream values file to check."""
     out = [render.kamaji_release(profile)]
     out += [render.hami_release(profile, tenant) for tenant in profile.tenants]
@@ -74,7 +75,7 @@ KAMAJI_HAMI_RELEASES = releases(load_profile("kamaji-hami").profile)
 @pytest.mark.parametrize(
     "release", KAMAJI_HAMI_RELEASES, ids=[f"{r.name}@{r.kubeconfig_of}" for r in KAMAJI_HAMI_RELEASES]
 )
-def test_every_values_key_exists_upstream(release: render.HelmRelease) -> None:
+def test_every_values_key_exists_upstream(release: base.HelmRelease) -> None:
     theirs, version = upstream(release.chart)
 
     assert release.version in (version, f"v{version}"), (

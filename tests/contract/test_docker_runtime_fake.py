@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from gpulab.adapters import docker_runtime
+from gpulab.adapters.base import ContainerSpec
 from gpulab.adapters.docker_runtime import (
     DockerRuntime,
     connect,
@@ -23,8 +24,8 @@ from gpulab.adapters.docker_runtime import (
     parse_restart_policy,
 )
 from gpulab.errors import AdapterError, ExitCode, GpulabError, HostError
-from gpulab.profile.model import KamajiHamiProfile
-from gpulab.render import ContainerSpec, worker_container
+from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+from gpulab.stacks.kamaji_hami.render import worker_container
 
 HOST = "unix:///var/run/docker.sock"
 

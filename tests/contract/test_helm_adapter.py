@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyhelm3.client import mergeconcat
 
+from gpulab.adapters.base import HelmRelease
 from gpulab.adapters.helm import PyHelm3Gateway, chart_reference
 from gpulab.errors import AdapterError, HostError
-from gpulab.render import HelmRelease, deep_merge
+from gpulab.stacks.common import deep_merge
 
 from . import conftest
 from .conftest import CHARTS

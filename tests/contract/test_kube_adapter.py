@@ -19,7 +19,6 @@ import yaml
 from kmock import Response  # type: ignore[attr-defined]  # exported, not in __all__
 from tenacity import stop_after_attempt, wait_none
 
-from gpulab import render
 from gpulab.adapters.kube import (
     APPLY_PATCH,
     JSON_PATCH,
@@ -30,13 +29,14 @@ from gpulab.adapters.kube import (
     label_selector_matches,
 )
 from gpulab.errors import AdapterError
-from gpulab.stacks.kamaji_hami import TenantControlPlane
+from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.steps import TenantControlPlane
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway
-    from gpulab.profile.model import KamajiHamiProfile, TenantSpec
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
     from .conftest import Emulator
 

@@ -24,9 +24,9 @@ import docker.errors
 import pytest
 from docker.types import IPAMConfig, IPAMPool
 
+from gpulab.adapters.base import ContainerSpec
 from gpulab.adapters.docker_runtime import DockerRuntime, connect
 from gpulab.errors import GpulabError
-from gpulab.render import ContainerSpec
 
 TEST_IMAGE = "gpulab-test/busybox:1"
 SESSION_LABEL = "gpulab-test.session"

@@ -16,8 +16,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gpulab.cli import app
+from gpulab.naming import LABEL_LAB, LABEL_TENANT
 from gpulab.profile.load import builtin_profiles
-from gpulab.render import LABEL_LAB, LABEL_TENANT
 from tests.docker.conftest import unique
 
 runner = CliRunner()

@@ -11,10 +11,10 @@ import docker
 import docker.errors
 import pytest
 
+from gpulab.adapters.base import ContainerSpec
 from gpulab.adapters.docker_runtime import DockerRuntime, connect
 from gpulab.errors import AdapterError, GpulabError, HostError
 from gpulab.netcalc import metallb_range
-from gpulab.render import ContainerSpec
 
 from .conftest import SESSION_ID, SESSION_LABEL, TEST_IMAGE, Cleanup, DualStackNetwork, unique
 

@@ -165,7 +165,7 @@ def test_verify_on_a_lab_that_is_not_up() -> None:
 
 def test_name_alone_finds_the_profile_a_lab_was_built_from(_isolated_home) -> None:
     from gpulab import core
-    from gpulab.profile.load import load_profile
+    from gpulab.stacks import load_profile
 
     core.record_profile("teams", load_profile("vcluster-kai"))
     folder = _isolated_home / "labs" / "teams"

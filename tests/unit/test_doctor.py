@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpulab.adapters.base import ContainerInfo, NetworkInfo, RuntimeInfo
 from gpulab.doctor import HostSnapshot, diagnose, needs
-from gpulab.render import LABEL_LAB
+from gpulab.naming import LABEL_LAB
 
 GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12")
 KIND_NET = NetworkInfo("id", "kind", [{"Subnet": "fc00::/64"}, {"Subnet": "172.18.0.0/16"}])

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from gpulab import core, render
+from gpulab import core
 from gpulab.engine.runner import Event, Outcome, run_steps
 from gpulab.engine.step import StepContext
 from gpulab.engine.wait import WaitTimeout, wait_until
 from gpulab.paths import lab_dir
-from gpulab.stacks.kamaji_hami import build_steps, observe_host_facts
+from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.steps import build_steps, observe_host_facts
 from tests.fakes import FakeRuntime, FakeWorld, fake_adapters
 
 STEP_NAMES = [
@@ -88,7 +89,7 @@ def test_join_uses_named_preflight_ignores_and_a_0600_kubeconfig(kamaji_profile)
 
 
 def test_join_never_ignores_all_preflight_checks() -> None:
-    from gpulab.stacks.kamaji_hami import IGNORED_PREFLIGHT
+    from gpulab.stacks.kamaji_hami.steps import IGNORED_PREFLIGHT
 
     assert "all" not in {c.lower() for c in IGNORED_PREFLIGHT}
     assert IGNORED_PREFLIGHT
@@ -260,7 +261,7 @@ def test_failed_wait_surfaces_in_step_result(kamaji_profile) -> None:
 
 
 def test_json_events_are_machine_readable(kamaji_profile, capsys) -> None:
-    from gpulab.progress import JsonReporter
+    from gpulab.engine.progress import JsonReporter
 
     world = FakeWorld()
     adapters = fake_adapters(world, lab_dir("kamaji-hami"))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpulab.errors import ExitCode, ProfileError, UsageError
-from gpulab.profile.load import builtin_profiles, format_path, load_profile, parse_profile
+from gpulab.profile.load import builtin_profiles, format_path
+from gpulab.stacks import load_profile, parse_profile
 
 BUILTIN = builtin_profiles()["kamaji-hami"]
 TEXT = BUILTIN.read_text()

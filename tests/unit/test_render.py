@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab import render
+from gpulab import naming
+from gpulab.engine.plan import plan_documents, plan_json, plan_yaml
 from gpulab.errors import HostError
 from gpulab.netcalc import metallb_range
-from gpulab.plan import plan_documents, plan_json, plan_yaml
-from gpulab.profile.model import GpuSpec
-from gpulab.stacks.kamaji_hami import HostFacts, build_steps
+from gpulab.stacks import common
+from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.profile import GpuSpec
+from gpulab.stacks.kamaji_hami.steps import HostFacts, build_steps
 from tests.schemas import validate_object
 
 # Verbatim from shared/reference/001 (step 3), with ${t} = tenant-a and TENANT_VERSION = v1.36.4.
@@ -245,8 +247,8 @@ def test_worker_container_has_kind_node_flags(kamaji_profile) -> None:
     assert d["security_opt"] == ["seccomp=unconfined", "apparmor=unconfined"]
     assert d["tmpfs"] == ["/tmp", "/run"]
     assert "/var (anonymous)" in d["volumes"] and "/lib/modules:/lib/modules:ro" in d["volumes"]
-    assert d["labels"][render.LABEL_LAB] == "lab1"
-    assert d["labels"][render.LABEL_TENANT] == "tenant-a"
+    assert d["labels"][naming.LABEL_LAB] == "lab1"
+    assert d["labels"][naming.LABEL_TENANT] == "tenant-a"
     assert d["network"] == "kind"
 
 
@@ -262,7 +264,7 @@ def test_hami_values_use_mock_plugin_and_resolvable_scheduler(kamaji_profile) ->
 
 
 def test_profile_values_win_over_gpulab_defaults() -> None:
-    merged = render.deep_merge({"a": {"b": 1, "c": [1]}, "d": 1}, {"a": {"c": [2]}, "e": None})
+    merged = common.deep_merge({"a": {"b": 1, "c": [1]}, "d": 1}, {"a": {"c": [2]}, "e": None})
     assert merged == {"a": {"b": 1, "c": [2]}, "d": 1, "e": None}
 
 

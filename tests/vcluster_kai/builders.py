@@ -21,18 +21,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpulab import render
-from gpulab.checks.kai.registry import CHECK_IDS
-from gpulab.checks.kai.state import HostState, KaiLabState, ProbeRun, TeamState
-from gpulab.checks.observe import listing_pod
-from gpulab.checks.state import CredentialProbe, Listing
-from gpulab.stacks import vcluster_kai_render as kr
+from gpulab import naming
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.checks.registry import CHECK_IDS
+from gpulab.stacks.vcluster_kai.state import HostState, KaiLabState, ProbeRun, TeamState
+from gpulab.verify import observe as verify_observe
+from gpulab.verify.observe import listing_pod
+from gpulab.verify.state import CredentialProbe, Listing
 
 if TYPE_CHECKING:
-    from gpulab.profile.vcluster_kai import TeamSpec, VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 LAB = "vcluster-kai"
-NS = render.VERIFY_NAMESPACE
+NS = verify_observe.VERIFY_NAMESPACE
 TS = "2026-11-20T10:15:00Z"
 NODE_IP = "172.18.0.2"
 GPU_NODE = "gpulab-vcluster-kai-worker"
@@ -64,8 +65,8 @@ def node(name: str, *, gpus: str | None = None, labels: dict[str, str] | None = 
 
 
 def host_nodes(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
-    labels = {render.LABEL_LAB: LAB, **kr.gpu_node_labels(profile)}
-    return [node(CONTROL_PLANE, labels={render.LABEL_LAB: LAB}),
+    labels = {naming.LABEL_LAB: LAB, **kr.gpu_node_labels(profile)}
+    return [node(CONTROL_PLANE, labels={naming.LABEL_LAB: LAB}),
             node(GPU_NODE, gpus=str(profile.gpu_pool.count), labels=labels)]
 
 
@@ -84,7 +85,7 @@ def control_plane_pod(team: TeamSpec) -> dict[str, Any]:
 def verify_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str) -> dict[str, Any]:
     pod = next(p for p in kr.verify_objects(profile, team) if p["metadata"]["name"] == name)
     out = copy.deepcopy(pod)
-    out["metadata"]["labels"][render.LABEL_LAB] = LAB
+    out["metadata"]["labels"][naming.LABEL_LAB] = LAB
     return out
 
 
@@ -315,8 +316,8 @@ def writeup_queues_state(profile: VclusterKaiProfile) -> KaiLabState:
 
 
 def write_recordings(root: Path = RECORDINGS) -> list[Path]:
-    from gpulab.checks.kai.record import write_recording
-    from gpulab.profile.load import load_profile
+    from gpulab.stacks import load_profile
+    from gpulab.stacks.vcluster_kai.record import write_recording
 
     profile = load_profile("vcluster-kai").profile
     assert profile.stack == "vcluster-kai"

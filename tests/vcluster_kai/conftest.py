@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from gpulab.profile.load import load_profile
+from gpulab.stacks import load_profile
 from tests.vcluster_kai.builders import healthy_state
 
 if TYPE_CHECKING:
-    from gpulab.checks.kai.state import KaiLabState
-    from gpulab.profile.vcluster_kai import VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.state import KaiLabState
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from gpulab import render
+from gpulab.adapters import base
 from gpulab.adapters.base import ContainerInfo
-from gpulab.stacks import vcluster_kai_render as kr
 from gpulab.stacks.common import LabAdapters
+from gpulab.stacks.vcluster_kai import render as kr
 from tests.fakes import FakeHelm, FakeKind, FakeKube, FakeRuntime, FakeWorld, _cluster_of
 
 CONTROL_PLANE_IP = "172.18.0.2"
@@ -93,7 +93,7 @@ def _crd(name: str) -> dict[str, Any]:
 class KaiHelm(FakeHelm):
     world: KaiWorld
 
-    def install(self, release: render.HelmRelease, *, timeout_seconds: int = 600) -> None:
+    def install(self, release: base.HelmRelease, *, timeout_seconds: int = 600) -> None:
         super().install(release, timeout_seconds=timeout_seconds)
         kube = self.world.kube(self.cluster)
         if release.chart.endswith("/fake-gpu-operator"):

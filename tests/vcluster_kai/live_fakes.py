@@ -1,6 +1,6 @@
 """In-memory API servers for the live path of the vcluster-kai `verify`.
 
-The host is a `FakeApi` (tests/checks/fakes.py) seeded with the GPU node, the queue tree and
+The host is a `FakeApi` (tests/kamaji_hami/fakes.py) seeded with the GPU node, the queue tree and
 each vCluster's control-plane pod; each team's vCluster is a `FakeApi` whose pod creation plays
 vCluster's syncer (the host copy: translated name, labels and annotations unchanged, vCluster's
 own labels and annotations added). `FakeKai` plays KAI whenever host pods are read: pod-grouper
@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from gpulab import render
-from gpulab.checks.kai import objects as ko
 from gpulab.errors import AdapterError
-from gpulab.stacks import vcluster_kai_render as kr
-from tests.checks.fakes import FakeApi, FakeClock
+from gpulab.stacks.vcluster_kai import objects as ko
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.verify import observe as verify_observe
+from tests.kamaji_hami.fakes import FakeApi, FakeClock
 from tests.vcluster_kai import builders as b
 
 if TYPE_CHECKING:
-    from gpulab.profile.vcluster_kai import TeamSpec, VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 
 def _millis(amount: Decimal) -> str:
@@ -218,8 +218,8 @@ def kai_lab(profile: VclusterKaiProfile, **kai: Any) -> KaiLab:
 
 def verify_namespace_left(lab: KaiLab, team: str) -> list[tuple[str, str, str]]:
     return sorted(k for k in lab.teams[team].objects
-                  if k[1] == render.VERIFY_NAMESPACE or k == ("Namespace", "",
-                                                              render.VERIFY_NAMESPACE))
+                  if k[1] == verify_observe.VERIFY_NAMESPACE or k == ("Namespace", "",
+                                                              verify_observe.VERIFY_NAMESPACE))
 
 
 __all__ = ["FakeKai", "KaiLab", "kai_lab", "ko", "verify_namespace_left"]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab.profile.load import load_profile
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
-from gpulab.stacks import vcluster_kai_render as kr
+from gpulab.stacks import load_profile
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 from tests.contract.test_chart_values import unknown_keys
 from tests.schemas import shared_data
 

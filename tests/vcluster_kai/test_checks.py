@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from gpulab.checks.kai import registry
-from gpulab.checks.kai.run import evaluate
-from gpulab.checks.report import exit_code
-from gpulab.checks.result import CheckResult
-from gpulab.checks.state import CredentialProbe, Listing
 from gpulab.errors import ExitCode, UsageError
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
+from gpulab.stacks.vcluster_kai.checks import registry
+from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+from gpulab.stacks.vcluster_kai.run import evaluate
+from gpulab.verify.report import exit_code
+from gpulab.verify.result import CheckResult
+from gpulab.verify.state import CredentialProbe, Listing
 from tests.vcluster_kai import builders as b
 from tests.vcluster_kai.builders import host_replace, run_replace, team_replace
 
 if TYPE_CHECKING:
-    from gpulab.checks.kai.state import KaiLabState
+    from gpulab.stacks.vcluster_kai.state import KaiLabState
 
 NLP, VISION, REC = "team-nlp", "team-vision", "team-recommender"
 

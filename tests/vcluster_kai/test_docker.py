@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpulab.cli import app
-from gpulab.render import LABEL_LAB
+from gpulab.naming import LABEL_LAB
 from tests.docker.conftest import unique
 from tests.docker.test_cli_lifecycle import CI_BIN, FAKE_KIND
 

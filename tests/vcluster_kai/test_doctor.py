@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gpulab.adapters.base import NetworkInfo, RuntimeInfo
 from gpulab.doctor import HostSnapshot, diagnose, needs
-from gpulab.profile.load import load_profile
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
+from gpulab.stacks import load_profile
+from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 
 GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12")
 

@@ -14,9 +14,9 @@ from gpulab.engine.runner import Event, Outcome, RunResult, run_steps
 from gpulab.engine.step import StepContext
 from gpulab.errors import AdapterError
 from gpulab.paths import lab_dir
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
-from gpulab.stacks import vcluster_kai_render as kr
-from gpulab.stacks.vcluster_kai import build_steps, observe_host_facts
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+from gpulab.stacks.vcluster_kai.steps import build_steps, observe_host_facts
 from tests.vcluster_kai.fakes import CONTROL_PLANE_IP, KaiWorld, kai_adapters
 
 LAB = "vcluster-kai"
@@ -230,7 +230,7 @@ def test_status_shows_queues_and_teams(kai_profile: VclusterKaiProfile) -> None:
 
     from rich.console import Console
 
-    from gpulab.cli import _kai_status
+    from gpulab.stacks.vcluster_kai.status import status_tables as _kai_status
 
     console = Console(width=200, record=True)
     for table in _kai_status(info):

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpulab.checks.kai.observe import KaiGateways, Timeouts
-from gpulab.checks.kai.record import read_recording, write_recording
-from gpulab.checks.kai.run import evaluate, run_verify
-from gpulab.checks.observe import Clock
-from gpulab.checks.report import table_rows
+from gpulab.stacks.vcluster_kai.observe import KaiGateways, Timeouts
+from gpulab.stacks.vcluster_kai.record import read_recording, write_recording
+from gpulab.stacks.vcluster_kai.run import evaluate, run_verify
+from gpulab.verify.observe import Clock
+from gpulab.verify.report import table_rows
 from tests.vcluster_kai import builders as b
 from tests.vcluster_kai.live_fakes import KaiLab, kai_lab, verify_namespace_left
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gpulab.checks.report import VerifyReport
-    from gpulab.profile.vcluster_kai import VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+    from gpulab.verify.report import VerifyReport
 
 TIMEOUTS = Timeouts(running=30, refused=20, grouped=10, allocated=10, cleanup=10, interval=1)
 NLP, VISION, REC = "team-nlp", "team-vision", "team-recommender"

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from gpulab.errors import ExitCode, ProfileError
-from gpulab.profile.load import builtin_profiles, parse_profile
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
+from gpulab.profile.load import builtin_profiles
+from gpulab.stacks import parse_profile
+from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 
 BUILTIN = builtin_profiles()["vcluster-kai"]
 TEXT = BUILTIN.read_text()

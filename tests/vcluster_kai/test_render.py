@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 import yaml
 
-from gpulab import render
-from gpulab.plan import plan_documents
-from gpulab.profile.load import parse_profile
-from gpulab.profile.vcluster_kai import VclusterKaiProfile
-from gpulab.stacks import vcluster_kai_render as kr
-from gpulab.stacks.vcluster_kai import HostFacts, build_steps, verify_previews
+from gpulab import naming
+from gpulab.engine.plan import plan_documents
+from gpulab.stacks import parse_profile
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+from gpulab.stacks.vcluster_kai.steps import HostFacts, build_steps, verify_previews
 from tests.schemas import shared_data, validate_object
 
 # Verbatim from shared/reference/003, step 5 (create-queues.yaml).
@@ -242,7 +242,7 @@ def test_verify_pods_validate_and_follow_the_write_up(kai_profile: VclusterKaiPr
         for pod in pods:
             validate_object(pod)
             assert pod["spec"]["schedulerName"] == "kai-scheduler"
-            assert pod["metadata"]["labels"][render.LABEL_TENANT] == team.name
+            assert pod["metadata"]["labels"][naming.LABEL_TENANT] == team.name
         share = pods[0]
         assert share["metadata"]["labels"][kr.QUEUE_LABEL] == team.queue_name
         assert share["metadata"]["annotations"] == {"gpu-fraction": "0.33"}

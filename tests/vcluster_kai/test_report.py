@@ -12,26 +12,21 @@ import pytest
 from typer.testing import CliRunner
 
 from gpulab import core
-from gpulab.checks.kai.record import read_recording, write_recording
-from gpulab.checks.kai.run import evaluate
-from gpulab.checks.report import (
-    MANIFEST,
-    exit_code,
-    junit_xml,
-    recording_stack,
-    report_json,
-    table_rows,
-)
 from gpulab.cli import app
 from gpulab.errors import ExitCode, UsageError
+from gpulab.stacks import RECORDING_DEFAULT_STACK
+from gpulab.stacks.vcluster_kai.record import read_recording, write_recording
+from gpulab.stacks.vcluster_kai.run import evaluate
+from gpulab.verify.recording import MANIFEST, recording_stack
+from gpulab.verify.report import exit_code, junit_xml, report_json, table_rows
 from tests.vcluster_kai import builders as b
 from tests.vcluster_kai.builders import RECORDINGS
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gpulab.checks.kai.state import KaiLabState
-    from gpulab.profile.vcluster_kai import VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.state import KaiLabState
 
 runner = CliRunner()
 
@@ -86,7 +81,9 @@ def test_recording_round_trip(healthy: KaiLabState, kai_profile: VclusterKaiProf
 def test_a_kamaji_recording_is_not_read_as_kai() -> None:
     with pytest.raises(UsageError, match="is not a vcluster-kai recording"):
         read_recording(RECORDINGS / "writeup-healthy")
-    assert recording_stack(RECORDINGS / "writeup-healthy") == "kamaji-hami"
+    # kamaji-hami's recordings name no stack; the registry reads them as kamaji-hami's
+    assert recording_stack(RECORDINGS / "writeup-healthy") is None
+    assert RECORDING_DEFAULT_STACK == "kamaji-hami"
 
 
 def test_bad_kai_recordings(healthy: KaiLabState, kai_profile: VclusterKaiProfile,

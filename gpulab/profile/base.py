@@ -1,0 +1,194 @@
+"""What every profile shares: the strict base, field validators, component types, `LabProfile`.
+
+A stack's profile (`stacks/<stack>/profile.py`) subclasses `LabProfile` and names its `stack`.
+Pydantic models: unknown keys are refused, every field is typed; cross-field rules come from
+`semantic_problems`, so a bad profile is refused before anything is created.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "API_VERSION",
+    "ChartRef",
+    "HelmComponent",
+    "HostNeeds",
+    "LabProfile",
+    "ManagementSpec",
+    "ManifestComponent",
+    "Strict",
+    "dns_label",
+    "ipv4_cidr",
+    "kube_version",
+    "pinned_image",
+    "release_tag",
+]
+
+API_VERSION = "gpulab.dev/v1alpha1"
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+_KUBE_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
+
+
+class Strict(BaseModel):
+    """Base for every profile section: unknown keys are errors, objects are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+
+
+def dns_label(value: str) -> str:
+    if len(value) > 63 or not _DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"'{value}' is not a DNS-1123 label (lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters)"
+        )
+    return value
+
+
+def pinned_image(value: str) -> str:
+    if not _DIGEST.search(value):
+        raise ValueError(f"image '{value}' must be pinned by digest (…@sha256:<64 hex>)")
+    return value
+
+
+def kube_version(value: str) -> str:
+    if not _KUBE_VERSION.match(value):
+        raise ValueError(f"'{value}' is not a Kubernetes version like v1.36.4")
+    return value
+
+
+def release_tag(value: str) -> str:
+    if not re.match(r"^v\d+\.\d+\.\d+$", value):
+        raise ValueError(f"'{value}' must be an exact release tag like v1.2.3")
+    return value
+
+
+def ipv4_cidr(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError as err:
+        raise ValueError(f"'{value}' is not a valid CIDR: {err}") from None
+    if net.version != 4:
+        raise ValueError(f"'{value}' must be an IPv4 CIDR")
+    return value
+
+
+class ChartRef(Strict):
+    """Where a Helm chart comes from and the exact version to install."""
+
+    repo: str | None = Field(
+        default=None, description="HTTPS chart repository URL; omit when `name` is an oci:// ref"
+    )
+    name: str = Field(description="chart name in the repo, or a full oci:// reference")
+    version: str = Field(min_length=1, description="exact chart version (never a range)")
+
+    @field_validator("version")
+    @classmethod
+    def _exact_version(cls, value: str) -> str:
+        if any(ch in value for ch in "^~*<>= ,|") or value in {"latest", "stable"}:
+            raise ValueError(f"chart version '{value}' must be exact, not a range or channel")
+        return value
+
+    @model_validator(mode="after")
+    def _repo_or_oci(self) -> ChartRef:
+        is_oci = self.name.startswith("oci://")
+        if is_oci and self.repo:
+            raise ValueError("give either an oci:// name or a repo URL, not both")
+        if not is_oci and not self.repo:
+            raise ValueError("a chart needs a repo URL unless its name is an oci:// reference")
+        if self.repo and not self.repo.startswith(("https://", "http://")):
+            raise ValueError(f"repo '{self.repo}' must be an http(s) URL")
+        return self
+
+    @property
+    def display(self) -> str:
+        return self.name if self.name.startswith("oci://") else f"{self.repo} {self.name}"
+
+
+class HelmComponent(Strict):
+    """A component installed as one Helm release."""
+
+    release: str = Field(description="Helm release name")
+    namespace: str
+    chart: ChartRef
+    values: dict[str, Any] = Field(default_factory=dict, description="merged into gpulab's values")
+
+    _ns = field_validator("namespace", "release")(dns_label)
+
+
+class ManifestComponent(Strict):
+    """A component installed from a pinned upstream manifest URL (server-side apply)."""
+
+    version: str = Field(description="upstream release tag, e.g. v0.16.1")
+    manifest: str = Field(description="URL of the manifest; `{version}` is substituted")
+
+    _tag = field_validator("version")(release_tag)
+
+    @property
+    def url(self) -> str:
+        return self.manifest.replace("{version}", self.version)
+
+
+class ManagementSpec(Strict):
+    """The kind management cluster."""
+
+    kind_version: str = Field(description="kind release used to create the cluster")
+    node_image: str = Field(description="kindest/node image pinned by digest")
+    network: str = Field(default="kind", description="Docker network kind attaches nodes to")
+
+    _img = field_validator("node_image")(pinned_image)
+
+    _tag = field_validator("kind_version")(release_tag)
+
+
+
+@dataclass(frozen=True)
+class HostNeeds:
+    """What a lab needs of the Docker host (doctor compares it with what the host has)."""
+
+    memory_gib: float
+    disk_gib: float
+    cpus: int = 2
+
+
+# Rough budgets (docs/peers-and-users.md §3): the kind management cluster with its add-ons.
+BASE_MEMORY_GIB = 4.0
+BASE_DISK_GIB = 12.0
+
+
+class LabProfile(Strict):
+    """The fields every profile has; a stack's profile adds its own and narrows `stack`."""
+
+    apiVersion: Literal["gpulab.dev/v1alpha1"]
+    kind: Literal["Lab"]
+    name: str = Field(description="default lab name (`--name` overrides)")
+    description: str = ""
+    stack: str
+    management: ManagementSpec
+
+    _name = field_validator("name")(dns_label)
+
+    def semantic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Rules across fields, each with the field path it is about."""
+        return []
+
+    def member_names(self) -> list[str]:
+        """The lab's members (tenants, teams), each with a kubeconfig of its own."""
+        raise NotImplementedError
+
+    def host_needs(self) -> HostNeeds:
+        """Memory, disk and CPUs the lab needs of the Docker host."""
+        return HostNeeds(BASE_MEMORY_GIB, BASE_DISK_GIB)
+
+    def docker_cidrs(self) -> list[tuple[str, str]]:
+        """(field path, CIDR) pairs that must not overlap the Docker network."""
+        return []

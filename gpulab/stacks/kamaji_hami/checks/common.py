@@ -1,0 +1,244 @@
+"""What every check needs: its tenant's state and spec, verdict constructors, shared diagnoses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpulab.stacks import common
+from gpulab.stacks.kamaji_hami import objects as o
+from gpulab.stacks.kamaji_hami import render
+from gpulab.verify.result import CheckResult
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
+    from gpulab.stacks.kamaji_hami.state import LabState, TenantState
+    from gpulab.verify.state import JsonObj, PodRun
+
+__all__ = [
+    "Ctx",
+    "explain_gpu_pod",
+    "gpu_scenario",
+    "prepare",
+    "system_pods_summary",
+    "webhook_bypassed",
+]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One check's view: the lab, the profile, the tenant's spec and its observed state."""
+
+    check: str
+    lab: LabState
+    profile: KamajiHamiProfile
+    spec: TenantSpec
+    st: TenantState
+
+    @property
+    def tenant(self) -> str:
+        return self.spec.name
+
+    def passed(self, evidence: str) -> CheckResult:
+        return CheckResult(self.check, self.tenant, "pass", evidence=evidence)
+
+    def failed(self, reason: str, evidence: str = "") -> CheckResult:
+        return CheckResult(self.check, self.tenant, "fail", evidence=evidence, reason=reason)
+
+    def error(self, reason: str, evidence: str = "") -> CheckResult:
+        return CheckResult(self.check, self.tenant, "error", evidence=evidence, reason=reason)
+
+    def skipped(self, reason: str) -> CheckResult:
+        return CheckResult(self.check, self.tenant, "skip", reason=reason)
+
+    def workers(self) -> list[str]:
+        """The node names the profile gives this tenant (render.worker_name)."""
+        return [render.worker_name(self.lab.lab, self.tenant, i)
+                for i in range(self.spec.workers.count)]
+
+    def unobserved(self, what: str) -> CheckResult:
+        """The data a check needs is missing: the tenant API was down, or it was not observed."""
+        if self.st.api_error:
+            return self.failed(
+                f"the tenant API server of {self.tenant} did not answer, so {what} could not be "
+                f"read (see TC-01): {self.st.api_error}"
+            )
+        return self.error(f"{what} of {self.tenant} was not observed in this run or recording")
+
+    def node(self, node_name: str) -> JsonObj | None:
+        for node in self.st.nodes or ():
+            if o.name(node) == node_name:
+                return node
+        return None
+
+
+def prepare(
+    lab: LabState, profile: KamajiHamiProfile, tenant: str, check: str
+) -> Ctx | CheckResult:
+    """The check's context, or the `error` verdict explaining why the check cannot look."""
+    try:
+        spec = profile.tenant(tenant)
+    except KeyError as err:
+        return CheckResult(check, tenant, "error", reason=str(err).strip("'\""))
+    st = lab.tenant(tenant)
+    if st is None:
+        return CheckResult(check, tenant, "error",
+                           reason=f"tenant {tenant} is not in this observation or recording")
+    if st.internal_error:
+        return CheckResult(check, tenant, "error",
+                           reason=f"verify failed while observing {tenant}: {st.internal_error}")
+    return Ctx(check, lab, profile, spec, st)
+
+
+# --------------------------------------------------------------------------- shared diagnoses
+
+
+def _pods_named(pods: Iterable[JsonObj], prefix: str) -> list[JsonObj]:
+    return [p for p in pods if o.name(p).startswith(prefix)]
+
+
+def system_pods_summary(st: TenantState, prefix: str) -> str:
+    """'konnectivity-agent-x Running; konnectivity-agent-y Pending (agent: waiting ...)'."""
+    if st.system_pods is None:
+        return "not observed"
+    pods = _pods_named(st.system_pods, prefix)
+    if not pods:
+        return f"no {prefix}* pod found"
+    parts = []
+    for pod in pods:
+        problems = o.container_problems(pod)
+        extra = f" ({', '.join(problems)})" if problems else ""
+        parts.append(f"{o.name(pod)} {o.pod_phase(pod)}{extra}")
+    return "; ".join(parts)
+
+
+def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:
+    """Why a GPU pod kept its scheduler: HAMi's webhook was not called (or skipped the pod)."""
+    sched = o.scheduler_name(pod)
+    pod_name = o.name(pod)
+    if sched != "default-scheduler":
+        return (
+            f"{pod_name} names scheduler {sched}: HAMi's webhook leaves pods that already name a "
+            f"scheduler alone, so HAMi never saw it; something else set schedulerName"
+        )
+    return (
+        f"{pod_name} kept schedulerName default-scheduler: HAMi's webhook was not called: the "
+        f"tenant API server could not reach it through Konnectivity (failurePolicy Ignore hides "
+        f"this); check konnectivity-agent pods in kube-system of the tenant "
+        f"[{system_pods_summary(st, 'konnectivity-agent')}] and the konnectivity-server container "
+        f"of its control-plane pod (TC-01)"
+    )
+
+
+def _lock_reason(ctx: Ctx, pod_name: str, event_text: str) -> str:
+    expire = ctx.profile.components.hami.node_lock_expire
+    return (
+        f"HAMi could not bind {pod_name}: node lock contention ({event_text}). HAMi locks a node "
+        f"while binding and only the real device plugin releases the lock; with the mock plugin "
+        f"it lasts until it expires (components.hami.node_lock_expire = {expire}). Wait for it "
+        f"to expire and re-run verify, or lower node_lock_expire and re-run `gpulab up`"
+    )
+
+
+_REASON_HINTS = {
+    "node unregistered": "HAMi has not registered the worker's mock GPUs (see TC-04)",
+    "CardUuidMismatch": "the card the pod is pinned to (nvidia.com/use-gpuuuid) is not among "
+    "the registered devices (see TC-04)",
+    "CardNotHealth": "the registered card is marked unhealthy (see TC-04)",
+    "CardInsufficientMemory": "the card's memory is taken by other pods",
+    "CardInsufficientCore": "the card's cores are taken by other pods",
+    "CardTimeSlicingExhausted": "the card already holds `split` pods",
+}
+
+
+def explain_gpu_pod(ctx: Ctx, run: PodRun | None, pod_name: str) -> str:
+    """Why a verify GPU pod is not Running and placed by HAMi: the most specific cause first."""
+    if run is None:
+        return f"{pod_name} was not part of this observation"
+    if run.outcome == "not-created":
+        return f"{pod_name} was not created: {run.last_seen or 'a pod before it did not run'}"
+    if run.create_error:
+        denied = "denied" in run.create_error and "webhook" in run.create_error
+        who = "HAMi's admission webhook denied it" if denied else "the create call failed"
+        return f"the tenant API refused {pod_name} ({who}): {run.create_error}"
+    pod = run.pod or run.created
+    if pod is None:
+        return f"{pod_name} disappeared while verify waited for it (deleted by someone else?)"
+    if o.scheduler_name(run.created or pod) != o.HAMI_SCHEDULER:
+        return webhook_bypassed(ctx.st, run.created or pod)
+    node = o.pod_node(pod)
+    phase = o.pod_phase(pod)
+    if phase == "Failed":
+        status = pod.get("status") or {}
+        return f"{pod_name} failed: {status.get('reason', '')} {status.get('message', '')}".strip()
+    if node and phase != "Running":
+        problems = o.container_problems(pod)
+        hint = ""
+        if any("Image" in p for p in problems):
+            hint = f"; the image {common.VERIFY_IMAGE} must be pullable or present on {node}"
+        return (f"{pod_name} is bound to {node} but not running: "
+                f"{', '.join(problems) or phase}{hint}")
+    if not node:
+        lock = o.lock_contention(run.events)
+        if lock is not None:
+            return _lock_reason(ctx, pod_name, o.event_message(lock))
+        reasons = [r for r in o.hami_reasons(run.events) if r != o.LOCK_CONTENTION]
+        if reasons:
+            hints = [_REASON_HINTS[r] for r in reasons if r in _REASON_HINTS]
+            failed = o.events_with(run.events, "FilteringFailed") or run.events
+            return (
+                f"HAMi found no card for {pod_name} ({', '.join(reasons)}: "
+                f"{o.event_message(failed[-1])})"
+                + (f"; {'; '.join(hints)}" if hints else "")
+            )
+        if not run.events:
+            schedulers = system_pods_summary(ctx.st, "hami-scheduler")
+            return (
+                f"{pod_name} is {phase} with schedulerName hami-scheduler but no scheduler left "
+                f"an event about it: hami-scheduler is not running or not handling pods; "
+                f"hami-scheduler pods in kube-system: [{schedulers}]"
+            )
+    waited = f" after {run.waited:.0f}s" if run.waited else ""
+    last = f"; last seen: {run.last_seen}" if run.last_seen else ""
+    return f"{pod_name} is {o.pod_summary(pod)}{waited}{last}; events: {o.short_events(run.events)}"
+
+
+def prepare_gpu(
+    lab: LabState, profile: KamajiHamiProfile, tenant: str, check: str
+) -> tuple[Ctx, render.SharingSizes] | CheckResult:
+    """`prepare` then `gpu_scenario`: the context and pod sizes of a GPU check, or its verdict."""
+    ctx = prepare(lab, profile, tenant, check)
+    if isinstance(ctx, CheckResult):
+        return ctx
+    sizes = gpu_scenario(ctx)
+    if isinstance(sizes, CheckResult):
+        return sizes
+    return ctx, sizes
+
+
+def gpu_scenario(ctx: Ctx) -> render.SharingSizes | CheckResult:
+    """The pod sizes the GPU checks expect, or the skip/error/fail verdict when they cannot run.
+
+    Skip when the tenant has no GPUs or its first card admits no size (render.sharing_sizes, the
+    rule in docs/checks.md): verify then creates no GPU pods for it.
+    """
+    spec = ctx.spec
+    if not spec.gpus:
+        return ctx.skipped(f"{ctx.tenant} has no GPUs in the profile, so there is nothing for "
+                           f"HAMi to schedule")
+    gpu = spec.gpus[0]
+    sizes = render.sharing_sizes(gpu, spec.device_ids(0)[0])
+    if not sizes.applicable:
+        return ctx.skipped(
+            f"card {gpu.model} ({gpu.cores} cores, split {gpu.split}) admits no pod size where "
+            f"three pods fit and a fourth does not (sizing rule, docs/checks.md), so verify "
+            f"creates no GPU pods for {ctx.tenant}"
+        )
+    if ctx.st.gpu_pods is None:
+        if ctx.st.scenario_error:
+            return ctx.error(f"verify could not run its GPU pods in {ctx.tenant}: "
+                             f"{ctx.st.scenario_error}")
+        return ctx.unobserved("the GPU pods")
+    return sizes

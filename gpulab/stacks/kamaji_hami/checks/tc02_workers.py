@@ -1,0 +1,121 @@
+"""TC-02 workers: the profile's workers are Ready nodes at the tenant's version, Calico is up, and
+the tunnel works (the tenant API reads the logs of a pod on each worker)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpulab.stacks.kamaji_hami import objects as o
+from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare, system_pods_summary
+from gpulab.stacks.kamaji_hami.checks.tc01_control_planes import normalize_version
+from gpulab.verify.result import CheckResult, summarize_problems
+
+if TYPE_CHECKING:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+
+__all__ = ["ID", "check"]
+
+ID = "TC-02"
+
+
+def _node_problems(ctx: Ctx) -> tuple[list[str], list[str]]:
+    problems: list[str] = []
+    evidence: list[str] = []
+    want = ctx.spec.kubernetes_version
+    for worker in ctx.workers():
+        node = ctx.node(worker)
+        if node is None:
+            problems.append(
+                f"worker {worker} is not a node of {ctx.tenant}: its kubeadm join never "
+                f"completed or the node was deleted; `docker exec {worker} journalctl -u kubelet` "
+                f"shows why, `gpulab up` joins it again"
+            )
+            continue
+        ready, why = o.node_ready(node)
+        kubelet = str(((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""))
+        if not ready:
+            if "cni" in why.lower() or "network" in why.lower():
+                hint = ("the pod network is not up on it: check the calico-node pod on that node "
+                        "in kube-system")
+            else:
+                hint = f"check its kubelet: `docker exec {worker} journalctl -u kubelet`"
+            problems.append(f"node {worker} is NotReady ({why}): {hint}")
+        if kubelet and normalize_version(kubelet) != want:
+            problems.append(
+                f"node {worker} runs kubelet {kubelet} but {ctx.tenant} is {want}: the worker "
+                f"image must be kindest/node:{want} (workers.image in the profile)"
+            )
+        if ready and (not kubelet or normalize_version(kubelet) == want):
+            evidence.append(f"{worker} Ready ({kubelet or 'version unknown'})")
+    return problems, evidence
+
+
+def _calico(ctx: Ctx) -> tuple[list[str], list[str]]:
+    ds = ctx.st.calico
+    if ds is None and ctx.st.system_error:
+        return [f"could not read DaemonSet kube-system/calico-node: {ctx.st.system_error}"], []
+    if ds is None:
+        return [
+            f"DaemonSet kube-system/calico-node not found in {ctx.tenant}: Calico is not "
+            f"installed; `gpulab up` installs it"
+        ], []
+    status = ds.get("status") or {}
+    want = int(status.get("desiredNumberScheduled") or 0)
+    ready = int(status.get("numberReady") or 0)
+    if want == 0 or ready < want:
+        return [
+            f"calico-node is {ready}/{want} ready: `kubectl -n kube-system describe ds "
+            f"calico-node` in {ctx.tenant}; pods: [{system_pods_summary(ctx.st, 'calico-node')}]"
+        ], []
+    return [], [f"calico-node {ready}/{want} ready"]
+
+
+def _tunnel(ctx: Ctx) -> tuple[list[str], list[str]]:
+    probes = {p.node: p for p in ctx.st.logs_probes or ()}
+    problems: list[str] = []
+    evidence: list[str] = []
+    agents = system_pods_summary(ctx.st, "konnectivity-agent")
+    for worker in ctx.workers():
+        if ctx.node(worker) is None:
+            continue  # already reported
+        probe = probes.get(worker)
+        if probe is None or not probe.pod:
+            problems.append(
+                f"no running pod on {worker} to read logs from, so the tunnel to it is unproven"
+                + (f" ({probe.error})" if probe and probe.error else "")
+            )
+        elif not probe.ok:
+            problems.append(
+                f"the tenant API could not read the logs of {probe.namespace}/{probe.pod} on "
+                f"{worker}: {probe.error}. The API server reaches kubelets only through "
+                f"Konnectivity: check konnectivity-agent pods in kube-system [{agents}] and the "
+                f"konnectivity-server container of the control-plane pod (TC-01)"
+            )
+        else:
+            evidence.append(f"logs of {probe.namespace}/{probe.pod} on {worker} read through "
+                            f"the tunnel")
+    return problems, evidence
+
+
+def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
+    """Every profile worker is a Ready node with the tenant's kubelet version, calico-node is
+    ready, and logs of a pod on every worker can be read through the tenant API."""
+    ctx = prepare(lab, profile, tenant, ID)
+    if isinstance(ctx, CheckResult):
+        return ctx
+    if ctx.st.nodes is None:
+        if ctx.st.nodes_error:
+            return ctx.failed(f"the tenant API refused to list nodes: {ctx.st.nodes_error}")
+        return ctx.unobserved("the node list")
+    problems, evidence = _node_problems(ctx)
+    parts = (_calico, _tunnel) if ctx.st.logs_probes is not None else (_calico,)
+    for part in parts:
+        more, seen = part(ctx)
+        problems += more
+        evidence += seen
+    if not problems and ctx.st.logs_probes is None:
+        return ctx.unobserved("the logs probe (tunnel)")
+    if problems:
+        return ctx.failed(summarize_problems(problems), "; ".join(evidence))
+    return ctx.passed("; ".join(evidence))

@@ -1,0 +1,114 @@
+"""TC-04 GPU inventory: every worker advertises exactly the profile's GPUs (nvidia.com/gpu,
+gpumem, gpucores, gpumem-percentage) and HAMi's registered devices match ids, memory, cores and
+model."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from gpulab.stacks.kamaji_hami import objects as o
+from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare, system_pods_summary
+from gpulab.verify.result import CheckResult, summarize_problems
+
+if TYPE_CHECKING:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+    from gpulab.verify.state import JsonObj
+
+__all__ = ["ID", "check"]
+
+ID = "TC-04"
+_FIELDS = (("devmem", "memory"), ("devcore", "cores"), ("type", "model"), ("count", "split"))
+
+
+def _allocatable_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str]:
+    want = render.gpu_capacity(ctx.spec)
+    status = node.get("status") or {}
+    alloc = status.get("allocatable") or {}
+    got = {key: o.int_quantity(alloc.get(key)) or 0 for key in want}
+    node_name = o.name(node)
+    shown = ", ".join(f"{k.removeprefix('nvidia.com/')}={v}" for k, v in got.items())
+    if got == want:
+        return [], shown
+    wrong = ", ".join(f"{k}={got[k]} (want {v})" for k, v in want.items() if got[k] != v)
+    capacity = o.int_quantity((status.get("capacity") or {}).get("nvidia.com/gpu")) or 0
+    if not ctx.spec.gpus:
+        hint = "the profile gives this tenant no GPUs, yet the node advertises some"
+    elif capacity <= 0:
+        hint = ("node capacity nvidia.com/gpu is not set: gpulab patches it so that HAMi's mock "
+                "plugin starts reporting (it reports zero until then); re-run `gpulab up`")
+    elif not got["nvidia.com/gpumem"] or not got["nvidia.com/gpucores"]:
+        hint = ("HAMi's mock device plugin has not registered the cards: check its pods in "
+                f"kube-system [{system_pods_summary(ctx.st, 'hami-mock-device-plugin')}] and "
+                f"that ConfigMap hami-scheduler-device exists "
+                f"({'yes' if ctx.st.hami_device_configmap else 'no'})")
+    else:
+        hint = ("the node describes other cards than the profile: its "
+                f"{render.GPU_REGISTER_ANNOTATION} annotation differs; `gpulab up` rewrites it")
+    return [f"node {node_name} allocatable {wrong}: {hint}"], shown
+
+
+def _registered_problems(ctx: Ctx, node: JsonObj, index: int) -> tuple[list[str], str]:
+    node_name = o.name(node)
+    raw = o.annots(node).get(render.GPU_REGISTER_ANNOTATION)
+    want: list[dict[str, Any]] = (
+        json.loads(render.gpu_register_annotation(ctx.spec, index)) if ctx.spec.gpus else []
+    )
+    if raw is None:
+        if not want:
+            return [], "no cards registered"
+        return [f"node {node_name} has no {render.GPU_REGISTER_ANNOTATION} annotation: HAMi "
+                f"knows no cards on it; `gpulab up` writes it"], ""
+    got = o.registered_devices(raw)
+    if got is None:
+        return [f"node {node_name} annotation {render.GPU_REGISTER_ANNOTATION} is not a JSON "
+                f"list of devices (HAMi v2.10 reads JSON only): {raw[:120]}"], ""
+    by_id = {str(d.get("id")): d for d in got}
+    problems: list[str] = []
+    for card in want:
+        have = by_id.pop(str(card["id"]), None)
+        if have is None:
+            problems.append(f"node {node_name} has no registered device {card['id']}")
+            continue
+        for key, label in _FIELDS:
+            if have.get(key) != card[key]:
+                problems.append(f"registered device {card['id']} on {node_name} has {label} "
+                                f"{have.get(key)!r}, the profile says {card[key]!r}")
+        if have.get("health") is not True:
+            problems.append(f"registered device {card['id']} on {node_name} is not healthy")
+    for extra in by_id:
+        problems.append(f"node {node_name} registers device {extra}, which the profile "
+                        f"does not have")
+    if problems:
+        problems[-1] += f"; `gpulab up` rewrites {render.GPU_REGISTER_ANNOTATION}"
+    shown = ", ".join(f"{c['id']} {c['type']} {c['devmem']} MiB {c['devcore']} cores"
+                      for c in want)
+    return problems, shown
+
+
+def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
+    """Allocatable GPU resources equal render.gpu_capacity and the registered devices equal
+    render.gpu_register_annotation, on every worker."""
+    ctx = prepare(lab, profile, tenant, ID)
+    if isinstance(ctx, CheckResult):
+        return ctx
+    if ctx.st.nodes is None:
+        return ctx.unobserved("the node list")
+    problems: list[str] = []
+    evidence: list[str] = []
+    for index, worker in enumerate(ctx.workers()):
+        node = ctx.node(worker)
+        if node is None:
+            problems.append(f"worker {worker} is not a node of {tenant} (see TC-02)")
+            continue
+        more, shown = _allocatable_problems(ctx, node)
+        problems += more
+        regs, registered = _registered_problems(ctx, node, index)
+        problems += regs
+        if not more and not regs:
+            evidence.append(f"{worker} advertises {shown}; registered: {registered}")
+    if problems:
+        return ctx.failed(summarize_problems(problems), "; ".join(evidence))
+    return ctx.passed("; ".join(evidence))

@@ -1,0 +1,275 @@
+"""The kamaji-hami profile: tenants with a Kamaji control plane, kindest/node workers and mock
+GPUs shared through HAMi.
+
+Shared field types and the `LabProfile` base are gpulab.profile.base's; this module adds the
+stack's sections and its cross-field rules (unique tenants, CIDRs, version support, device ids).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from gpulab.profile.base import (
+    HelmComponent,
+    HostNeeds,
+    LabProfile,
+    ManifestComponent,
+    Strict,
+    dns_label,
+    ipv4_cidr,
+    kube_version,
+    pinned_image,
+)
+from gpulab.stacks.kamaji_hami import compat
+
+__all__ = [
+    "ComponentsSpec",
+    "ControlPlaneSpec",
+    "GpuSpec",
+    "HamiSpec",
+    "KamajiHamiProfile",
+    "KamajiSpec",
+    "MetalLBSpec",
+    "TenantSpec",
+    "WorkerSpec",
+]
+
+# Rough budgets (docs/peers-and-users.md §3): a control plane ~0.5 GiB, a worker ~0.3 GiB before
+# add-ons; with cert-manager, MetalLB, Kamaji, etcd, Calico and HAMi the write-up needed 8 GB free
+# for two tenants.
+TENANT_MEMORY_GIB = 2.0
+TENANT_DISK_GIB = 4.0
+WORKER_MEMORY_GIB = 0.3
+_KINDEST_TAG = re.compile(r"^kindest/node:(v\d+\.\d+\.\d+)@sha256:[0-9a-f]{64}$")
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+class MetalLBSpec(ManifestComponent):
+    """MetalLB in L2 mode; the address pool is derived from the kind network at `up`."""
+
+    pool_name: str = "kind-ip-pool"
+    pool_size: int = Field(default=51, ge=1, le=1024, description="addresses in the pool")
+    pool_offset_from_top: int = Field(
+        default=5,
+        ge=1,
+        description="addresses kept free between the pool's end and the subnet's broadcast",
+    )
+
+
+class KamajiSpec(HelmComponent):
+    """Kamaji; the open-source chart is only published as 0.0.0+latest, so pin the image."""
+
+    image_tag: str = Field(description="clastix/kamaji image tag, e.g. 26.8.2-edge")
+    tenant_namespace: str = "tenants"
+
+    @field_validator("image_tag")
+    @classmethod
+    def _pinned_tag(cls, value: str) -> str:
+        if value in {"", "latest", "edge"}:
+            raise ValueError("image_tag must pin a Kamaji build such as 26.8.2-edge")
+        return value
+
+
+class HamiSpec(HelmComponent):
+    """HAMi with its mock device plugin (no real NVIDIA device plugin)."""
+
+    mock_device_plugin_tag: str = Field(default="1.0.1")
+    kube_scheduler_registry: str = Field(
+        default="registry.k8s.io",
+        description="registry holding kube-scheduler:<tenant version> (upstream default is an "
+        "aliyun mirror that may lack new versions)",
+    )
+    node_lock_expire: str = Field(
+        default="5s",
+        description="HAMi node-lock expiry; the mock plugin never releases the lock, so a short "
+        "expiry lets the next GPU pod bind within seconds (upstream default 5m)",
+    )
+
+    @field_validator("node_lock_expire")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not re.match(r"^\d+(ms|s|m)$", value):
+            raise ValueError(f"'{value}' must be a Go duration such as 5s or 1m")
+        return value
+
+
+class ComponentsSpec(Strict):
+    """Every add-on gpulab installs, each pinned."""
+
+    cert_manager: HelmComponent
+    metallb: MetalLBSpec
+    kamaji: KamajiSpec
+    calico: ManifestComponent
+    hami: HamiSpec
+
+
+
+
+class GpuSpec(Strict):
+    """One kind of mock GPU card on each worker of a tenant."""
+
+    model: str = Field(min_length=1, description="device type HAMi reports, e.g. NVIDIA-L4")
+    count: int = Field(default=1, gt=0, le=16, description="cards of this model per worker")
+    memory_mib: int = Field(gt=0, description="memory of one card in MiB")
+    cores: int = Field(default=100, gt=0, le=100, description="compute of one card, 100 = all")
+    split: int = Field(default=10, description="how many pods may share one card")
+    id_prefix: str = Field(
+        default="GPU-MOCK-", description="device ids are <id_prefix><n>, n counting per tenant"
+    )
+
+    @field_validator("split")
+    @classmethod
+    def _split(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be >= 1 (a card shared by 0 pods can never be used)")
+        if value > 100:
+            raise ValueError("must be <= 100")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if "," in value or ":" in value or ";" in value:
+            raise ValueError("must not contain ',', ':' or ';' (HAMi's annotation separators)")
+        return value
+
+
+class WorkerSpec(Strict):
+    """The tenant's worker node containers (kindest/node joined with kubeadm)."""
+
+    count: int = Field(default=1, ge=1, le=8)
+    image: str = Field(description="kindest/node image at the tenant's version, by digest")
+
+    _img = field_validator("image")(pinned_image)
+
+
+class ControlPlaneSpec(Strict):
+    """How Kamaji runs the tenant's control plane."""
+
+    replicas: int = Field(default=1, ge=1, le=3)
+    service_type: Literal["LoadBalancer", "NodePort", "ClusterIP"] = "LoadBalancer"
+    port: int = Field(default=6443, ge=1, le=65535)
+    konnectivity_port: int = Field(default=8132, ge=1, le=65535)
+    konnectivity_agent_mode: Literal["DaemonSet", "Deployment"] = "DaemonSet"
+    kubelet_cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
+
+
+class TenantSpec(Strict):
+    """One tenant: a hosted control plane, its workers and their mock GPUs."""
+
+    name: str
+    kubernetes_version: str
+    pod_cidr: str = "10.244.0.0/16"
+    service_cidr: str = "10.96.0.0/16"
+    control_plane: ControlPlaneSpec = Field(default_factory=ControlPlaneSpec)
+    workers: WorkerSpec
+    gpus: list[GpuSpec] = Field(default_factory=list)
+
+    _name = field_validator("name")(dns_label)
+    _version = field_validator("kubernetes_version")(kube_version)
+    _cidrs = field_validator("pod_cidr", "service_cidr")(ipv4_cidr)
+
+    def device_ids(self, worker_index: int) -> list[str]:
+        """Mock device ids of one worker, unique across the tenant."""
+        ids: list[str] = []
+        per_worker = sum(g.count for g in self.gpus)
+        offsets: dict[str, int] = {}
+        for gpu in self.gpus:
+            start = offsets.get(gpu.id_prefix, 0)
+            for card in range(gpu.count):
+                ids.append(f"{gpu.id_prefix}{worker_index * per_worker + start + card}")
+            offsets[gpu.id_prefix] = start + gpu.count
+        return ids
+
+
+class KamajiHamiProfile(LabProfile):
+    """Kamaji hosted control planes per tenant, HAMi GPU sharing with mock GPUs."""
+
+    stack: Literal["kamaji-hami"]
+    components: ComponentsSpec
+    tenants: list[TenantSpec] = Field(min_length=1)
+
+    def semantic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Rules across fields, each with the field path it is about."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        seen: set[str] = set()
+        for index, tenant in enumerate(self.tenants):
+            at = ("tenants", index)
+            if tenant.name in seen:
+                problems.append(((*at, "name"), f"duplicate tenant name '{tenant.name}'"))
+            seen.add(tenant.name)
+            problem = compat.kamaji_tenant_version_problem(
+                self.components.kamaji.image_tag, tenant.kubernetes_version
+            )
+            if problem:
+                problems.append(((*at, "kubernetes_version"), problem))
+            if ipaddress.ip_network(tenant.pod_cidr).overlaps(
+                ipaddress.ip_network(tenant.service_cidr)
+            ):
+                problems.append((
+                    (*at, "service_cidr"),
+                    f"{tenant.service_cidr} overlaps pod_cidr {tenant.pod_cidr}",
+                ))
+            match = _KINDEST_TAG.match(tenant.workers.image)
+            if match and match.group(1) != tenant.kubernetes_version:
+                problems.append((
+                    (*at, "workers", "image"),
+                    f"kindest/node {match.group(1)} does not match kubernetes_version "
+                    f"{tenant.kubernetes_version}; the worker's kubelet must match its tenant",
+                ))
+            cp = tenant.control_plane
+            if cp.port == cp.konnectivity_port:
+                problems.append((
+                    (*at, "control_plane", "konnectivity_port"),
+                    f"must differ from control_plane.port ({cp.port})",
+                ))
+            ids = tenant.device_ids(0)
+            if len(set(ids)) != len(ids):
+                problems.append(((*at, "gpus"), "two GPU entries produce the same device ids; "
+                                 "give each model its own id_prefix"))
+        return problems
+
+    def member_names(self) -> list[str]:
+        """The tenants, each with a kubeconfig of its own (`gpulab kubeconfig <tenant>`)."""
+        return [tenant.name for tenant in self.tenants]
+
+    def host_needs(self) -> HostNeeds:
+        base = super().host_needs()
+        workers = sum(t.workers.count for t in self.tenants)
+        memory = (base.memory_gib + TENANT_MEMORY_GIB * len(self.tenants)
+                  + WORKER_MEMORY_GIB * workers)
+        return HostNeeds(memory, base.disk_gib + TENANT_DISK_GIB * len(self.tenants), base.cpus)
+
+    def docker_cidrs(self) -> list[tuple[str, str]]:
+        return [(f"{t.name}.{field}", cidr) for t in self.tenants
+                for field, cidr in (("pod_cidr", t.pod_cidr), ("service_cidr", t.service_cidr))]
+
+    def tenant(self, name: str) -> TenantSpec:
+        for tenant in self.tenants:
+            if tenant.name == name:
+                return tenant
+        known = ", ".join(t.name for t in self.tenants)
+        raise KeyError(f"no tenant '{name}' in profile (tenants: {known})")

@@ -1,0 +1,860 @@
+"""The kamaji-hami lab as a plan of steps.
+
+Order (one place decides it): management cluster → cert-manager → MetalLB → Kamaji, then per
+tenant, concurrently: control plane → workers → join → Calico → HAMi → mock GPUs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpulab import naming
+from gpulab.engine.step import Artifact
+from gpulab.engine.wait import wait_until
+from gpulab.errors import AdapterError, GpulabError, HostError
+from gpulab.netcalc import AddressRange, ipv4_subnets, metallb_range
+from gpulab.paths import write_secret
+from gpulab.stacks import common
+from gpulab.stacks.common import (
+    HelmAddon,
+    LabAdapters,
+    ManagementCluster,
+    PreloadImages,
+    adapters_of,
+    crd_established,
+    daemonset_ready,
+    deployment_available,
+    management_kube,
+    manifest_objects,
+    node_ready,
+)
+from gpulab.stacks.kamaji_hami import render
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from gpulab.adapters import base
+    from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.engine.step import Step, StepContext
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
+
+__all__ = [
+    "HostFacts",
+    "LabAdapters",
+    "build_steps",
+    "observe_host_facts",
+    "verify_previews",
+]
+
+# kubeadm preflight checks a kindest/node container cannot pass, and only those:
+#  SystemVerification: the kernel config is not readable inside a container;
+#  FileContent--proc-sys-net-bridge-bridge-nf-call-iptables: /proc/sys is the host's, read-only,
+#    and the file exists only where the host loaded br_netfilter (Calico does not need it).
+# Swap is not ignored: the tenant's kubelet config keeps failSwapOn, so kubeadm's message is the
+# clearest place to fail (doctor warns about swap before `up`).
+IGNORED_PREFLIGHT = (
+    "SystemVerification",
+    "FileContent--proc-sys-net-bridge-bridge-nf-call-iptables",
+)
+WORKER_KUBECONFIG = "/etc/gpulab/admin.conf"
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Values that depend on the live host: the kind network's IPAM config (None when Docker
+    could not be asked). `metallb_pool` fixes the pool outright (tests, benchmarks)."""
+
+    metallb_pool: AddressRange | None = None
+    pool_error: str = ""
+    ipam_config: tuple[dict[str, Any], ...] | None = None
+    network: str = ""
+
+    @property
+    def plan_note(self) -> str:
+        """What `plan` shows as pending on a reachable host ('' when nothing is)."""
+        return f"MetalLB range pending: {self.pool_error}" if self.pool_error else ""
+
+
+POOL_FILE = "metallb-pool"
+
+
+def _read_range(path: Path) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address] | None:
+    try:
+        first, last = path.read_text(encoding="utf-8").strip().split("-")
+        return ipaddress.IPv4Address(first), ipaddress.IPv4Address(last)
+    except (OSError, ValueError):
+        return None
+
+
+def lab_pool(
+    profile: KamajiHamiProfile, lab: str, ipam: list[dict[str, Any]], network: str
+) -> AddressRange:
+    """This lab's MetalLB pool: the one it recorded, else the top range no other lab uses.
+
+    Labs on one host share the kind network, so each records its pool in its lab folder and a new
+    lab steps below the others' (labs of other users on the host are not seen).
+    """
+    from gpulab.paths import lab_dir, labs_root
+
+    metallb = profile.components.metallb
+    recorded = _read_range(lab_dir(lab) / POOL_FILE)
+    if recorded is not None:
+        subnet = next(iter(ipv4_subnets(ipam)), None)
+        if subnet is not None and recorded[0] in subnet and recorded[1] in subnet:
+            return AddressRange(recorded[0], recorded[1], subnet)
+    avoid = [r for path in sorted(labs_root().glob(f"*/{POOL_FILE}"))
+             if path.parent.name != lab and (r := _read_range(path)) is not None]
+    return metallb_range(ipam, size=metallb.pool_size,
+                         offset_from_top=metallb.pool_offset_from_top, network=network,
+                         avoid=avoid)
+
+
+def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | None) -> HostFacts:
+    """Ask Docker for the kind network's subnets; absent network or Docker → pending."""
+    if runtime is None:
+        return HostFacts(pool_error="Docker not reachable")
+    try:
+        network = runtime.network(profile.management.network)
+    except GpulabError as err:
+        return HostFacts(pool_error=str(err))
+    if network is None:
+        return HostFacts(pool_error=f"network '{profile.management.network}' does not exist yet")
+    metallb = profile.components.metallb
+    try:  # refuse early when the network can hold no pool at all
+        metallb_range(network.ipam_config, size=metallb.pool_size,
+                      offset_from_top=metallb.pool_offset_from_top, network=network.name)
+    except HostError as err:
+        return HostFacts(pool_error=str(err))
+    return HostFacts(ipam_config=tuple(network.ipam_config), network=network.name)
+
+
+def _cert_manager_ready(kube: KubeGateway) -> tuple[bool, str]:
+    """The webhook answers: a dry-run Issuer is admitted (pods Ready is not enough)."""
+    ok, seen = deployment_available(kube, "cert-manager-webhook", "cert-manager")
+    if not ok:
+        return ok, seen
+    issuer = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Issuer",
+        "metadata": {"name": "gpulab-webhook-probe", "namespace": "cert-manager"},
+        "spec": {"selfSigned": {}},
+    }
+    kube.apply(issuer, dry_run=True)
+    return True, "cert-manager webhook admitted a dry-run Issuer"
+
+
+def _kamaji_ready(kube: KubeGateway) -> tuple[bool, str]:
+    ok, seen = crd_established(kube, "tenantcontrolplanes.kamaji.clastix.io")
+    if not ok:
+        return ok, seen
+    for dep in kube.list_objects("apps/v1", "Deployment", "kamaji-system"):
+        name = dep["metadata"]["name"]
+        ok, seen = deployment_available(kube, name, "kamaji-system")
+        if not ok:
+            return ok, seen
+    return True, "Kamaji CRDs served and controller available"
+
+
+@dataclass
+class MetalLB:
+    """MetalLB (native L2 manifest) and an IPv4 pool derived from the kind network."""
+
+    profile: KamajiHamiProfile
+    facts: HostFacts
+    lab: str
+    name: str = "management/metallb"
+    title: str = "Installing MetalLB with the kind network's IPv4 pool"
+    requires: tuple[str, ...] = ("management/images",)
+    timeout: float = 240
+
+    def _planned_pool(self) -> AddressRange | None:
+        if self.facts.metallb_pool is not None:
+            return self.facts.metallb_pool
+        if self.facts.ipam_config is None:
+            return None
+        return lab_pool(self.profile, self.lab, list(self.facts.ipam_config), self.facts.network)
+
+    def describe(self) -> list[Artifact]:
+        metallb = self.profile.components.metallb
+        pool = self._planned_pool()
+        pool_note = str(pool) if pool else (
+            f"pending ({self.facts.pool_error})" if self.facts.pool_error else "pending"
+        )
+        arts = [
+            Artifact(
+                "manifest",
+                f"metallb-{metallb.version}",
+                {"url": metallb.url, "apply": "server-side", "pool": pool_note},
+            )
+        ]
+        for obj in render.metallb_objects(self.profile, pool):
+            arts.append(Artifact("object", f"{obj['kind']}/{obj['metadata']['name']}", obj))
+        return arts
+
+    def _pool(self, ctx: StepContext) -> AddressRange:
+        planned = self._planned_pool()
+        if planned is not None:
+            return planned
+        adapters = adapters_of(ctx)
+        net_name = self.profile.management.network
+        network = adapters.runtime.network(net_name)
+        if network is None:
+            raise HostError(f"Docker network '{net_name}' not found after the cluster was created")
+        return lab_pool(self.profile, self.lab, network.ipam_config, net_name)
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = management_kube(ctx)
+        try:
+            pool = self._pool(ctx)
+            ok, _ = deployment_available(kube, "controller", "metallb-system")
+            live = kube.get(
+                "metallb.io/v1beta1", "IPAddressPool",
+                self.profile.components.metallb.pool_name, "metallb-system",
+            )
+        except AdapterError:
+            return False
+        return ok and live is not None and (live.get("spec") or {}).get("addresses") == [str(pool)]
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        kube = management_kube(ctx)
+        pool = self._pool(ctx)
+        ctx.note(f"MetalLB pool {pool} (IPv4 subnet {pool.subnet})")
+        for obj in manifest_objects(adapters.fetch(self.profile.components.metallb.url)):
+            kube.apply(obj)
+        wait_until(
+            ctx, self.name, "MetalLB controller",
+            lambda: deployment_available(kube, "controller", "metallb-system"),
+            timeout=self.timeout,
+        )
+        objects = render.metallb_objects(self.profile, pool)
+
+        def apply_pool() -> tuple[bool, str]:
+            # The pool webhook refuses connections for a while after the pod is Ready.
+            for obj in objects:
+                kube.apply(obj)
+            return True, f"pool {pool} accepted"
+
+        wait_until(ctx, self.name, "MetalLB to accept the address pool", apply_pool,
+                   timeout=self.timeout, interval=3)
+        from gpulab.paths import lab_dir
+
+        record = lab_dir(self.lab) / POOL_FILE
+        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        record.write_text(f"{pool}\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- per tenant
+
+
+@dataclass
+class TenantControlPlane:
+    profile: KamajiHamiProfile
+    tenant: TenantSpec
+    timeout: float = 600
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/control-plane"
+
+    @property
+    def title(self) -> str:
+        return f"Creating control plane of {self.tenant.name} (Kamaji)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/kamaji", "management/metallb")
+
+    @property
+    def namespace(self) -> str:
+        return self.profile.components.kamaji.tenant_namespace
+
+    def describe(self) -> list[Artifact]:
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+        tcp = render.tenant_control_plane(self.profile, self.tenant)
+        return [
+            Artifact("object", f"Namespace/{self.namespace}", ns),
+            Artifact("object", f"TenantControlPlane/{self.tenant.name}", tcp),
+            Artifact("file", f"{self.tenant.name}.kubeconfig",
+                     {"from": f"secret {self.namespace}/{self.tenant.name}-admin-kubeconfig "
+                      "key admin.conf", "mode": "0600"}),
+        ]
+
+    def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        tcp = kube.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane",
+                       self.tenant.name, self.namespace)
+        if tcp is None:
+            return False, "TenantControlPlane not found"
+        status = tcp.get("status") or {}
+        version = ((status.get("kubernetesResources") or {}).get("version") or {})
+        state = version.get("status", "Unknown")
+        endpoint = status.get("controlPlaneEndpoint", "")
+        return state == "Ready", f"status {state}" + (f", endpoint {endpoint}" if endpoint else "")
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = management_kube(ctx)
+        ok, seen = self._ready(kube)
+        ctx.observe(self.name, seen)
+        if not ok:
+            return False
+        self._save_kubeconfig(ctx, kube)
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        objects = [art.body for art in self.describe() if art.kind == "object"]
+
+        def submit() -> tuple[bool, str]:
+            # Kamaji's validating webhook may refuse connections for a moment after its pod is
+            # Ready (its certificate comes from cert-manager): retried like MetalLB's pool.
+            for obj in objects:
+                kube.apply(obj)
+            return True, "TenantControlPlane accepted"
+
+        wait_until(ctx, self.name, "Kamaji to accept the TenantControlPlane", submit,
+                   timeout=120, interval=3)
+        wait_until(ctx, self.name, f"TenantControlPlane {self.tenant.name} Ready",
+                   lambda: self._ready(kube), timeout=self.timeout, interval=5)
+        self._save_kubeconfig(ctx, kube)
+
+    def _save_kubeconfig(self, ctx: StepContext, kube: KubeGateway) -> None:
+        secret = f"{self.tenant.name}-admin-kubeconfig"
+        data = kube.secret_data(secret, self.namespace, "admin.conf")
+        if not data:
+            raise AdapterError(f"secret {self.namespace}/{secret} has no admin.conf yet")
+        path = write_secret(adapters_of(ctx).tenant_kubeconfig(self.tenant.name), data)
+        ctx.note(f"kubeconfig saved to {path} (mode 0600)")
+
+
+@dataclass
+class TenantWorkers:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/workers"
+
+    @property
+    def title(self) -> str:
+        return f"Starting worker containers of {self.tenant.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/cluster",)
+
+    def specs(self) -> list[base.ContainerSpec]:
+        return [render.worker_container(self.profile, self.lab, self.tenant, i)
+                for i in range(self.tenant.workers.count)]
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("container", s.name, s.to_dict()) for s in self.specs()]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        runtime = adapters_of(ctx).runtime
+        for spec in self.specs():
+            info = runtime.get(spec.name)
+            if info is None or not info.running:
+                return False
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        runtime = adapters_of(ctx).runtime
+        for spec in self.specs():
+            info = runtime.get(spec.name)
+            if info is not None and info.running:
+                continue
+            if info is not None:  # stopped or half-created: kind nodes cannot be restarted
+                runtime.remove(spec.name)
+            if not runtime.image_present(spec.image):
+                ctx.note(f"docker pull {spec.image}")
+                try:
+                    runtime.pull(spec.image)
+                except AdapterError as err:
+                    raise HostError(f"cannot pull worker image {spec.image}: {err}",
+                                    hint="check the internet connection, or docker pull it "
+                                         "yourself and re-run gpulab up") from None
+            ctx.note(f"docker run {spec.name} ({spec.image})")
+            runtime.run_node(spec)
+
+
+@dataclass
+class JoinWorkers:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 300
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/join"
+
+    @property
+    def title(self) -> str:
+        return f"Joining workers to {self.tenant.name} (kubeadm)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/control-plane", f"{self.tenant.name}/workers")
+
+    def nodes(self) -> list[str]:
+        return [render.worker_name(self.lab, self.tenant.name, i)
+                for i in range(self.tenant.workers.count)]
+
+    def describe(self) -> list[Artifact]:
+        ignored = ",".join(IGNORED_PREFLIGHT)
+        return [
+            Artifact("command", f"join {node}", {
+                "container": node,
+                "steps": [
+                    f"copy {self.tenant.name}.kubeconfig to {WORKER_KUBECONFIG} (0600)",
+                    "modprobe br_netfilter (best effort)",
+                    f"kubeadm token create --print-join-command --kubeconfig {WORKER_KUBECONFIG}",
+                    f"<join command> --ignore-preflight-errors={ignored}",
+                ],
+            }, cluster=self.tenant.name)
+            for node in self.nodes()
+        ]
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = adapters_of(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _registered(self, kube: KubeGateway) -> set[str]:
+        return {n["metadata"]["name"] for n in kube.list_objects("v1", "Node")}
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            registered = self._registered(self._tenant(ctx))
+        except AdapterError:
+            return False
+        return set(self.nodes()) <= registered
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        kube = self._tenant(ctx)
+        registered = self._registered(kube)
+        kubeconfig = adapters.tenant_kubeconfig(self.tenant.name).read_bytes()
+        for node in self.nodes():
+            if node in registered:
+                continue
+            adapters.runtime.copy_in(node, WORKER_KUBECONFIG, kubeconfig, mode=0o600)
+            # As Kamaji's own worker e2e does; best effort (the module may be built in).
+            modprobe = adapters.runtime.exec(node, ["modprobe", "br_netfilter"], timeout=30)
+            if not modprobe.ok:
+                ctx.note(f"modprobe br_netfilter on {node}: {modprobe.stderr.strip()}")
+            token = adapters.runtime.exec(
+                node, ["kubeadm", "token", "create", "--print-join-command",
+                       "--kubeconfig", WORKER_KUBECONFIG], timeout=120,
+            )
+            if not token.ok or "kubeadm join" not in token.stdout:
+                raise AdapterError(
+                    f"could not create a join token on {node}",
+                    output=(token.stderr or token.stdout).strip()[-2000:],
+                )
+            argv = [*shlex.split(token.stdout.strip()),
+                    f"--ignore-preflight-errors={','.join(IGNORED_PREFLIGHT)}"]
+            ctx.note(f"kubeadm join on {node}")
+            result = adapters.runtime.exec(node, argv, timeout=self.timeout)
+            if not result.ok:
+                tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+                raise AdapterError(f"kubeadm join failed on {node}: {' | '.join(tail)}",
+                                   hint="gpulab logs collects the worker's kubelet journal",
+                                   output=result.stderr)
+        wait_until(ctx, self.name, f"nodes {', '.join(self.nodes())} registered",
+                   lambda: self._seen(kube), timeout=self.timeout, interval=3)
+
+    def _seen(self, kube: KubeGateway) -> tuple[bool, str]:
+        registered = self._registered(kube)
+        missing = sorted(set(self.nodes()) - registered)
+        return not missing, f"missing {', '.join(missing)}" if missing else "all registered"
+
+
+@dataclass
+class Calico:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 420
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/calico"
+
+    @property
+    def title(self) -> str:
+        return f"Installing Calico in {self.tenant.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/join", f"{self.tenant.name}/images")
+
+    def describe(self) -> list[Artifact]:
+        calico = self.profile.components.calico
+        return [Artifact("manifest", f"calico-{calico.version}", {
+            "url": calico.url,
+            "apply": "server-side",
+            "set_env": {"daemonset/calico-node": render.calico_pool_env(self.tenant)},
+        }, cluster=self.tenant.name)]
+
+    def objects(self, text: str) -> list[dict[str, Any]]:
+        """The upstream manifest with calico-node's IPv4 pool set to the tenant's pod CIDR."""
+        objects = manifest_objects(text)
+        env = render.calico_pool_env(self.tenant)
+        for obj in objects:
+            if obj.get("kind") == "DaemonSet" and obj["metadata"]["name"] == "calico-node":
+                for container in obj["spec"]["template"]["spec"]["containers"]:
+                    if container.get("name") == "calico-node":
+                        entries = [e for e in container.get("env", []) if e.get("name") not in env]
+                        entries += [{"name": k, "value": v} for k, v in env.items()]
+                        container["env"] = entries
+        return objects
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = adapters_of(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _nodes_ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        nodes = kube.list_objects("v1", "Node")
+        not_ready = [n["metadata"]["name"] for n in nodes if not node_ready(n)]
+        ok, seen = daemonset_ready(kube, "calico-node", "kube-system")
+        if not ok:
+            return ok, seen
+        if not nodes or not_ready:
+            return False, f"not Ready: {', '.join(not_ready)}" if not_ready else "no nodes yet"
+        return self._tunnel(kube, [n["metadata"]["name"] for n in nodes])
+
+    @staticmethod
+    def _tunnel(kube: KubeGateway, nodes: list[str]) -> tuple[bool, str]:
+        """Konnectivity works: the tenant API reads a pod's logs on every worker (a kubelet call
+        the hosted API server can only make through the tunnel)."""
+        pods = kube.list_objects("v1", "Pod", "kube-system")
+        for node in nodes:
+            on_node = [p for p in pods if (p.get("spec") or {}).get("nodeName") == node
+                       and p["metadata"]["name"].startswith("calico-node")]
+            if not on_node:
+                return False, f"no calico-node pod on {node} yet"
+            pod = on_node[0]["metadata"]["name"]
+            try:
+                kube.pod_logs(pod, "kube-system", tail_lines=1)
+            except AdapterError as err:
+                return False, f"logs of kube-system/{pod} on {node} not readable: {err}"
+        return True, f"{len(nodes)} node(s) Ready; logs readable through Konnectivity"
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            ok, _ = self._nodes_ready(self._tenant(ctx))
+        except AdapterError:
+            return False
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = self._tenant(ctx)
+        text = adapters_of(ctx).fetch(self.profile.components.calico.url)
+        for obj in self.objects(text):
+            kube.apply(obj)
+        wait_until(ctx, self.name, "calico-node ready, nodes Ready and the tunnel up",
+                   lambda: self._nodes_ready(kube), timeout=self.timeout, interval=5)
+
+
+@dataclass
+class Hami:
+    profile: KamajiHamiProfile
+    tenant: TenantSpec
+    timeout: float = 420
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/hami"
+
+    @property
+    def title(self) -> str:
+        return f"Installing HAMi with the mock device plugin in {self.tenant.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/calico",)
+
+    @property
+    def release(self) -> base.HelmRelease:
+        return render.hami_release(self.profile, self.tenant)
+
+    def describe(self) -> list[Artifact]:
+        rbac = [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
+                         cluster=self.tenant.name)
+                for o in render.hami_mock_rbac(self.release)]
+        return [*rbac, Artifact("helm-release", self.release.name, self.release.to_dict(),
+                                cluster=self.tenant.name)]
+
+    def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        ok, seen = deployment_available(kube, "hami-scheduler", self.release.namespace)
+        if not ok:
+            return ok, seen
+        if kube.get("v1", "ConfigMap", "hami-scheduler-device", self.release.namespace) is None:
+            return False, "ConfigMap hami-scheduler-device not created yet"
+        return True, "hami-scheduler available"
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = adapters_of(ctx)
+        path = adapters.tenant_kubeconfig(self.tenant.name)
+        try:
+            if not adapters.helm(path).installed(self.release):
+                return False
+            ok, _ = self._ready(adapters.kube(path))
+        except AdapterError:
+            return False
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        path = adapters.tenant_kubeconfig(self.tenant.name)
+        kube = adapters.kube(path)
+        for obj in render.hami_mock_rbac(self.release):  # before install: helm --wait needs it
+            kube.apply(obj)
+        adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
+        wait_until(ctx, self.name, "hami-scheduler ready", lambda: self._ready(kube),
+                   timeout=self.timeout, interval=5)
+
+
+@dataclass
+class MockGpus:
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 180
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/gpus"
+
+    @property
+    def title(self) -> str:
+        return f"Describing mock GPUs on {self.tenant.name}'s workers"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/hami",)
+
+    def nodes(self) -> list[tuple[str, int]]:
+        return [(render.worker_name(self.lab, self.tenant.name, i), i)
+                for i in range(self.tenant.workers.count)]
+
+    def describe(self) -> list[Artifact]:
+        return [
+            Artifact("node-patch", node, {
+                "annotations": {
+                    render.GPU_REGISTER_ANNOTATION: render.gpu_register_annotation(self.tenant, i)
+                },
+                "statusPatch": render.gpu_capacity_patch(self.tenant),
+                "expectAllocatable": {k: str(v) for k, v in
+                                      render.gpu_capacity(self.tenant).items()},
+            }, cluster=self.tenant.name)
+            for node, i in self.nodes()
+        ]
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = adapters_of(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _advertised(self, kube: KubeGateway) -> tuple[bool, str]:
+        want = {k: str(v) for k, v in render.gpu_capacity(self.tenant).items()}
+        for node, _ in self.nodes():
+            live = kube.get("v1", "Node", node)
+            if live is None:
+                return False, f"node {node} not found"
+            alloc = (live.get("status") or {}).get("allocatable") or {}
+            got = {k: str(alloc.get(k, "0")) for k in want}
+            if got != want:
+                return False, f"{node} allocatable {json.dumps(got, sort_keys=True)}"
+        return True, "allocatable matches the profile on every worker"
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        if not self.tenant.gpus:
+            return True
+        try:
+            kube = self._tenant(ctx)
+            for node, i in self.nodes():
+                live = kube.get("v1", "Node", node) or {}
+                annotations = (live.get("metadata") or {}).get("annotations") or {}
+                wanted = render.gpu_register_annotation(self.tenant, i)
+                if annotations.get(render.GPU_REGISTER_ANNOTATION) != wanted:
+                    return False
+            ok, _ = self._advertised(kube)
+        except AdapterError:
+            return False
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = self._tenant(ctx)
+        for node, i in self.nodes():
+            # Capacity first: the mock plugin reports zero until nvidia.com/gpu capacity > 0.
+            kube.patch_node_status(node, render.gpu_capacity_patch(self.tenant))
+            kube.annotate("v1", "Node", node, {
+                render.GPU_REGISTER_ANNOTATION: render.gpu_register_annotation(self.tenant, i)
+            })
+        wait_until(ctx, self.name, "mock GPUs advertised", lambda: self._advertised(kube),
+                   timeout=self.timeout, interval=5)
+
+
+CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _images_from(ctx: StepContext, what: str, produce: Callable[[], list[dict[str, Any]]]
+                 ) -> list[str]:
+    """Images a chart or manifest runs; a source that cannot be read is noted and skipped."""
+    from gpulab.images import images_in_objects
+
+    try:
+        return images_in_objects(produce())
+    except GpulabError as err:
+        ctx.note(f"cannot list the images of {what}: {err}")
+        return []
+
+
+def _dedupe(images: list[str]) -> list[str]:
+    return list(dict.fromkeys(images))
+
+
+def management_images(profile: KamajiHamiProfile, lab: str) -> PreloadImages:
+    """cert-manager, MetalLB, Kamaji (with etcd) and the tenants' control-plane images."""
+    comps = profile.components
+    releases = [common.helm_release(comps.cert_manager), render.kamaji_release(profile)]
+
+    def sources(ctx: StepContext) -> list[str]:
+        adapters = adapters_of(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        images: list[str] = []
+        for release in releases:
+            def rendered(r: base.HelmRelease = release) -> list[dict[str, Any]]:
+                return helm.template(r)
+
+            images += _images_from(ctx, f"chart {release.chart} {release.version}", rendered)
+        images += _images_from(ctx, comps.metallb.url,
+                               lambda: manifest_objects(adapters.fetch(comps.metallb.url)))
+        for tenant in profile.tenants:
+            images += [f"registry.k8s.io/{c}:{tenant.kubernetes_version}"
+                       for c in CONTROL_PLANE_IMAGES]
+        return _dedupe(images)
+
+    return PreloadImages(
+        name="management/images",
+        title="Preloading add-on images into the management node",
+        requires=("management/cluster",),
+        nodes=[f"{naming.kind_cluster_name(lab)}-control-plane"],
+        sources=sources,
+        described=[f"chart {r.chart} {r.version}" for r in releases]
+        + [comps.metallb.url, "registry.k8s.io/kube-{apiserver,controller-manager,scheduler} "
+                              "at each tenant's version"],
+    )
+
+
+def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> PreloadImages:
+    """Calico, HAMi (with its kube-scheduler) and kube-proxy for a tenant's workers."""
+    calico = profile.components.calico
+    release = render.hami_release(profile, tenant)
+
+    def sources(ctx: StepContext) -> list[str]:
+        adapters = adapters_of(ctx)
+        helm = adapters.helm(adapters.management_kubeconfig())
+        images = _images_from(ctx, calico.url,
+                              lambda: manifest_objects(adapters.fetch(calico.url)))
+        images += _images_from(ctx, f"chart {release.chart} {release.version}",
+                               lambda: helm.template(release,
+                                                     kube_version=tenant.kubernetes_version))
+        images.append(f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}")
+        return _dedupe(images)
+
+    return PreloadImages(
+        name=f"{tenant.name}/images",
+        title=f"Preloading images into {tenant.name}'s workers",
+        requires=(f"{tenant.name}/workers",),
+        nodes=[render.worker_name(lab, tenant.name, i) for i in range(tenant.workers.count)],
+        sources=sources,
+        described=[calico.url, f"chart {release.chart} {release.version}",
+                   f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}"],
+        cluster=tenant.name,
+    )
+
+
+@dataclass
+class VerifyPreview:
+    """What `gpulab verify` creates in a tenant; listed by `plan`, never run by `up`."""
+
+    tenant: TenantSpec
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/verify"
+
+    @property
+    def title(self) -> str:
+        return f"(gpulab verify) test objects in {self.tenant.name}, removed afterwards"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/gpus",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
+                         cluster=self.tenant.name)
+                for o in render.verify_objects(self.tenant)]
+
+    def satisfied(self, ctx: StepContext) -> bool:  # pragma: no cover - never run by up
+        return True
+
+    def apply(self, ctx: StepContext) -> None:  # pragma: no cover - never run by up
+        return None
+
+
+def verify_previews(profile: KamajiHamiProfile) -> list[Step]:
+    return [VerifyPreview(tenant) for tenant in profile.tenants]
+
+
+def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[Step]:
+    """Every step of `up` for this profile, in the one order that matters."""
+    steps: list[Step] = [
+        ManagementCluster(render.kind_cluster_config(profile, lab), lab),
+        management_images(profile, lab),
+        HelmAddon(
+            common.helm_release(profile.components.cert_manager),
+            name="management/cert-manager",
+            title="Installing cert-manager",
+            requires=("management/images",),
+            ready=_cert_manager_ready,
+            ready_what="cert-manager webhook to admit objects",
+        ),
+        MetalLB(profile, facts, lab),
+        HelmAddon(
+            render.kamaji_release(profile),
+            name="management/kamaji",
+            title="Installing Kamaji",
+            requires=("management/cert-manager",),
+            ready=_kamaji_ready,
+            ready_what="Kamaji CRDs and controller",
+        ),
+    ]
+    for tenant in profile.tenants:
+        steps += [
+            TenantControlPlane(profile, tenant),
+            TenantWorkers(profile, lab, tenant),
+            tenant_images(profile, lab, tenant),
+            JoinWorkers(profile, lab, tenant),
+            Calico(profile, lab, tenant),
+            Hami(profile, tenant),
+            MockGpus(profile, lab, tenant),
+        ]
+    return steps
+
+
+
+
+
+
+
+

@@ -1,0 +1,146 @@
+"""What every vcluster-kai check needs: its team's state and spec, verdicts, shared diagnoses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpulab.stacks.vcluster_kai import objects as ko
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.verify import objects as o
+from gpulab.verify.result import CheckResult
+
+if TYPE_CHECKING:
+    from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.state import KaiLabState, ProbeRun, TeamState
+
+__all__ = ["Ctx", "control_plane_summary", "explain_run", "prepare", "run_or_verdict"]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One check's view: the lab, the profile, the team's spec and its observed state."""
+
+    check: str
+    lab: KaiLabState
+    profile: VclusterKaiProfile
+    spec: TeamSpec
+    st: TeamState
+
+    @property
+    def team(self) -> str:
+        return self.spec.name
+
+    @property
+    def queue(self) -> str:
+        return self.spec.queue_name
+
+    def passed(self, evidence: str) -> CheckResult:
+        return CheckResult(self.check, self.team, "pass", evidence=evidence)
+
+    def failed(self, reason: str, evidence: str = "") -> CheckResult:
+        return CheckResult(self.check, self.team, "fail", evidence=evidence, reason=reason)
+
+    def error(self, reason: str, evidence: str = "") -> CheckResult:
+        return CheckResult(self.check, self.team, "error", evidence=evidence, reason=reason)
+
+    def skipped(self, reason: str) -> CheckResult:
+        return CheckResult(self.check, self.team, "skip", reason=reason)
+
+    def unobserved(self, what: str) -> CheckResult:
+        """The data is missing: the vCluster API was down (see KAI-01), or it was not observed."""
+        if self.st.api_error:
+            return self.failed(
+                f"the vCluster API of {self.team} did not answer, so {what} could not be read "
+                f"(see KAI-01): {self.st.api_error}"
+            )
+        return self.error(f"{what} of {self.team} was not observed in this run or recording")
+
+
+def prepare(lab: KaiLabState, profile: VclusterKaiProfile, team: str, check: str
+            ) -> Ctx | CheckResult:
+    """The check's context, or the `error` verdict explaining why the check cannot look."""
+    try:
+        spec = profile.team(team)
+    except KeyError as err:
+        return CheckResult(check, team, "error", reason=str(err).strip("'\""))
+    st = lab.team(team)
+    if st is None:
+        return CheckResult(check, team, "error",
+                           reason=f"team {team} is not in this observation or recording")
+    if st.internal_error:
+        return CheckResult(check, team, "error",
+                           reason=f"verify failed while observing {team}: {st.internal_error}")
+    return Ctx(check, lab, profile, spec, st)
+
+
+def control_plane_summary(st: TeamState) -> str:
+    """'team-nlp-0 Running' for the vCluster's control-plane pods on the host."""
+    if st.control_plane_pods is None:
+        return f"not readable ({st.host_error})" if st.host_error else "not observed"
+    if not st.control_plane_pods:
+        return "no pod (is the Helm release installed? gpulab up installs it)"
+    parts = []
+    for pod in st.control_plane_pods:
+        problems = o.container_problems(pod)
+        extra = f" ({', '.join(problems)})" if problems else ""
+        parts.append(f"{o.name(pod)} {o.pod_phase(pod)}{extra}")
+    return "; ".join(parts)
+
+
+def run_or_verdict(ctx: Ctx, name: str) -> ProbeRun | CheckResult:
+    """The team's verify pod `name`, or the verdict when verify's pods were not observed."""
+    if ctx.st.pods is None:
+        if ctx.st.scenario_error:
+            return ctx.error(f"verify could not create its pods in {ctx.team}'s vCluster: "
+                             f"{ctx.st.scenario_error}")
+        return ctx.unobserved("verify's pods")
+    run = ctx.st.run(name)
+    if run is None:
+        return ctx.error(f"{name} was not part of this observation")
+    return run
+
+
+_HINT_RUNNING = (
+    "a fraction pod only starts once KAI's binder has a GPU reservation pod in the reservation "
+    "namespace annotated by fake-gpu-operator's status-updater (the reservation RBAC) and "
+    "RuntimeClass nvidia exists"
+)
+
+
+def explain_run(ctx: Ctx, run: ProbeRun) -> str:
+    """Why a verify pod is not where its check wants it: the most specific cause first."""
+    name = run.name
+    if run.outcome == "not-created":
+        if run.last_seen.startswith("because"):
+            return f"{name} was not created {run.last_seen}"
+        return f"{name} was not created: {run.last_seen or 'a pod before it did not run'}"
+    if run.create_error:
+        return f"{ctx.team}'s vCluster API refused {name}: {run.create_error}"
+    if run.host is None:
+        return (f"the vCluster did not sync {name} to the host (no pod "
+                f"{ctx.spec.namespace}/{run.host_name} after {run.waited:.0f}s); the vCluster's "
+                f"control plane on the host: {control_plane_summary(ctx.st)}")
+    host = run.host
+    phase = o.pod_phase(host)
+    if phase == "Failed":
+        status = host.get("status") or {}
+        return f"{name} failed on the host: {status.get('reason', '')} " \
+               f"{status.get('message', '')}".strip()
+    node = o.pod_node(host)
+    if node and phase != "Running":
+        problems = o.container_problems(host)
+        return (f"{name} is bound to {node} but {', '.join(problems) or phase}; {_HINT_RUNNING}; "
+                f"events: {o.short_events(run.events)}")
+    reasons = ko.kai_reasons(host, run.pod_group, run.events)
+    if not node and reasons:
+        return f"KAI keeps {name} {phase}: {ko.reasons_text(reasons)}"
+    if not node and run.pod_group is None:
+        queue = o.labels(host).get(kr.QUEUE_LABEL, "none")
+        return (f"{name} is {phase} and KAI's pod-grouper made no PodGroup for it (schedulerName "
+                f"{o.scheduler_name(host)}, {kr.QUEUE_LABEL} {queue}): check the pod-grouper "
+                f"deployment in KAI's namespace; events: {o.short_events(run.events)}")
+    waited = f" after {run.waited:.0f}s" if run.waited else ""
+    last = f"; last seen: {run.last_seen}" if run.last_seen else ""
+    return (f"{name} is {o.pod_summary(host)}{waited}, KAI gave no reason{last}; events: "
+            f"{o.short_events(run.events)}")

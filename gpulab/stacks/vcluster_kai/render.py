@@ -1,0 +1,370 @@
+"""Pure renderers of the vcluster-kai lab: profile (+ the kind node's IP) → what gpulab creates.
+
+Nothing here does I/O. `plan` prints these, `up` applies them, verify creates the pods of
+`verify_objects`, and the tests validate them against the upstream schemas and chart values in
+../shared/data (facts: ../shared/docs/stack-vcluster-kai.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import TYPE_CHECKING, Any
+
+from gpulab import naming
+from gpulab.adapters import base
+from gpulab.stacks import common
+from gpulab.verify import observe as verify_observe
+
+if TYPE_CHECKING:
+    from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
+
+__all__ = [
+    "FRACTION_ANNOTATION",
+    "GPU_RESOURCE",
+    "KAI_DEPLOYMENTS",
+    "KAI_SCHEDULER",
+    "PODGROUP_API",
+    "POD_GROUP_ANNOTATION",
+    "POOL_LABEL",
+    "QUEUE_API",
+    "QUEUE_LABEL",
+    "VERIFY_PODS",
+    "ProbeSizes",
+    "fake_gpu_operator_release",
+    "gpu_node_labels",
+    "gpu_node_names",
+    "host_pod_name",
+    "kai_scheduler_release",
+    "kind_cluster_config",
+    "probe_sizes",
+    "queue_objects",
+    "queue_spec",
+    "reservation_rbac",
+    "vcluster_release",
+    "vcluster_server",
+    "verify_objects",
+]
+
+POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+QUEUE_LABEL = "kai.scheduler/queue"  # podgrouper.queueLabelKey
+KAI_SCHEDULER = "kai-scheduler"  # the schedulerName KAI's webhooks and scheduler answer to
+FRACTION_ANNOTATION = "gpu-fraction"
+POD_GROUP_ANNOTATION = "pod-group-name"  # set by KAI's pod-grouper on the (host) pod
+GPU_RESOURCE = "nvidia.com/gpu"
+QUEUE_API = "scheduling.run.ai/v2"
+PODGROUP_API = "scheduling.run.ai/v2alpha2"
+# The chart deploys only kai-operator; the operator creates the others from the kai-config CR and
+# the `default` SchedulingShard (facts §1 "Components and readiness"); helm's wait cannot see them.
+KAI_DEPLOYMENTS = (
+    "kai-operator",
+    "admission",
+    "binder",
+    "pod-grouper",
+    "podgroup-controller",
+    "queue-controller",
+    "kai-scheduler-default",
+)
+# verify's pods in each team's vCluster, in creation order, with the check each serves.
+VERIFY_PODS = {
+    "gpu-share": "KAI-05",
+    "gpu-over-limit": "KAI-06",
+    "gpu-over-capacity": "KAI-07",
+    "queue-foreign": "KAI-08",
+}
+_OPERATOR_RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def gpu_node_names(profile: VclusterKaiProfile, lab: str) -> list[str]:
+    """The pool's kind workers; kind names them <cluster>-worker, <cluster>-worker2, …"""
+    cluster = naming.kind_cluster_name(lab)
+    return [f"{cluster}-worker{i + 1 if i else ''}" for i in range(profile.gpu_pool.nodes)]
+
+
+def gpu_node_labels(profile: VclusterKaiProfile) -> dict[str, str]:
+    """What a GPU worker carries from creation on (KAI's hack/e2e-kind-config.yaml, plus the
+    labels GPU feature discovery would put on a real node, so the write-up's
+    `nodeSelector: nvidia.com/gpu.present: "true"` and KAI's gpu.count/gpu.memory reads work).
+    fake-gpu-operator's own node labelling stays off, as in KAI's CI."""
+    pool = profile.gpu_pool
+    return {
+        POOL_LABEL: pool.name,
+        "nvidia.com/gpu.deploy.device-plugin": "true",
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": pool.model,
+        "nvidia.com/gpu.count": str(pool.count),
+        "nvidia.com/gpu.memory": str(pool.memory_mib),
+    }
+
+
+def kind_cluster_config(profile: VclusterKaiProfile, lab: str) -> dict[str, Any]:
+    """One control-plane node and the GPU pool's workers, all at the pinned image."""
+    image = profile.management.node_image
+    nodes: list[dict[str, Any]] = [
+        {"role": "control-plane", "image": image, "labels": {naming.LABEL_LAB: lab}}
+    ]
+    nodes += [
+        {"role": "worker", "image": image,
+         "labels": {naming.LABEL_LAB: lab, **gpu_node_labels(profile)}}
+        for _ in range(profile.gpu_pool.nodes)
+    ]
+    return {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": naming.kind_cluster_name(lab),
+        "nodes": nodes,
+    }
+
+
+def fake_gpu_operator_release(profile: VclusterKaiProfile) -> base.HelmRelease:
+    """KAI's hack/fake-gpu-operator-values.yaml with the profile's pool, and `--set
+    draPlugin.enabled=false` as KAI's setup script adds (device-plugin path)."""
+    pool = profile.gpu_pool
+    values: dict[str, Any] = {
+        "topology": {
+            "nodePools": {
+                pool.name: {
+                    "gpuProduct": pool.model,
+                    "gpuCount": pool.count,
+                    "gpuMemory": pool.memory_mib,
+                }
+            },
+            "nodePoolLabelKey": POOL_LABEL,
+        },
+        "environment": {
+            "resourceReservationNamespace": profile.components.kai_scheduler.reservation_namespace,
+        },
+        "statusUpdater": {"disableNodeLabeling": True},
+        "draPlugin": {"enabled": False},
+    }
+    return common.helm_release(profile.components.fake_gpu_operator, values)
+
+
+def kai_scheduler_release(profile: VclusterKaiProfile) -> base.HelmRelease:
+    kai = profile.components.kai_scheduler
+    values = {
+        "global": {
+            "gpuSharing": True,
+            "resourceReservation": {"namespace": kai.reservation_namespace},
+        }
+    }
+    return common.helm_release(kai, values)
+
+
+def reservation_rbac(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
+    """What KAI's CI creates by hand after installing fake-gpu-operator 0.0.74 (whose own Role
+    is only rendered when the namespace already exists): `kubectl create clusterrole
+    pods-patcher --verb=patch --resource=pods` and a RoleBinding for the status-updater."""
+    fgo = profile.components.fake_gpu_operator
+    labels = {naming.LABEL_MANAGED: "gpulab"}
+    return [
+        {
+            "apiVersion": _OPERATOR_RBAC,
+            "kind": "ClusterRole",
+            "metadata": {"name": "pods-patcher", "labels": labels},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}],
+        },
+        {
+            "apiVersion": _OPERATOR_RBAC,
+            "kind": "RoleBinding",
+            "metadata": {
+                "name": "fake-status-updater",
+                "namespace": profile.components.kai_scheduler.reservation_namespace,
+                "labels": labels,
+            },
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "pods-patcher"},
+            "subjects": [{"kind": "ServiceAccount", "name": "status-updater",
+                          "namespace": fgo.namespace}],
+        },
+    ]
+
+
+def queue_spec(profile: VclusterKaiProfile, team: TeamSpec | None) -> dict[str, Any]:
+    """The `spec` of the org queue (team None) or of a team's queue, every limit explicit."""
+    queue = profile.org_queue if team is None else team.queue
+    spec: dict[str, Any] = {}
+    if queue.display_name:
+        spec["displayName"] = queue.display_name
+    if team is not None:
+        spec["parentQueue"] = profile.org_queue.name
+    if queue.priority is not None:
+        spec["priority"] = queue.priority
+    spec["resources"] = queue.resources.to_kai()
+    return spec
+
+
+def queue_objects(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
+    """The queue tree (parent first: KAI resolves `parentQueue` by name)."""
+    def queue(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": QUEUE_API, "kind": "Queue",
+                "metadata": {"name": name, "labels": {naming.LABEL_MANAGED: "gpulab"}},
+                "spec": spec}
+
+    out = [queue(profile.org_queue.name, queue_spec(profile, None))]
+    out += [queue(team.queue_name, queue_spec(profile, team)) for team in profile.teams]
+    return out
+
+
+def vcluster_server(team: TeamSpec, node_ip: str | None) -> str:
+    """The vCluster API as the host reaches it: the NodePort on the kind control-plane node."""
+    host = node_ip or "<pending: the kind node's IP, read at up>"
+    return f"https://{host}:{team.api_node_port}"
+
+
+def vcluster_release(
+    profile: VclusterKaiProfile, team: TeamSpec, node_ip: str | None
+) -> base.HelmRelease:
+    """One team's vCluster: the write-up's vcluster.yaml (host nodes synced in, owner references
+    off) plus how the host reaches it (NodePort, exported kubeconfig server, certificate SAN)."""
+    values: dict[str, Any] = {
+        "sync": {
+            "fromHost": {
+                "nodes": {"enabled": True, "selector": {"all": True}},
+                # Without it the syncer clears priorityClassName on host pods (facts §3).
+                "priorityClasses": {"enabled": True},
+            }
+        },
+        "experimental": {"syncSettings": {"setOwner": False}},
+        "controlPlane": {
+            "service": {"spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port},
+            "proxy": {"extraSANs": [node_ip] if node_ip else []},
+        },
+        "exportKubeConfig": {"server": vcluster_server(team, node_ip)},
+    }
+    vc = profile.components.vcluster
+    return base.HelmRelease(
+        name=team.name,
+        namespace=team.namespace,
+        chart=vc.chart.name,
+        repo=vc.chart.repo,
+        version=vc.chart.version,
+        values=common.deep_merge(values, vc.values),
+        kubeconfig_of="management",
+    )
+
+
+def host_pod_name(name: str, namespace: str, vcluster: str) -> str:
+    """The name vCluster gives a virtual pod on the host (single-namespace mode, VC
+    pkg/util/translate SafeConcatName): `<name>-x-<namespace>-x-<vcluster>`, or above 63
+    characters its first 52 + `-` + 10 hex of its sha256."""
+    full = f"{name}-x-{namespace}-x-{vcluster}"
+    if len(full) <= 63:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:10]
+    return (full[:52] + "-" + digest).replace(".-", "-")
+
+
+# --------------------------------------------------------------------------- verify
+
+
+class ProbeSizes:
+    """What verify's GPU pods ask for (the rule is in docs/vcluster-kai.md).
+
+    share: each team's `gpu-share` pod, a fraction such that every team's fits on one GPU at once
+      (floor(100 / teams) / 100, at most 0.5): 0.33 for the write-up's three teams;
+    capacity: `gpu-over-capacity`, a request that cannot fit while the share pods run, yet stays
+      within the team's limit: a fraction (0.5, or more than what is free) on a one-GPU pool,
+      else every GPU of the pool as whole GPUs;
+    over_limit: `gpu-over-limit`, whole GPUs one above the team's GPU limit (None: no limit).
+    """
+
+    def __init__(self, profile: VclusterKaiProfile, team: TeamSpec) -> None:
+        teams = len(profile.teams)
+        self.share = min(50, 100 // max(teams, 1)) / 100
+        free = 1 - teams * self.share
+        self.total_gpus = profile.gpu_pool.total
+        if self.total_gpus == 1:
+            self.capacity_fraction: float | None = 0.5 if free < 0.5 else min(
+                0.99, round(free + 0.1, 2))
+            self.capacity_gpus = 0
+        else:
+            self.capacity_fraction = None
+            self.capacity_gpus = self.total_gpus
+        limit = team.queue.resources.gpu.limit
+        self.limit = limit
+        self.over_limit: int | None = None if limit == -1 else math.floor(limit) + 1
+
+    @property
+    def share_text(self) -> str:
+        return f"{self.share:g}"
+
+    @property
+    def capacity_amount(self) -> float:
+        """GPUs the capacity probe asks for."""
+        return self.capacity_fraction if self.capacity_fraction is not None else float(
+            self.capacity_gpus)
+
+    @property
+    def capacity_within_limit(self) -> bool:
+        """The capacity probe (on top of the share pod) must not be refused for the limit."""
+        return self.limit == -1 or self.share + self.capacity_amount <= self.limit + 1e-9
+
+
+def probe_sizes(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeSizes:
+    return ProbeSizes(profile, team)
+
+
+def _foreign_queue(profile: VclusterKaiProfile, team: TeamSpec) -> str:
+    """The queue the first team names although it is not its own: the next team's."""
+    names = [t.queue_name for t in profile.teams]
+    index = names.index(team.queue_name)
+    return names[(index + 1) % len(names)] if len(names) > 1 else "default-queue"
+
+
+def _pod(team: TeamSpec, name: str, queue: str, *, fraction: str | None = None,
+         gpus: int = 0) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": common.VERIFY_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+    }
+    if gpus:
+        container["resources"] = {"limits": {GPU_RESOURCE: str(gpus)}}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": verify_observe.VERIFY_NAMESPACE,
+        "labels": {
+            naming.LABEL_MANAGED: "gpulab",
+            "gpulab.dev/check": VERIFY_PODS[name],
+            naming.LABEL_TENANT: team.name,
+            QUEUE_LABEL: queue,
+        },
+    }
+    if fraction is not None:
+        metadata["annotations"] = {FRACTION_ANNOTATION: fraction}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "schedulerName": KAI_SCHEDULER,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [container],
+        },
+    }
+
+
+def verify_objects(profile: VclusterKaiProfile, team: TeamSpec) -> list[dict[str, Any]]:
+    """The namespace and pods verify creates inside a team's vCluster (names: VERIFY_PODS)."""
+    sizes = probe_sizes(profile, team)
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": verify_observe.VERIFY_NAMESPACE,
+                     "labels": {naming.LABEL_MANAGED: "gpulab"}},
+    }
+    pods = [_pod(team, "gpu-share", team.queue_name, fraction=sizes.share_text)]
+    if sizes.over_limit is not None:
+        pods.append(_pod(team, "gpu-over-limit", team.queue_name, gpus=sizes.over_limit))
+    if sizes.capacity_within_limit:
+        if sizes.capacity_fraction is not None:
+            pods.append(_pod(team, "gpu-over-capacity", team.queue_name,
+                             fraction=f"{sizes.capacity_fraction:g}"))
+        else:
+            pods.append(_pod(team, "gpu-over-capacity", team.queue_name,
+                             gpus=sizes.capacity_gpus))
+    if team.name == profile.teams[0].name:
+        pods.append(_pod(team, "queue-foreign", _foreign_queue(profile, team)))
+    return [namespace, *pods]

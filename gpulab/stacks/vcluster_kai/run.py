@@ -1,0 +1,132 @@
+"""Entry points of the vcluster-kai `verify`: run the checks live, or judge a recording offline."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from gpulab.stacks.common import lab_clients
+from gpulab.stacks.vcluster_kai.checks.isolation import queue_finding
+from gpulab.stacks.vcluster_kai.checks.registry import CHECK_IDS, select
+from gpulab.stacks.vcluster_kai.observe import KaiGateways, observe_lab
+from gpulab.verify.report import VerifyReport
+from gpulab.verify.result import CheckResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+    from gpulab.stacks.vcluster_kai.observe import Timeouts
+    from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+    from gpulab.stacks.vcluster_kai.state import KaiLabState
+    from gpulab.verify.observe import Clock
+    from gpulab.verify.report import Finding
+
+__all__ = ["evaluate", "parse_checks", "replay", "run_checks", "run_verify", "write_recording"]
+
+
+def evaluate(
+    state: KaiLabState,
+    profile: VclusterKaiProfile,
+    checks: Sequence[str] | None = None,
+    *,
+    replayed: bool = True,
+    seconds: float = 0.0,
+) -> VerifyReport:
+    """Judge an observed (or recorded) state: pure, no I/O.
+
+    One result per check and team (checks in registry order, teams in profile order); a check the
+    state was not observed for reports `error`. The queue-label finding is judged with KAI-08
+    (its probe runs in KAI-08's phase).
+    """
+    ids = tuple(checks) if checks is not None else (state.checks or CHECK_IDS)
+    selected = select(ids)
+    results: list[CheckResult] = []
+    for check in selected:
+        for team in profile.teams:
+            st = state.team(team.name)
+            if check.id not in state.checks:
+                observed = ", ".join(state.checks) or "none"
+                result = CheckResult(check.id, team.name, "error",
+                                     reason=f"{check.id} was not observed in this run or "
+                                            f"recording (observed: {observed})")
+            else:
+                try:
+                    result = check.run(state, profile, team.name)
+                except Exception as err:  # a bug in a check: report it as a value
+                    result = CheckResult(check.id, team.name, "error",
+                                         reason=f"internal error in {check.id}: "
+                                                f"{type(err).__name__}: {err}")
+            timing = st.timings.get(check.id, 0.0) if st else 0.0
+            results.append(result.with_meta(title=check.title, seconds=timing))
+    notes = [f"{name}: {st.cleanup_error}" for name, st in state.teams.items() if st.cleanup_error]
+    findings: tuple[Finding, ...] = ()
+    if any(c.id == "KAI-08" for c in selected) and "KAI-08" in state.checks:
+        finding, note = queue_finding(state, profile)
+        findings = (finding,) if finding is not None else ()
+        if note:
+            notes.append(note)
+    return VerifyReport(lab=state.lab, results=tuple(results), state=state, seconds=seconds,
+                        replayed=replayed, notes=tuple(notes), findings=findings)
+
+
+def run_verify(
+    profile: VclusterKaiProfile,
+    lab: str,
+    gateways: KaiGateways,
+    *,
+    checks: Sequence[str] | None = None,
+    keep: bool = False,
+    timeouts: Timeouts | None = None,
+    clock: Clock | None = None,
+    progress: Callable[[str, str], None] | None = None,
+) -> VerifyReport:
+    """Observe the lab (observe.observe_lab) and judge it; lab problems are results."""
+    selected = select(checks)
+    started = time.monotonic()
+    state = observe_lab(profile, lab, gateways, checks=selected, keep=keep, timeouts=timeouts,
+                        clock=clock, progress=progress)
+    return evaluate(state, profile, [c.id for c in selected], replayed=False,
+                    seconds=time.monotonic() - started)
+
+
+# --------------------------------------------------------------------------- the stack's verify
+
+
+def run_checks(
+    profile: VclusterKaiProfile,
+    lab: str,
+    folder: Path,
+    *,
+    checks: list[str] | None,
+    keep: bool,
+    progress: Callable[[str, str], None] | None = None,
+) -> VerifyReport:
+    """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs."""
+    members = [t.name for t in profile.teams]
+    with lab_clients(lab, folder, members) as (host, team, cross):
+        gateways = KaiGateways(host=host, team=team, cross=cross)
+        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+
+
+def parse_checks(value: str | None) -> list[str] | None:
+    """`--tc` for this stack: `KAI-05,kai-06` or `5,6`; None = every check."""
+    from gpulab.stacks.vcluster_kai.checks.registry import parse_tc
+    parsed = parse_tc(value)
+    return None if parsed is None else list(parsed)
+
+
+def replay(directory: Path, checks: list[str] | None) -> tuple[VerifyReport, VclusterKaiProfile]:
+    """Judge a recording made by this stack's verify, offline."""
+    from gpulab.stacks.vcluster_kai.record import read_recording
+    recording = read_recording(directory)
+    profile = recording.profile()
+    return evaluate(recording.state, profile, checks), profile
+
+
+def write_recording(directory: Path, report: VerifyReport, profile: VclusterKaiProfile) -> Path:
+    from gpulab.stacks.vcluster_kai.record import write_recording as write
+    from gpulab.stacks.vcluster_kai.state import KaiLabState
+    if not isinstance(report.state, KaiLabState):  # pragma: no cover - a bug in the caller
+        raise TypeError("not a vcluster-kai verify report")
+    return write(directory, report.state, profile)

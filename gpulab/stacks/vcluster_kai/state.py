@@ -1,0 +1,173 @@
+"""What vcluster-kai's `verify` observed: frozen snapshots the checks read and recordings store.
+
+Same conventions as gpulab.checks.state (the kamaji-hami verify): raw API objects are the JSON the
+API returned minus `metadata.managedFields`; `None` = not observed in this run, `()` = observed and
+empty, a non-empty `..._error` = the call that would have filled a field failed. `to_dict` and
+`from_dict` define the recording format (docs/vcluster-kai.md); unknown keys are ignored on
+read and missing ones take their defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpulab.verify.state import (
+    CredentialProbe,
+    JsonObj,
+    Listing,
+    json_objs,
+    opt_json_obj,
+    opt_json_objs,
+    str_field,
+)
+
+__all__ = ["HostState", "KaiLabState", "ProbeRun", "TeamState"]
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One pod verify created in a team's vCluster, followed to the host.
+
+    created: the virtual pod as the vCluster API returned it on create; None if not created.
+    host_name: the host pod's name (render.host_pod_name) in the team's host namespace.
+    host: the host pod's last snapshot (what KAI sees: schedulerName, queue label, node);
+      None when the vCluster never synced it.
+    pod_group: KAI's PodGroup of the host pod (annotation `pod-group-name`), last snapshot.
+    events: host events about the host pod and its PodGroup, oldest first.
+    outcome: how the bounded wait ended: running | pending (KAI said why it cannot place it) |
+      grouped (a PodGroup exists: all the queue probe waits for) | scheduled (placed though it
+      should not be) | failed | timeout | not-synced | not-created | create-failed.
+    """
+
+    name: str
+    check: str
+    created: JsonObj | None = None
+    create_error: str = ""
+    host_name: str = ""
+    host: JsonObj | None = None
+    pod_group: JsonObj | None = None
+    events: tuple[JsonObj, ...] = ()
+    outcome: str = "not-created"
+    waited: float = 0.0
+    last_seen: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProbeRun:
+        return cls(
+            name=str_field(data, "name"),
+            check=str_field(data, "check"),
+            created=opt_json_obj(data.get("created")),
+            create_error=str_field(data, "create_error"),
+            host_name=str_field(data, "host_name"),
+            host=opt_json_obj(data.get("host")),
+            pod_group=opt_json_obj(data.get("pod_group")),
+            events=json_objs(data.get("events")),
+            outcome=str_field(data, "outcome") or "not-created",
+            waited=float(data.get("waited") or 0.0),
+            last_seen=str_field(data, "last_seen"),
+        )
+
+
+@dataclass(frozen=True)
+class TeamState:
+    """Everything observed about one team: its vCluster on the host and through its own API."""
+
+    team: str
+    # The host (management cluster): the vCluster's control-plane pods (KAI-01 diagnostics).
+    control_plane_pods: tuple[JsonObj, ...] | None = None
+    host_error: str = ""
+    # The vCluster's API, reached from the host with the team's saved kubeconfig.
+    api_server: str = ""
+    api_version: str = ""
+    api_error: str = ""
+    nodes: tuple[JsonObj, ...] | None = None
+    nodes_error: str = ""
+    # verify's pods (KAI-04..KAI-07, the queue finding).
+    pods: tuple[ProbeRun, ...] | None = None
+    scenario_error: str = ""
+    # Isolation (KAI-08).
+    listing: Listing | None = None
+    credential_probes: tuple[CredentialProbe, ...] | None = None
+    # Bookkeeping.
+    timings: Mapping[str, float] = field(default_factory=dict)
+    cleanup_error: str = ""
+    internal_error: str = ""
+
+    def run(self, name: str) -> ProbeRun | None:
+        for run in self.pods or ():
+            if run.name == name:
+                return run
+        return None
+
+    def to_dict(self) -> JsonObj:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TeamState:
+        listing = data.get("listing")
+        probes = data.get("credential_probes")
+        pods = data.get("pods")
+        return cls(
+            team=str_field(data, "team"),
+            control_plane_pods=opt_json_objs(data.get("control_plane_pods")),
+            host_error=str_field(data, "host_error"),
+            api_server=str_field(data, "api_server"),
+            api_version=str_field(data, "api_version"),
+            api_error=str_field(data, "api_error"),
+            nodes=opt_json_objs(data.get("nodes")),
+            nodes_error=str_field(data, "nodes_error"),
+            pods=None if pods is None else tuple(ProbeRun.from_dict(p) for p in pods),
+            scenario_error=str_field(data, "scenario_error"),
+            listing=Listing.from_dict(listing) if isinstance(listing, Mapping) else None,
+            credential_probes=None if probes is None
+            else tuple(CredentialProbe.from_dict(p) for p in probes),
+            timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
+            cleanup_error=str_field(data, "cleanup_error"),
+            internal_error=str_field(data, "internal_error"),
+        )
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What verify read on the host cluster itself.
+
+    gpu_nodes: the pool's nodes (label run.ai/simulated-gpu-node-pool), read first.
+    queues: every Queue, read once every team's share pod had been waited for and (when they all
+      ran) the team queues showed their allocation, or the wait for that ran out (`queue_wait`).
+    """
+
+    gpu_nodes: tuple[JsonObj, ...] | None = None
+    nodes_error: str = ""
+    queues: tuple[JsonObj, ...] | None = None
+    queues_error: str = ""
+    queue_wait: str = ""
+
+    def to_dict(self) -> JsonObj:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HostState:
+        return cls(
+            gpu_nodes=opt_json_objs(data.get("gpu_nodes")),
+            nodes_error=str_field(data, "nodes_error"),
+            queues=opt_json_objs(data.get("queues")),
+            queues_error=str_field(data, "queues_error"),
+            queue_wait=str_field(data, "queue_wait"),
+        )
+
+
+@dataclass(frozen=True)
+class KaiLabState:
+    """One observation of a vcluster-kai lab."""
+
+    lab: str
+    host: HostState
+    teams: Mapping[str, TeamState]
+    checks: tuple[str, ...]  # check ids observed for, in registry order
+    observed_at: str = ""
+    seconds: float = 0.0
+
+    def team(self, name: str) -> TeamState | None:
+        return self.teams.get(name)

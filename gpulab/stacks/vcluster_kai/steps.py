@@ -1,0 +1,455 @@
+"""The vcluster-kai lab as a plan of steps.
+
+Order (one place decides it): kind cluster (a GPU-pool worker) → fake-gpu-operator → KAI Scheduler
+→ the reservation RBAC fake GPUs need, and the queue tree; per team, concurrently with the
+add-ons: its vCluster (kubeconfig saved 0600) → the GPU node seen from inside it. This is KAI's own
+CI order (hack/setup-e2e-cluster.sh): fake GPUs first, KAI with GPU sharing, then the RBAC.
+
+Besides the four functions every stack provides, this module offers the optional hooks core uses
+when a stack has them: `lab_status`, `parse_checks`, `replay`, `write_recording`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from gpulab import naming
+from gpulab.engine.step import Artifact
+from gpulab.engine.wait import wait_until
+from gpulab.errors import AdapterError, GpulabError, HostError
+from gpulab.paths import write_secret
+from gpulab.stacks.common import (
+    HelmAddon,
+    ManagementCluster,
+    adapters_of,
+    crd_established,
+    deployment_available,
+    management_kube,
+)
+from gpulab.stacks.vcluster_kai import render as kr
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gpulab.adapters import base
+    from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.engine.step import Step, StepContext
+    from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
+
+__all__ = [
+    "HostFacts",
+    "build_steps",
+    "observe_host_facts",
+    "verify_previews",
+]
+
+KAI_CRDS = ("queues.scheduling.run.ai", "podgroups.scheduling.run.ai")
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """The kind control-plane nodes' addresses on the lab network (container name → IPv4), for
+    `plan` to show the vCluster API addresses; `up` reads the address again when it needs it."""
+
+    node_ips: dict[str, str]
+    error: str = ""
+
+    @property
+    def plan_note(self) -> str:
+        return f"vCluster API addresses pending: {self.error}" if self.error else ""
+
+    def node_ip(self, lab: str) -> str | None:
+        return self.node_ips.get(f"{naming.kind_cluster_name(lab)}-control-plane")
+
+
+def observe_host_facts(profile: VclusterKaiProfile, runtime: ContainerRuntime | None) -> HostFacts:
+    """kind control-plane containers and their IPv4 on the profile's network (none yet: pending)."""
+    if runtime is None:
+        return HostFacts({}, "Docker not reachable")
+    try:
+        nodes = runtime.containers({"io.x-k8s.kind.role": "control-plane"})
+    except GpulabError as err:
+        return HostFacts({}, str(err))
+    network = profile.management.network
+    return HostFacts({c.name: c.networks[network] for c in nodes if c.networks.get(network)})
+
+
+# --------------------------------------------------------------------------- readiness probes
+
+
+def _fake_gpus_ready(
+    kube: KubeGateway, *, namespace: str, nodes: list[str], count: int
+) -> tuple[bool, str]:
+    """fake-gpu-operator's deployments available, RuntimeClass `nvidia` present (KAI injects it
+    into fraction pods) and every pool node advertising its GPUs as allocatable."""
+    for dep in kube.list_objects("apps/v1", "Deployment", namespace):
+        ok, seen = deployment_available(kube, dep["metadata"]["name"], namespace)
+        if not ok:
+            return ok, seen
+    if kube.get("node.k8s.io/v1", "RuntimeClass", "nvidia") is None:
+        return False, "RuntimeClass nvidia not created yet"
+    for node in nodes:
+        live = kube.get("v1", "Node", node)
+        if live is None:
+            return False, f"node {node} not found"
+        have = str(((live.get("status") or {}).get("allocatable") or {}).get(kr.GPU_RESOURCE, "0"))
+        if have != str(count):
+            return False, f"{node} advertises {kr.GPU_RESOURCE} {have}, the pool has {count}"
+    return True, f"{len(nodes)} node(s) advertise {count} x {kr.GPU_RESOURCE}"
+
+
+def _kai_ready(kube: KubeGateway, *, namespace: str) -> tuple[bool, str]:
+    """KAI's CRDs served and the operator plus every deployment it creates available: the chart
+    only ships the operator, so helm's wait is over before the scheduler exists."""
+    for crd in KAI_CRDS:
+        ok, seen = crd_established(kube, crd)
+        if not ok:
+            return ok, seen
+    for name in kr.KAI_DEPLOYMENTS:
+        ok, seen = deployment_available(kube, name, namespace)
+        if not ok:
+            return ok, seen
+    return True, f"{len(kr.KAI_DEPLOYMENTS)} KAI deployments available"
+
+
+# --------------------------------------------------------------------------- management steps
+
+
+def _same(want: Any, live: Any) -> bool:
+    """`want` is contained in `live` (numbers compared by value: 1 == 1.0)."""
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(_same(v, live.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(live, list) and len(want) == len(live) and all(
+            _same(w, v) for w, v in zip(want, live, strict=True))
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        return isinstance(live, (int, float)) and not isinstance(live, bool) and float(
+            want) == float(live)
+    return bool(want == live)
+
+
+def _body(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+
+
+def _get(kube: KubeGateway, obj: dict[str, Any]) -> dict[str, Any] | None:
+    meta = obj["metadata"]
+    return kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+
+
+@dataclass
+class ReservationRbac:
+    """The ClusterRole and RoleBinding that let fake GPUs annotate KAI's reservation pods."""
+
+    profile: VclusterKaiProfile
+    name: str = "management/reservation-rbac"
+    title: str = "Letting fake-gpu-operator annotate KAI's GPU reservation pods"
+    requires: tuple[str, ...] = ("management/kai-scheduler",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o)
+                for o in kr.reservation_rbac(self.profile)]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = management_kube(ctx)
+        try:
+            return all(_same(_body(o), _body(_get(kube, o) or {}))
+                       for o in kr.reservation_rbac(self.profile))
+        except AdapterError:
+            return False
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        for obj in kr.reservation_rbac(self.profile):
+            kube.apply(obj)
+
+
+@dataclass
+class Queues:
+    """The queue tree; applied in a bounded retry while KAI's queue webhook warms up."""
+
+    profile: VclusterKaiProfile
+    name: str = "management/queues"
+    title: str = "Creating the KAI queue tree"
+    requires: tuple[str, ...] = ("management/kai-scheduler",)
+    timeout: float = 180
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"Queue/{o['metadata']['name']}", o)
+                for o in kr.queue_objects(self.profile)]
+
+    def _matching(self, kube: KubeGateway) -> tuple[bool, str]:
+        for obj in kr.queue_objects(self.profile):
+            live = _get(kube, obj)
+            if live is None:
+                return False, f"Queue {obj['metadata']['name']} not found"
+            if not _same(obj["spec"], live.get("spec") or {}):
+                return False, f"Queue {obj['metadata']['name']} differs from the profile"
+        return True, "every queue as in the profile"
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            ok, seen = self._matching(management_kube(ctx))
+        except AdapterError:
+            return False
+        ctx.observe(self.name, seen)
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        objects = kr.queue_objects(self.profile)
+
+        def apply_all() -> tuple[bool, str]:
+            for obj in objects:
+                kube.apply(obj)
+            return True, f"{len(objects)} queues accepted"
+
+        wait_until(ctx, self.name, "KAI to accept the queues", apply_all,
+                   timeout=self.timeout, interval=3)
+
+
+# --------------------------------------------------------------------------- per team
+
+
+@dataclass
+class TeamVCluster:
+    """A team's vCluster (Helm) reachable from the host; its kubeconfig saved 0600."""
+
+    profile: VclusterKaiProfile
+    lab: str
+    team: TeamSpec
+    facts: HostFacts
+    timeout: float = 600
+
+    @property
+    def name(self) -> str:
+        return f"{self.team.name}/vcluster"
+
+    @property
+    def title(self) -> str:
+        return f"Creating the vCluster of {self.team.name}"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/cluster",)
+
+    @property
+    def secret(self) -> str:
+        return f"vc-{self.team.name}"
+
+    def release(self, node_ip: str | None) -> base.HelmRelease:
+        return kr.vcluster_release(self.profile, self.team, node_ip)
+
+    def describe(self) -> list[Artifact]:
+        ip = self.facts.node_ip(self.lab)
+        return [
+            Artifact("helm-release", self.team.name, self.release(ip).to_dict()),
+            Artifact("file", f"{self.team.name}.kubeconfig", {
+                "from": f"secret {self.team.namespace}/{self.secret} key config",
+                "server": kr.vcluster_server(self.team, ip),
+                "mode": "0600",
+            }),
+        ]
+
+    def _node_ip(self, ctx: StepContext) -> str:
+        node = f"{naming.kind_cluster_name(self.lab)}-control-plane"
+        info = adapters_of(ctx).runtime.get(node)
+        network = self.profile.management.network
+        ip = info.networks.get(network) if info is not None else None
+        if not ip:
+            raise HostError(f"kind node {node} has no address on Docker network '{network}'",
+                            hint=f"gpulab down --name {self.lab}, then gpulab up")
+        return ip
+
+    def _kubeconfig(self, ctx: StepContext) -> Path:
+        return adapters_of(ctx).tenant_kubeconfig(self.team.name)
+
+    def _save_kubeconfig(self, ctx: StepContext, kube: KubeGateway) -> Path:
+        data = kube.secret_data(self.secret, self.team.namespace, "config")
+        if not data:
+            raise AdapterError(f"secret {self.team.namespace}/{self.secret} has no config yet")
+        return write_secret(self._kubeconfig(ctx), data)
+
+    def _secret_ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        data = kube.secret_data(self.secret, self.team.namespace, "config")
+        return bool(data), (f"secret {self.team.namespace}/{self.secret} written" if data
+                            else f"secret {self.team.namespace}/{self.secret} not written yet")
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters = adapters_of(ctx)
+        release = self.release(self._node_ip(ctx))
+        try:
+            if not adapters.helm(adapters.management_kubeconfig()).installed(release):
+                return False
+            path = self._save_kubeconfig(ctx, management_kube(ctx))
+            version = adapters.kube(path).server_version()
+        except AdapterError:
+            return False
+        ctx.observe(self.name, f"vCluster API answers {version}")
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        release = self.release(self._node_ip(ctx))
+        ctx.note(f"helm upgrade --install {release.name} {release.chart} --repo {release.repo} "
+                 f"--version {release.version} -n {release.namespace}")
+        adapters.helm(adapters.management_kubeconfig()).install(
+            release, timeout_seconds=int(self.timeout))
+        kube = management_kube(ctx)
+        wait_until(ctx, self.name, f"secret {self.secret} with the vCluster's kubeconfig",
+                   lambda: self._secret_ready(kube), timeout=self.timeout, interval=3)
+        path = self._save_kubeconfig(ctx, kube)
+        ctx.note(f"kubeconfig saved to {path} (mode 0600)")
+        team = adapters.kube(path)
+        server = release.values["exportKubeConfig"]["server"]
+        wait_until(ctx, self.name, f"the vCluster API at {server}",
+                   lambda: (True, f"answers {team.server_version()}"),
+                   timeout=self.timeout, interval=3)
+
+
+@dataclass
+class TeamGpuNode:
+    """The team's vCluster lists the pool's GPU nodes with their GPUs (host nodes synced in)."""
+
+    profile: VclusterKaiProfile
+    lab: str
+    team: TeamSpec
+    timeout: float = 180
+
+    @property
+    def name(self) -> str:
+        return f"{self.team.name}/gpu-node"
+
+    @property
+    def title(self) -> str:
+        return f"Waiting for {self.team.name} to see the GPU node"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.team.name}/vcluster", "management/fake-gpus")
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("wait", f"GPU nodes in {self.team.name}", {
+            "nodes": kr.gpu_node_names(self.profile, self.lab),
+            "allocatable": {kr.GPU_RESOURCE: str(self.profile.gpu_pool.count)},
+        }, cluster=self.team.name)]
+
+    def _seen(self, kube: KubeGateway) -> tuple[bool, str]:
+        nodes = {n["metadata"]["name"]: n for n in kube.list_objects("v1", "Node")}
+        for wanted in kr.gpu_node_names(self.profile, self.lab):
+            node = nodes.get(wanted)
+            if node is None:
+                return False, f"{wanted} not among {len(nodes)} node(s) listed"
+            alloc = ((node.get("status") or {}).get("allocatable") or {}).get(kr.GPU_RESOURCE)
+            if str(alloc) != str(self.profile.gpu_pool.count):
+                return False, f"{wanted} listed with {kr.GPU_RESOURCE} {alloc or 0}"
+        return True, f"GPU node(s) listed with {self.profile.gpu_pool.count} GPU(s) each"
+
+    def _kube(self, ctx: StepContext) -> KubeGateway:
+        adapters = adapters_of(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.team.name))
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            ok, seen = self._seen(self._kube(ctx))
+        except AdapterError:
+            return False
+        ctx.observe(self.name, seen)
+        return ok
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = self._kube(ctx)
+        wait_until(ctx, self.name, "the vCluster to list the GPU node",
+                   lambda: self._seen(kube), timeout=self.timeout, interval=3)
+
+
+@dataclass
+class VerifyPreview:
+    """What `gpulab verify` creates in a team's vCluster; listed by `plan`, never run by `up`."""
+
+    profile: VclusterKaiProfile
+    team: TeamSpec
+
+    @property
+    def name(self) -> str:
+        return f"{self.team.name}/verify"
+
+    @property
+    def title(self) -> str:
+        return f"(gpulab verify) test objects in {self.team.name}, removed afterwards"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.team.name}/gpu-node", "management/queues")
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
+                         cluster=self.team.name)
+                for o in kr.verify_objects(self.profile, self.team)]
+
+    def satisfied(self, ctx: StepContext) -> bool:  # pragma: no cover - never run by up
+        return True
+
+    def apply(self, ctx: StepContext) -> None:  # pragma: no cover - never run by up
+        return None
+
+
+def verify_previews(profile: VclusterKaiProfile) -> list[Step]:
+    return [VerifyPreview(profile, team) for team in profile.teams]
+
+
+def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list[Step]:
+    """Every step of `up` for this profile, in the one order that matters."""
+    fgo = profile.components.fake_gpu_operator
+    kai = profile.components.kai_scheduler
+    steps: list[Step] = [
+        ManagementCluster(kr.kind_cluster_config(profile, lab), lab),
+        HelmAddon(
+            kr.fake_gpu_operator_release(profile),
+            name="management/fake-gpus",
+            title=f"Installing fake-gpu-operator ({profile.gpu_pool.model} x"
+                  f"{profile.gpu_pool.count} per pool node)",
+            requires=("management/cluster",),
+            ready=partial(_fake_gpus_ready, namespace=fgo.namespace,
+                          nodes=kr.gpu_node_names(profile, lab), count=profile.gpu_pool.count),
+            ready_what="fake GPUs advertised on the pool's nodes",
+        ),
+        HelmAddon(
+            kr.kai_scheduler_release(profile),
+            name="management/kai-scheduler",
+            title="Installing KAI Scheduler with GPU sharing",
+            requires=("management/fake-gpus",),
+            ready=partial(_kai_ready, namespace=kai.namespace),
+            ready_what="the KAI operator's deployments",
+            timeout=420,
+        ),
+        ReservationRbac(profile),
+        Queues(profile),
+    ]
+    for team in profile.teams:
+        steps += [TeamVCluster(profile, lab, team, facts), TeamGpuNode(profile, lab, team)]
+    return steps
+
+
+# --------------------------------------------------------------------------- verify
+
+
+
+
+
+
+
+
+
+
+# --------------------------------------------------------------------------- status
+
+
+
+
+
+
+
+

@@ -1,0 +1,194 @@
+"""The registry (TC order, --tc parsing) and the HAMi/Kubernetes readers the checks share."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from gpulab.errors import AdapterError, UsageError
+from gpulab.stacks.kamaji_hami import objects as o
+from gpulab.stacks.kamaji_hami.checks.registry import (
+    CHECK_IDS,
+    CHECKS,
+    parse_tc,
+    pods_needed,
+    select,
+)
+from gpulab.stacks.kamaji_hami.inventory import DeviceGrant
+from gpulab.verify.observe import classify_probe_error, cross_kubeconfig
+from tests.kamaji_hami import builders as b
+from tests.kamaji_hami.builders import judge, node_replace, run_replace, tenant_replace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+
+
+def test_checks_in_tc_order() -> None:
+    assert tuple(f"TC-0{i}" for i in range(1, 9)) == CHECK_IDS
+    assert [c.title for c in CHECKS] == [
+        "control planes", "workers", "GPU admission path", "GPU inventory", "sharing",
+        "core over-commit", "memory over-commit", "isolation"]
+
+
+def test_parse_tc() -> None:
+    assert parse_tc(None) is None
+    assert parse_tc("TC-06, tc-05") == ("TC-05", "TC-06")
+    assert parse_tc("5,8") == ("TC-05", "TC-08")
+    with pytest.raises(UsageError, match="unknown check"):
+        parse_tc("TC-09")
+    with pytest.raises(UsageError, match="no check selected"):
+        parse_tc(" , ")
+
+
+def test_pods_needed_follow_the_selection() -> None:
+    assert pods_needed(select(["TC-01", "TC-02", "TC-04"])) == frozenset()
+    assert pods_needed(select(["TC-06"])) == {"gpu-share-1", "gpu-share-2", "gpu-share-3",
+                                              "gpu-share-4"}
+    assert pods_needed(select(["TC-07"])) == {"gpu-mem-big"}
+
+
+def _unregistered(node: dict[str, Any]) -> dict[str, Any]:
+    node["status"]["allocatable"]["nvidia.com/gpumem"] = "0"
+    return node
+
+
+# One way each check fails: no check may pass whatever the lab looks like.
+def _breakers(profile: KamajiHamiProfile) -> dict[str, Callable[[LabState], LabState]]:
+    spec = profile.tenant("tenant-a")
+    return {
+        "TC-01": lambda s: tenant_replace(s, "tenant-a", tcp=b.tcp(spec, state="NotReady")),
+        "TC-02": lambda s: node_replace(s, "tenant-a", b.node(spec, ready=False)),
+        "TC-03": lambda s: run_replace(s, "tenant-a", replace(
+            b.placed(spec, "gpu-share-1"), created=b.verify_pod(spec, "gpu-share-1",
+                                                                scheduler=None))),
+        "TC-04": lambda s: node_replace(s, "tenant-a", _unregistered(b.node(spec))),
+        "TC-05": lambda s: run_replace(s, "tenant-a", b.lock_contended(spec, "gpu-share-3")),
+        "TC-06": lambda s: run_replace(s, "tenant-a", replace(
+            b.placed(spec, "gpu-share-1"), name="gpu-share-4", check="TC-06")),
+        "TC-07": lambda s: run_replace(s, "tenant-a", b.refused(spec, "gpu-mem-big",
+                                                                "CardInsufficientCore")),
+        "TC-08": lambda s: tenant_replace(s, "tenant-a", listing=replace(
+            s.tenants["tenant-b"].listing)),
+    }
+
+
+@pytest.mark.parametrize("check", CHECK_IDS)
+def test_every_check_can_fail(healthy: LabState, profile: KamajiHamiProfile,
+                              check: str) -> None:
+    assert judge(healthy, profile, check).status == "pass"
+    broken = _breakers(profile)[check](healthy)
+    result = judge(broken, profile, check)
+    assert result.status == "fail", result
+    assert result.reason
+
+
+def test_allocations() -> None:
+    pod = {"metadata": {"annotations": {
+        o.ALLOCATED: "GPU-MOCK-0,NVIDIA,20000,30:;GPU-MOCK-B0,NVIDIA,12288,100:GPU-MOCK-B1,"
+                     "NVIDIA,12288,100:;"}}}
+    uses = o.allocations(pod)
+    assert uses == [[DeviceGrant("GPU-MOCK-0", "NVIDIA", 20000, 30)],
+                    [DeviceGrant("GPU-MOCK-B0", "NVIDIA", 12288, 100),
+                     DeviceGrant("GPU-MOCK-B1", "NVIDIA", 12288, 100)]]
+    assert o.allocations({"metadata": {}}) is None  # HAMi did not place it
+    assert o.allocations({"metadata": {"annotations": {o.ALLOCATED: "GPU,NVIDIA,x,1:;"}}}) == []
+
+
+def test_hami_reasons_from_the_write_up_events() -> None:
+    events = [
+        b.event("p", "FailedScheduling", "0/1 nodes are available: 1 1/1 CardInsufficientCore. "
+                "no new claims to deallocate, preemption: 0/1 nodes are available: 1 No "
+                "preemption victims found for incoming pod."),
+        b.event("p", "FilteringFailed", "1 nodes CardInsufficientCore(tenant-a-worker)"),
+        b.event("p", "BindingFailed", "node tenant-a-worker has been locked within 5m0s: node "
+                "lock contention"),
+        b.event("p", "FilteringSucceed", "find fit node(x) CardInsufficientMemory", kind="Normal"),
+    ]
+    assert o.hami_reasons(events) == ["CardInsufficientCore", "node lock contention"]
+    assert o.lock_contention(events) is events[2]
+
+
+def test_int_quantity() -> None:
+    assert [o.int_quantity(v) for v in ("81920", 10, "1k", "2Ki", None, "1.5", "abc")] == [
+        81920, 10, 1000, 2048, None, None, None]
+
+
+@pytest.mark.parametrize(("error", "outcome"), [
+    (AdapterError("list Namespace list at https://172.18.255.201:6443: 401 Unauthorized"),
+     "rejected"),
+    (AdapterError("list Namespace list at https://x: 403 Forbidden: namespaces is forbidden"),
+     "forbidden"),
+    (AdapterError("list Namespace list at https://x: connection failed (SSLError: [SSL: "
+                  "TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca)"), "rejected"),
+    (AdapterError("list Namespace list at https://x: connection failed (SSLError: [SSL: "
+                  "CERTIFICATE_VERIFY_FAILED] certificate verify failed)"), "error"),
+    (AdapterError("list Namespace list at https://x: connection failed (timed out)"), "error"),
+    (FileNotFoundError("tenant-b.kubeconfig"), "error"),
+])
+def test_classify_probe_error(error: BaseException, outcome: str) -> None:
+    assert classify_probe_error(error) == outcome
+
+
+def test_classify_uses_the_status_attribute() -> None:
+    err = AdapterError("list Namespace list: Unauthorised (spelt oddly)")
+    err.status = 401  # type: ignore[attr-defined]  # KubeApiError has it
+    assert classify_probe_error(err) == "rejected"
+
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: {t}
+  cluster:
+    server: https://{ip}:6443
+    certificate-authority-data: {t}-CA
+users:
+- name: kubernetes-admin
+  user:
+    client-certificate-data: {t}-CERT
+    client-key-data: {t}-KEY
+contexts:
+- name: kubernetes-admin@{t}
+  context: {{cluster: {t}, user: kubernetes-admin}}
+current-context: kubernetes-admin@{t}
+"""
+
+
+def test_cross_kubeconfig_takes_the_user_of_one_and_the_server_of_the_other() -> None:
+    import yaml
+
+    text = cross_kubeconfig(KUBECONFIG.format(t="tenant-a", ip="172.18.255.200"),
+                            KUBECONFIG.format(t="tenant-b", ip="172.18.255.201"))
+    config = yaml.safe_load(text)
+    assert config["clusters"][0]["cluster"] == {
+        "server": "https://172.18.255.201:6443", "certificate-authority-data": "tenant-b-CA"}
+    assert config["users"][0]["user"] == {"client-certificate-data": "tenant-a-CERT",
+                                          "client-key-data": "tenant-a-KEY"}
+    assert config["current-context"] == "cross-tenant-probe"
+
+
+def test_kubeconfig_cross_gateway_removes_its_file(tmp_path: Path) -> None:
+    from gpulab.verify.observe import kubeconfig_cross_gateway
+
+    for t, ip in (("tenant-a", "172.18.255.200"), ("tenant-b", "172.18.255.201")):
+        (tmp_path / f"{t}.kubeconfig").write_text(KUBECONFIG.format(t=t, ip=ip))
+    seen: dict[str, Any] = {}
+
+    def gateway(path: Path) -> Any:
+        seen["mode"] = path.stat().st_mode & 0o777
+        seen["text"] = path.read_text()
+        return "gateway"
+
+    cross = kubeconfig_cross_gateway(lambda t: tmp_path / f"{t}.kubeconfig", gateway,
+                                     tmp_path / "scratch")
+    assert cross("tenant-a", "tenant-b") == "gateway"
+    assert seen["mode"] == 0o600
+    assert "tenant-a-CERT" in seen["text"] and "172.18.255.201" in seen["text"]
+    assert list((tmp_path / "scratch").iterdir()) == []

@@ -1,0 +1,111 @@
+"""TC-01: TenantControlPlane Ready, four components running, API at the profile's version."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.kamaji_hami import builders as b
+from tests.kamaji_hami.builders import judge, tenant_replace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
+    from gpulab.stacks.kamaji_hami.state import LabState
+
+COMPONENTS = ["kube-apiserver", "kube-scheduler", "kube-controller-manager"]
+
+
+def test_passes_on_the_write_up_lab(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    for tenant in ("tenant-a", "tenant-b"):
+        result = judge(healthy, profile, "TC-01", tenant)
+        assert result.status == "pass", result.reason
+        assert "Ready" in result.evidence
+        assert "konnectivity-server" in result.evidence
+        assert "API answers v1.36.4" in result.evidence
+
+
+def test_build_metadata_in_the_version_is_ignored(healthy: LabState,
+                                                  profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", api_version="v1.36.4+kamaji")
+    assert judge(state, profile, "TC-01").status == "pass"
+
+
+def _spec(profile: KamajiHamiProfile) -> TenantSpec:
+    return profile.tenant("tenant-a")
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda p: {"tcp": None},
+     ["TenantControlPlane tenants/tenant-a not found in the management cluster", "gpulab up"]),
+    (lambda p: {"tcp": b.tcp(_spec(p), state="Provisioning")},
+     ["is Provisioning, not Ready", "kubectl -n tenants describe tcp tenant-a"]),
+    (lambda p: {"tcp": b.tcp(_spec(p), state="NotReady")}, ["is NotReady, not Ready"]),
+    (lambda p: {"tcp": b.tcp(_spec(p), version="v1.35.7")},
+     ["asks for v1.35.7 but the profile wants v1.36.4"]),
+    (lambda p: {"tcp_pods": ()}, ["no control-plane pod of tenant-a in namespace tenants"]),
+    (lambda p: {"tcp_pods": (b.tcp_pod(_spec(p), containers=tuple(COMPONENTS)),)},
+     ["has no konnectivity-server container", "spec.addons.konnectivity"]),
+    (lambda p: {"tcp_pods": (b.tcp_pod(_spec(p), statuses=[
+        b.running("kube-apiserver"), b.waiting("kube-scheduler", "CrashLoopBackOff", 7),
+        b.running("kube-controller-manager"), b.running("konnectivity-server")]),)},
+     ["container kube-scheduler of pod tenant-a-6f8c9d7b5-x2k4q is waiting CrashLoopBackOff "
+      "(7 restarts)", "logs tenant-a-6f8c9d7b5-x2k4q -c kube-scheduler --previous"]),
+    (lambda p: {"api_version": "v1.35.7"},
+     ["the tenant API answers v1.35.7 but the profile wants v1.36.4"]),
+    (lambda p: {"api_version": "", "api_error": "get server version at https://172.18.255.200:"
+                "6443: connection failed (ConnectTimeoutError: timed out)"},
+     ["the tenant API at 172.18.255.200:6443 did not answer", "MetalLB"]),
+], ids=["tcp-missing", "tcp-provisioning", "tcp-not-ready", "tcp-wrong-version", "no-pods",
+        "konnectivity-server-missing", "scheduler-crashloop", "api-wrong-version", "api-down"])
+def test_fails_with_actionable_reason(healthy: LabState, profile: KamajiHamiProfile,
+                                      change: Callable[[KamajiHamiProfile], dict[str, Any]],
+                                      expected: list[str]) -> None:
+    state = tenant_replace(healthy, "tenant-a", **change(profile))
+    result = judge(state, profile, "TC-01")
+    assert result.status == "fail"
+    for text in expected:
+        assert text in result.reason
+    assert judge(state, profile, "TC-01", "tenant-b").status == "pass"
+
+
+def test_terminating_pods_do_not_count(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    old = b.tcp_pod(profile.tenant("tenant-a"))
+    old["metadata"]["deletionTimestamp"] = b.TS
+    state = tenant_replace(healthy, "tenant-a", tcp_pods=(old,))
+    assert "no control-plane pod" in judge(state, profile, "TC-01").reason
+
+
+def test_one_healthy_pod_of_a_rollout_is_enough(healthy: LabState,
+                                                profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    new = b.tcp_pod(spec, statuses=[b.waiting(c, "ContainerCreating", 0) for c in COMPONENTS])
+    state = tenant_replace(healthy, "tenant-a", tcp_pods=(b.tcp_pod(spec), new))
+    assert judge(state, profile, "TC-01").status == "pass"
+
+
+def test_unreadable_management_cluster_is_an_error(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", management_error="list Pod list in tenants at "
+                           "https://127.0.0.1:40123: 401 Unauthorized")
+    result = judge(state, profile, "TC-01")
+    assert result.status == "error"
+    assert "could not read the management cluster" in result.reason
+
+
+def test_tenant_missing_from_the_observation_is_an_error(healthy: LabState,
+                                                         profile: KamajiHamiProfile) -> None:
+    state = replace(healthy, tenants={"tenant-b": healthy.tenants["tenant-b"]})
+    result = judge(state, profile, "TC-01", "tenant-a")
+    assert result.status == "error"
+    assert "not in this observation or recording" in result.reason
+
+
+def test_tenant_unknown_to_the_profile_is_an_error(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    result = judge(healthy, profile, "TC-01", "tenant-z")
+    assert result.status == "error"
+    assert "no tenant 'tenant-z' in profile" in result.reason

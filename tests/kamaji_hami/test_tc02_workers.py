@@ -1,0 +1,132 @@
+"""TC-02: workers Ready at the tenant's version, Calico up, logs readable through the tunnel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from gpulab.verify.state import LogsProbe
+from tests.kamaji_hami import builders as b
+from tests.kamaji_hami.builders import judge, node_replace, tenant_replace
+
+if TYPE_CHECKING:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+
+WORKER = b.worker("tenant-a")
+TUNNEL_ERROR = (
+    "read logs of Pod kube-system/calico-node-0x7kq at https://172.18.255.200:6443: 500 "
+    "InternalError: Get \"https://172.18.0.5:10250/containerLogs/kube-system/calico-node-0x7kq/"
+    "calico-node?tailLines=5\": No agent available"
+)
+
+
+def test_passes_on_the_write_up_lab(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    result = judge(healthy, profile, "TC-02")
+    assert result.status == "pass", result.reason
+    assert f"{WORKER} Ready (v1.36.4)" in result.evidence
+    assert "calico-node 1/1 ready" in result.evidence
+    assert "read through the tunnel" in result.evidence
+
+
+def test_missing_node(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", nodes=())
+    result = judge(state, profile, "TC-02")
+    assert result.status == "fail"
+    assert f"worker {WORKER} is not a node of tenant-a" in result.reason
+    assert "kubeadm join" in result.reason
+
+
+def test_node_not_ready_points_at_calico(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    state = node_replace(healthy, "tenant-a", b.node(profile.tenant("tenant-a"), ready=False))
+    result = judge(state, profile, "TC-02")
+    assert result.status == "fail"
+    assert f"node {WORKER} is NotReady (KubeletNotReady" in result.reason
+    assert "cni plugin not initialized" in result.reason
+    assert "calico-node pod on that node" in result.reason
+
+
+def test_node_not_ready_without_network_cause_points_at_kubelet(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    bad = b.node(profile.tenant("tenant-a"))
+    bad["status"]["conditions"] = [{"type": "Ready", "status": "Unknown",
+                                    "reason": "NodeStatusUnknown",
+                                    "message": "Kubelet stopped posting node status."}]
+    result = judge(node_replace(healthy, "tenant-a", bad), profile, "TC-02")
+    assert result.status == "fail"
+    assert f"docker exec {WORKER} journalctl -u kubelet" in result.reason
+
+
+def test_wrong_kubelet_version(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    state = node_replace(healthy, "tenant-a",
+                         b.node(profile.tenant("tenant-a"), kubelet="v1.35.8"))
+    result = judge(state, profile, "TC-02")
+    assert result.status == "fail"
+    assert "runs kubelet v1.35.8 but tenant-a is v1.36.4" in result.reason
+    assert "kindest/node:v1.36.4" in result.reason
+
+
+@pytest.mark.parametrize(("calico", "expected"), [
+    (None, "DaemonSet kube-system/calico-node not found in tenant-a: Calico is not installed"),
+    (b.calico(ready=0, desired=1), "calico-node is 0/1 ready"),
+    (b.calico(ready=0, desired=0), "calico-node is 0/0 ready"),
+])
+def test_calico_not_up(healthy: LabState, profile: KamajiHamiProfile,
+                       calico: dict[str, Any] | None, expected: str) -> None:
+    result = judge(tenant_replace(healthy, "tenant-a", calico=calico), profile, "TC-02")
+    assert result.status == "fail"
+    assert expected in result.reason
+
+
+def test_unreadable_calico_is_not_reported_as_missing(healthy: LabState,
+                                                      profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", calico=None,
+                           system_error="list Pod list in kube-system: 503 ServiceUnavailable")
+    result = judge(state, profile, "TC-02")
+    assert result.status == "fail"
+    assert "could not read DaemonSet kube-system/calico-node" in result.reason
+    assert "not installed" not in result.reason
+
+
+def test_tunnel_broken(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    probe = LogsProbe(WORKER, "kube-system", "calico-node-0x7kq", ok=False, error=TUNNEL_ERROR)
+    result = judge(tenant_replace(healthy, "tenant-a", logs_probes=(probe,)), profile, "TC-02")
+    assert result.status == "fail"
+    assert "could not read the logs of kube-system/calico-node-0x7kq" in result.reason
+    assert "No agent available" in result.reason
+    assert "konnectivity-agent pods in kube-system [konnectivity-agent-0h5tw Running]" in (
+        result.reason)
+
+
+def test_no_pod_to_read_logs_from(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    probe = LogsProbe(WORKER, error="no running pod in kube-system on this node")
+    result = judge(tenant_replace(healthy, "tenant-a", logs_probes=(probe,)), profile, "TC-02")
+    assert result.status == "fail"
+    assert f"no running pod on {WORKER} to read logs from" in result.reason
+
+
+def test_tenant_api_down_fails_pointing_at_tc01(healthy: LabState,
+                                                profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", nodes=None, logs_probes=None,
+                           api_error="connection failed")
+    result = judge(state, profile, "TC-02")
+    assert result.status == "fail"
+    assert "did not answer" in result.reason
+    assert "see TC-01" in result.reason
+
+
+@pytest.mark.parametrize("field", ["nodes", "logs_probes"])
+def test_unobserved_is_an_error(healthy: LabState, profile: KamajiHamiProfile,
+                                field: str) -> None:
+    result = judge(tenant_replace(healthy, "tenant-a", **{field: None}), profile, "TC-02")
+    assert result.status == "error"
+    assert "was not observed" in result.reason
+
+
+def test_second_worker_is_checked_too(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    two = b.with_gpus(profile, "tenant-a", {"model": "NVIDIA-A100-SXM4-80GB",
+                                            "memory_mib": 81920}, workers=2)
+    result = judge(healthy, two, "TC-02")
+    assert result.status == "fail"
+    assert f"worker {b.worker('tenant-a', 1)} is not a node of tenant-a" in result.reason

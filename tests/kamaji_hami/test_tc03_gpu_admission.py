@@ -1,0 +1,168 @@
+"""TC-03: HAMi's webhook rewrote schedulerName (through Konnectivity) and HAMi placed the pod."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from tests.kamaji_hami import builders as b
+from tests.kamaji_hami.builders import judge, run_replace, tenant_replace, with_gpus
+
+if TYPE_CHECKING:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+    from gpulab.verify.state import PodRun
+
+KONNECTIVITY = (
+    "HAMi's webhook was not called: the tenant API server could not reach it through "
+    "Konnectivity (failurePolicy Ignore hides this); check konnectivity-agent pods in "
+    "kube-system of the tenant"
+)
+
+
+def _first(state: LabState, tenant: str = "tenant-a") -> PodRun:
+    run = state.tenants[tenant].pod_run("gpu-share-1")
+    assert run is not None
+    return run
+
+
+def test_passes_on_the_write_up_lab(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    result = judge(healthy, profile, "TC-03")
+    assert result.status == "pass", result.reason
+    assert "schedulerName hami-scheduler" in result.evidence
+    assert f"hami.io/vgpu-node={b.worker('tenant-a')}" in result.evidence
+    assert "FilteringSucceed: find fit node(" in result.evidence
+    assert "BindingSucceed: Successfully binding node [" in result.evidence
+
+
+def test_scheduler_name_left_default(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    pod = b.verify_pod(spec, "gpu-share-1", scheduler=None)
+    pod["spec"]["schedulerName"] = "default-scheduler"
+    run = replace(_first(healthy), created=pod, pod=pod, events=(), outcome="timeout")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "gpu-share-1 kept schedulerName default-scheduler: " + KONNECTIVITY in result.reason
+    assert "konnectivity-agent-0h5tw Running" in result.reason
+
+
+def test_scheduler_name_unset_counts_as_default(healthy: LabState,
+                                                profile: KamajiHamiProfile) -> None:
+    pod = b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1", scheduler=None)
+    run = replace(_first(healthy), created=pod, pod=pod, events=())
+    assert KONNECTIVITY in judge(run_replace(healthy, "tenant-a", run), profile, "TC-03").reason
+
+
+def test_another_scheduler(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    pod = b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1", scheduler="volcano")
+    run = replace(_first(healthy), created=pod, pod=pod, events=())
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "names scheduler volcano" in result.reason
+
+
+def test_lock_contention(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = b.lock_contended(profile.tenant("tenant-a"), "gpu-share-1")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "HAMi could not bind gpu-share-1: node lock contention" in result.reason
+    assert "has been locked within 5m0s" in result.reason
+    assert "components.hami.node_lock_expire = 5s" in result.reason
+
+
+def test_node_unregistered(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    created = b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1")
+    events = (b.event("gpu-share-1", "FilteringFailed",
+                      f"1 nodes node unregistered({b.worker('tenant-a')})"),
+              b.event("gpu-share-1", "FilteringFailed", "no available node, 1 nodes do not meet"))
+    run = replace(_first(healthy), pod=created, created=created, events=events,
+                  outcome="timeout")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "HAMi found no card for gpu-share-1 (node unregistered" in result.reason
+    assert "see TC-04" in result.reason
+
+
+def test_hami_scheduler_silent(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    sched = b.pod("hami-scheduler-7d9f6c8b9-4qj2w", "kube-system", b.worker("tenant-a"),
+                  ["kube-scheduler", "vgpu-scheduler-extender"], tenant="tenant-a",
+                  phase="Running", statuses=[b.waiting("kube-scheduler", "ImagePullBackOff", 0),
+                                             b.running("vgpu-scheduler-extender")])
+    system = (*(p for p in b.system_pods(spec)
+                if not p["metadata"]["name"].startswith("hami-scheduler")), sched)
+    created = b.verify_pod(spec, "gpu-share-1")
+    run = replace(_first(healthy), pod=created, created=created, events=(), outcome="timeout")
+    state = tenant_replace(run_replace(healthy, "tenant-a", run), "tenant-a", system_pods=system)
+    result = judge(state, profile, "TC-03")
+    assert result.status == "fail"
+    assert "no scheduler left an event" in result.reason
+    assert "kube-scheduler: waiting ImagePullBackOff" in result.reason
+
+
+def test_webhook_denied_the_pod(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = replace(_first(healthy), created=None, pod=None, events=(), outcome="create-failed",
+                  create_error='apply Pod gpulab-verify/gpu-share-1: 400 BadRequest: admission '
+                               'webhook "vgpu.hami.io" denied the request: exceeds quota')
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "HAMi's admission webhook denied it" in result.reason
+
+
+def test_placed_without_events(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = replace(_first(healthy), events=())
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "no FilteringSucceed / BindingSucceed event" in result.reason
+
+
+def test_placed_on_a_node_of_another_tenant(healthy: LabState,
+                                            profile: KamajiHamiProfile) -> None:
+    run = b.placed(profile.tenant("tenant-a"), "gpu-share-1", host=b.worker("tenant-b"))
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert "which is not a worker of tenant-a" in result.reason
+
+
+def test_bound_by_another_scheduler_than_hami_chose(healthy: LabState,
+                                                    profile: KamajiHamiProfile) -> None:
+    run = _first(healthy)
+    assert run.pod is not None
+    pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": "other-node"}}
+    result = judge(run_replace(healthy, "tenant-a", replace(run, pod=pod)), profile, "TC-03")
+    assert result.status == "fail"
+    assert "another scheduler bound it" in result.reason
+
+
+def test_skipped_without_gpus(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    no_gpus = profile.model_copy(update={"tenants": [
+        t.model_copy(update={"gpus": []}) if t.name == "tenant-a" else t
+        for t in profile.tenants]})
+    result = judge(healthy, no_gpus, "TC-03")
+    assert result.status == "skip"
+    assert "has no GPUs in the profile" in result.reason
+
+
+def test_skipped_when_no_size_fits_the_sizing_rule(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    tiny = with_gpus(profile, "tenant-a", {"model": "NVIDIA-T4", "memory_mib": 16384,
+                                           "cores": 5})
+    result = judge(healthy, tiny, "TC-03")
+    assert result.status == "skip"
+    assert "sizing rule, docs/checks.md" in result.reason
+
+
+def test_scenario_not_run_is_an_error(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", gpu_pods=None,
+                           scenario_error="namespace gpulab-verify (left by an earlier run) is "
+                                          "still terminating after 60s")
+    result = judge(state, profile, "TC-03")
+    assert result.status == "error"
+    assert "still terminating" in result.reason
+
+
+def test_tenant_api_down_fails(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    state = tenant_replace(healthy, "tenant-a", gpu_pods=None, api_error="connection refused")
+    result = judge(state, profile, "TC-03")
+    assert result.status == "fail"
+    assert "see TC-01" in result.reason

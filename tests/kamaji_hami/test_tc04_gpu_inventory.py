@@ -1,0 +1,150 @@
+"""TC-04: every worker advertises exactly the profile's GPUs and HAMi's registered devices match."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from gpulab.stacks.kamaji_hami import render
+from tests.kamaji_hami import builders as b
+from tests.kamaji_hami.builders import judge, node_replace, tenant_replace, with_gpus
+
+if TYPE_CHECKING:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+
+WORKER = b.worker("tenant-a")
+
+
+def _node(profile: KamajiHamiProfile, tenant: str = "tenant-a") -> dict[str, Any]:
+    return b.node(profile.tenant(tenant))
+
+
+def _register(node: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    cards = json.loads(node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION])
+    cards[0].update(changes)
+    node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION] = json.dumps(cards)
+    return node
+
+
+def test_passes_on_the_write_up_lab(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    a = judge(healthy, profile, "TC-04")
+    assert a.status == "pass", a.reason
+    assert "gpu=10, gpumem=81920, gpucores=100, gpumem-percentage=100" in a.evidence
+    assert "GPU-MOCK-0 NVIDIA-A100-SXM4-80GB 81920 MiB 100 cores" in a.evidence
+    bb = judge(healthy, profile, "TC-04", "tenant-b")
+    assert bb.status == "pass", bb.reason
+    assert "gpu=20, gpumem=49152, gpucores=200, gpumem-percentage=200" in bb.evidence
+    assert "GPU-MOCK-B1 NVIDIA-L4 24576 MiB 100 cores" in bb.evidence
+
+
+def test_allocatable_mismatch_mock_plugin_not_registered(healthy: LabState,
+                                                         profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    for key in ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage"):
+        node["status"]["allocatable"][key] = "0"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert f"node {WORKER} allocatable nvidia.com/gpumem=0 (want 81920)" in result.reason
+    assert "HAMi's mock device plugin has not registered the cards" in result.reason
+    assert "hami-mock-device-plugin-0p9rd Running" in result.reason
+
+
+def test_capacity_patch_missing(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    for section in ("capacity", "allocatable"):
+        for key in list(node["status"][section]):
+            if key.startswith("nvidia.com/"):
+                del node["status"][section][key]
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert "node capacity nvidia.com/gpu is not set" in result.reason
+
+
+def test_allocatable_of_other_cards(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    node["status"]["allocatable"]["nvidia.com/gpumem"] = "40960"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert "nvidia.com/gpumem=40960 (want 81920)" in result.reason
+    assert "describes other cards than the profile" in result.reason
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"devmem": 40960}, "registered device GPU-MOCK-0 on {w} has memory 40960, the profile says "
+                        "81920"),
+    ({"devcore": 50}, "has cores 50, the profile says 100"),
+    ({"type": "NVIDIA-A100-SXM4-40GB"}, "has model 'NVIDIA-A100-SXM4-40GB', the profile says "
+                                        "'NVIDIA-A100-SXM4-80GB'"),
+    ({"count": 4}, "has split 4, the profile says 10"),
+    ({"health": False}, "registered device GPU-MOCK-0 on {w} is not healthy"),
+    ({"id": "GPU-OTHER-0"}, "node {w} has no registered device GPU-MOCK-0"),
+])
+def test_registered_device_mismatch(healthy: LabState, profile: KamajiHamiProfile,
+                                    changes: dict[str, Any], expected: str) -> None:
+    node = _register(_node(profile), **changes)
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert expected.format(w=WORKER) in result.reason
+
+
+def test_extra_registered_device(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    cards = json.loads(node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION])
+    cards.append({**cards[0], "id": "GPU-MOCK-9", "index": 1})
+    node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION] = json.dumps(cards)
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert "registers device GPU-MOCK-9, which the profile does not have" in result.reason
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, "has no hami.io/node-nvidia-register annotation"),
+    ("GPU-MOCK-0,10,81920,100,NVIDIA-A100-SXM4-80GB,0,true",
+     "is not a JSON list of devices (HAMi v2.10 reads JSON only)"),
+])
+def test_registration_missing_or_unreadable(healthy: LabState, profile: KamajiHamiProfile,
+                                            value: str | None, expected: str) -> None:
+    node = _node(profile)
+    if value is None:
+        del node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION]
+    else:
+        node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION] = value
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert expected in result.reason
+
+
+def test_missing_node(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    result = judge(tenant_replace(healthy, "tenant-a", nodes=()), profile, "TC-04")
+    assert result.status == "fail"
+    assert "is not a node of tenant-a (see TC-02)" in result.reason
+
+
+def test_changed_profile_is_checked_against_the_new_cards(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    """The lab still has 1 x A100 80GB; a profile asking for 2 cards of 40GB must fail."""
+    changed = with_gpus(profile, "tenant-a", {"model": "NVIDIA-A100-SXM4-40GB", "count": 2,
+                                              "memory_mib": 40960})
+    result = judge(healthy, changed, "TC-04")
+    assert result.status == "fail"
+    assert "nvidia.com/gpu=10 (want 20)" in result.reason
+
+
+def test_tenant_without_gpus(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    no_gpus = with_gpus(profile, "tenant-a")
+    spec = no_gpus.tenant("tenant-a")
+    plain = node_replace(healthy, "tenant-a", b.node(spec))
+    ok = judge(plain, no_gpus, "TC-04")
+    assert ok.status == "pass", ok.reason
+    assert "no cards registered" in ok.evidence
+    result = judge(healthy, no_gpus, "TC-04")  # the node still advertises the A100
+    assert result.status == "fail"
+    assert "the profile gives this tenant no GPUs" in result.reason
+
+
+def test_unobserved_nodes_is_an_error(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    assert judge(tenant_replace(healthy, "tenant-a", nodes=None), profile,
+                 "TC-04").status == "error"

@@ -1,0 +1,163 @@
+"""TC-06 (cores) and TC-07 (memory): HAMi refuses to over-commit and names the reason."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pytest
+
+from gpulab.verify.state import PodRun
+from tests.kamaji_hami import builders as b
+from tests.kamaji_hami.builders import judge, run_replace, with_gpus
+
+if TYPE_CHECKING:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
+
+CASES = {"TC-06": ("gpu-share-4", "CardInsufficientCore"),
+         "TC-07": ("gpu-mem-big", "CardInsufficientMemory")}
+
+
+def _run(state: LabState, name: str, tenant: str = "tenant-a") -> PodRun:
+    run = state.tenants[tenant].pod_run(name)
+    assert run is not None
+    return run
+
+
+def test_write_up_events_pass(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    core = judge(healthy, profile, "TC-06")
+    assert core.status == "pass", core.reason
+    assert core.evidence == (
+        f"gpu-share-4 (20000 MiB, 30 cores) stays Pending: FilteringFailed '1 nodes "
+        f"CardInsufficientCore({b.worker('tenant-a')})' from hami-scheduler"
+    )
+    memory = judge(healthy, profile, "TC-07")
+    assert memory.status == "pass", memory.reason
+    assert "gpu-mem-big (90000 MiB, 10 cores) stays Pending" in memory.evidence
+    assert "CardInsufficientMemory" in memory.evidence
+    assert judge(healthy, profile, "TC-07", "tenant-b").evidence.startswith(
+        "gpu-mem-big (30000 MiB, 10 cores)")
+
+
+def test_failed_scheduling_event_alone_is_enough(healthy: LabState,
+                                                 profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    state = run_replace(healthy, "tenant-a", replace(run, events=run.events[:1]))
+    result = judge(state, profile, "TC-06")
+    assert result.status == "pass"
+    assert "FailedScheduling '0/1 nodes are available: 1 1/1 CardInsufficientCore." in (
+        result.evidence)
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_pod_placed_means_overcommit(healthy: LabState, profile: KamajiHamiProfile,
+                                     check: str) -> None:
+    name, _ = CASES[check]
+    placed = b.placed(profile.tenant("tenant-a"), "gpu-share-1")
+    run = replace(placed, name=name, check=check, created=_run(healthy, name).created)
+    result = judge(run_replace(healthy, "tenant-a", run), profile, check)
+    assert result.status == "fail"
+    assert f"HAMi placed {name}" in result.reason
+    assert "over-committed its " + ("cores" if check == "TC-06" else "memory") in result.reason
+
+
+def test_lock_contention_on_the_fourth_pod_means_its_filter_accepted_it(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = replace(b.lock_contended(profile.tenant("tenant-a"), "gpu-share-4"), check="TC-06")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-06")
+    assert result.status == "fail"
+    assert "its filter accepted gpu-share-4 (20000 MiB, 30 cores) and only node lock " \
+           "contention kept it from binding" in result.reason
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_missing_reason_event(healthy: LabState, profile: KamajiHamiProfile,
+                              check: str) -> None:
+    name, reason = CASES[check]
+    run = _run(healthy, name)
+    events = (b.event(name, "FilteringFailed", "no available node, 1 nodes do not meet"),)
+    result = judge(run_replace(healthy, "tenant-a", replace(run, events=events,
+                                                            outcome="timeout", waited=60)),
+                   profile, check)
+    assert result.status == "fail"
+    assert f"no event names {reason} within 60s" in result.reason
+    assert f"kubectl -n gpulab-verify describe pod {name}" in result.reason
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_no_events_at_all(healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
+    name, _ = CASES[check]
+    run = replace(_run(healthy, name), events=(), outcome="timeout")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, check)
+    assert result.status == "fail"
+    assert "no scheduler left an event" in result.reason
+
+
+def test_core_check_refused_for_memory(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", "CardInsufficientMemory")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-06")
+    assert result.status == "fail"
+    assert "HAMi refused it for CardInsufficientMemory, not CardInsufficientCore" in result.reason
+    assert "other pods may be using GPU-MOCK-0" in result.reason
+
+
+def test_memory_check_refused_for_uuid(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = b.refused(profile.tenant("tenant-a"), "gpu-mem-big", "CardUuidMismatch")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-07")
+    assert result.status == "fail"
+    assert "refused it for CardUuidMismatch, not CardInsufficientMemory" in result.reason
+    assert "see TC-04" in result.reason
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_webhook_bypassed(healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
+    name, _ = CASES[check]
+    pod = b.verify_pod(profile.tenant("tenant-a"), name, scheduler=None)
+    events = (b.event(name, "FailedScheduling", "0/1 nodes are available: 1 Insufficient "
+                      "nvidia.com/gpumem.", component="default-scheduler"),)
+    run = replace(_run(healthy, name), created=pod, pod=pod, events=events)
+    result = judge(run_replace(healthy, "tenant-a", run), profile, check)
+    assert result.status == "fail"
+    assert "HAMi's webhook was not called" in result.reason
+
+
+def test_core_check_needs_the_three_share_pods(healthy: LabState,
+                                               profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    state = run_replace(healthy, "tenant-a", b.lock_contended(spec, "gpu-share-3"))
+    state = run_replace(state, "tenant-a", PodRun(
+        "gpu-share-4", "TC-06", outcome="not-created",
+        last_seen="not created because gpu-share-3 did not run (timeout)"))
+    result = judge(state, profile, "TC-06")
+    assert result.status == "fail"
+    assert "the three share pods were not all running" in result.reason
+    assert "node lock contention" in result.reason
+
+
+def test_memory_check_does_not_need_the_share_pods(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    state = run_replace(healthy, "tenant-a", b.lock_contended(spec, "gpu-share-1"))
+    assert judge(state, profile, "TC-07").status == "pass"
+
+
+def test_create_refused(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = PodRun("gpu-mem-big", "TC-07", outcome="create-failed",
+                 create_error="apply Pod gpulab-verify/gpu-mem-big: 403 Forbidden: exceeded "
+                              "quota: gpu, requested: limits.nvidia.com/gpumem=90000")
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-07")
+    assert result.status == "fail"
+    assert "the tenant API refused gpu-mem-big (the create call failed)" in result.reason
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_skip_and_missing(healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
+    assert judge(healthy, with_gpus(profile, "tenant-a"), check).status == "skip"
+    name, _ = CASES[check]
+    st = healthy.tenants["tenant-a"]
+    state = replace(healthy, tenants={**healthy.tenants, "tenant-a": replace(
+        st, gpu_pods=tuple(r for r in st.gpu_pods or () if r.name != name))})
+    result = judge(state, profile, check)
+    assert result.status == "error"
+    assert "not in this observation or recording" in result.reason

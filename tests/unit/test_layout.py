@@ -1,0 +1,160 @@
+"""The layout's rules (docs/architecture.md), enforced on the source with `ast`.
+
+- the framework (`engine/`, `adapters/`, `profile/`, `verify/`) imports nothing from
+  `gpulab.stacks`, and no module outside `gpulab/stacks/` imports a stack package directly:
+  `cli.py` and `core.py` reach stacks through the registry (`gpulab.stacks.for_name`);
+- only the adapters import docker, kubernetes, pyhelm3 (or run kind/helm);
+- every stack package has the same inner names;
+- no import cycle anywhere in `gpulab/` (lazy imports inside functions count too: a cycle through
+  them is still a knot a reader has to untie).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gpulab import stacks
+
+ROOT = Path(__file__).resolve().parents[2] / "gpulab"
+FRAMEWORK = ("gpulab.engine", "gpulab.adapters", "gpulab.profile", "gpulab.verify")
+THIRD_PARTY_ADAPTED = ("docker", "kubernetes", "pyhelm3")
+STACK_FILES = ("__init__.py", "profile.py", "render.py", "steps.py", "status.py", "observe.py",
+               "state.py", "objects.py", "run.py", "record.py", "checks/__init__.py",
+               "checks/registry.py", "checks/common.py")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _imports(module: str) -> set[str]:
+    """Every gpulab or third-party module `module` imports (top level, in functions, and under
+    TYPE_CHECKING), resolved to a module where `from X import Y` names a submodule."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if candidate in MODULES else base)
+    return found
+
+
+GRAPH = {module: {i for i in _imports(module) if i in MODULES} for module in MODULES}
+
+
+def _third_party(module: str) -> set[str]:
+    return {i.split(".")[0] for i in _imports(module)} & set(THIRD_PARTY_ADAPTED)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(FRAMEWORK)))
+def test_the_framework_imports_no_stack(module: str) -> None:
+    assert not {i for i in GRAPH[module] if i.startswith("gpulab.stacks")}, module
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("gpulab.stacks")))
+def test_only_the_registry_is_imported_from_outside_the_stacks(module: str) -> None:
+    """cli, core, doctor... may use `gpulab.stacks` (the registry), never a stack's package."""
+    direct = {i for i in GRAPH[module] if i.startswith("gpulab.stacks.")}
+    assert not direct, f"{module} imports {sorted(direct)}; go through gpulab.stacks.for_name"
+
+
+def test_stacks_do_not_import_each_other() -> None:
+    for name, package in stacks.STACKS.items():
+        others = [p for p in stacks.STACKS.values() if p != package]
+        for module in (m for m in MODULES if m == package or m.startswith(package + ".")):
+            leaks = {i for i in GRAPH[module] for other in others
+                     if i == other or i.startswith(other + ".")}
+            assert not leaks, f"{module} ({name}) imports {sorted(leaks)}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_only_adapters_import_docker_kubernetes_pyhelm3(module: str) -> None:
+    if module.startswith("gpulab.adapters."):
+        return
+    assert not _third_party(module), f"{module} imports {sorted(_third_party(module))}"
+
+
+@pytest.mark.parametrize("package", sorted(stacks.STACKS.values()))
+def test_every_stack_has_the_same_inner_names(package: str) -> None:
+    folder = ROOT.parent / package.replace(".", "/")
+    missing = [name for name in STACK_FILES if not (folder / name).is_file()]
+    assert not missing, f"{package} lacks {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(stacks.STACKS))
+def test_every_stack_offers_the_registry_interface(name: str) -> None:
+    stack = stacks.for_name(name)
+    wanted = list(stacks.Stack.__annotations__) + [
+        n for n, v in vars(stacks.Stack).items() if callable(v) and not n.startswith("_")]
+    assert not [n for n in wanted if not hasattr(stack, n)]
+    assert stack.PROFILE.model_fields["stack"].annotation.__args__ == (name,)
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(GRAPH[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1 or node in GRAPH[node]:
+                found.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles() == []
+
+
+def test_the_rules_catch_what_they_forbid() -> None:
+    """The checker itself: a cycle and a framework → stack import are found when present."""
+    saved = {k: set(v) for k, v in GRAPH.items()}
+    try:
+        GRAPH["gpulab.engine.step"].add("gpulab.engine.runner")
+        assert any("gpulab.engine.step" in c for c in _cycles())
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+    assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
