@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.sessions = ["lint", "typecheck", "tests", "bench"]
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).parent
@@ -41,6 +41,18 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     _prepare_host(session)
     session.run("pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Every benchmark once at a tiny scale, without goals, so none can silently rot.
+
+    `nox -s bench -- full` runs them for real, with their goals (see benchmarks/README.md).
+    """
+    session.install("-e", ".")
+    smoke = [] if "full" in session.posargs else ["--smoke"]
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        session.run("python", str(script), *smoke)
 
 
 @nox.session

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from gpulab.adapters.base import (
         ContainerRuntime,
+        DockerReader,
         HelmGateway,
         KindProvider,
         KubeGateway,
@@ -38,6 +39,7 @@ __all__ = [
     "lab_name",
     "plan_steps",
     "preflight",
+    "read_docker",
     "record_profile",
     "record_verify",
     "recorded_profile",
@@ -66,6 +68,15 @@ def connect_runtime(timeout: float = 10) -> ContainerRuntime:
     return connect(timeout=timeout)
 
 
+def read_docker(timeout: float = 3) -> DockerReader:
+    """A read-only view of the Docker engine: the stdlib socket reader when the engine is on a
+    unix socket (no docker-py import, so `plan` starts fast), else the docker-py adapter."""
+    from gpulab.adapters.docker_probe import open_reader
+
+    reader = open_reader(timeout)
+    return reader if reader is not None else connect_runtime(timeout=timeout)
+
+
 def plan_steps(
     profile: LabProfile, name: str | None, *, probe_host: bool
 ) -> tuple[list[Step], str]:
@@ -75,11 +86,11 @@ def plan_steps(
 
     stack = for_profile(profile)
     lab = lab_name(profile, name)
-    runtime: ContainerRuntime | None = None
+    runtime: DockerReader | None = None
     note = ""
     if probe_host:
         try:
-            runtime = connect_runtime(timeout=3)
+            runtime = read_docker(timeout=3)
         except GpulabError as err:
             note = f"Docker not reachable ({err}); host-dependent values are shown as pending"
     facts = stack.observe_host_facts(profile, runtime)

@@ -19,6 +19,7 @@ __all__ = [
     "ContainerInfo",
     "ContainerRuntime",
     "ContainerSpec",
+    "DockerReader",
     "ExecResult",
     "HelmGateway",
     "HelmRelease",
@@ -120,6 +121,20 @@ class ContainerInfo:
     def running(self) -> bool:
         return self.status == "running"
 
+    @classmethod
+    def from_summary(cls, entry: Mapping[str, Any]) -> ContainerInfo:
+        """From one entry of the Engine API's container list (`GET /containers/json`)."""
+        names = entry.get("Names") or [""]
+        networks = (entry.get("NetworkSettings") or {}).get("Networks") or {}
+        return cls(
+            id=str(entry.get("Id", "")),
+            name=str(names[0]).lstrip("/"),
+            image=str(entry.get("Image") or ""),
+            status=str(entry.get("State") or ""),
+            labels={str(k): str(v) for k, v in (entry.get("Labels") or {}).items()},
+            networks={str(n): str((e or {}).get("IPAddress") or "") for n, e in networks.items()},
+        )
+
 
 @dataclass(frozen=True)
 class NetworkInfo:
@@ -130,6 +145,19 @@ class NetworkInfo:
     ipam_config: list[dict[str, Any]]
     labels: Mapping[str, str] = field(default_factory=dict)
     containers: tuple[str, ...] = ()  # names of attached containers
+
+    @classmethod
+    def from_inspect(cls, attrs: Mapping[str, Any]) -> NetworkInfo:
+        """From the Engine API's network inspect (`GET /networks/{id}`)."""
+        ipam = attrs.get("IPAM") or {}
+        containers = attrs.get("Containers") or {}
+        return cls(
+            id=str(attrs.get("Id", "")),
+            name=str(attrs.get("Name", "")),
+            ipam_config=[dict(entry) for entry in ipam.get("Config") or []],
+            labels={str(k): str(v) for k, v in (attrs.get("Labels") or {}).items()},
+            containers=tuple(sorted(str((c or {}).get("Name", "")) for c in containers.values())),
+        )
 
 
 @dataclass(frozen=True)
@@ -144,6 +172,14 @@ class RuntimeInfo:
     cgroup_version: str = ""
     storage_driver: str = ""
     warnings: tuple[str, ...] = ()
+
+
+class DockerReader(Protocol):
+    """The read-only part of the runtime that host facts need (`plan` without docker-py)."""
+
+    def containers(self, labels: Mapping[str, str]) -> list[ContainerInfo]: ...
+
+    def network(self, name: str) -> NetworkInfo | None: ...
 
 
 class ContainerRuntime(Protocol):

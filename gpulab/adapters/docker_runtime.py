@@ -445,7 +445,7 @@ class DockerRuntime:
         """Containers (running or not) carrying all of `labels`; empty `labels` means all."""
         with self._mapped("list containers"):
             found = self._api.containers(all=True, filters=_label_filters(labels))
-        return [_container_from_summary(entry) for entry in found or []]
+        return [ContainerInfo.from_summary(entry) for entry in found or []]
 
     def exec(
         self, name: str, argv: list[str], *, stdin: bytes | None = None, timeout: float = 600
@@ -567,7 +567,7 @@ class DockerRuntime:
             raise
         if attrs.get("Name") != name and attrs.get("Id") != name:
             return None
-        return _network_info(attrs)
+        return NetworkInfo.from_inspect(attrs)
 
     def networks(self, labels: Mapping[str, str] | None = None) -> list[NetworkInfo]:
         with self._mapped("list networks"):
@@ -576,7 +576,7 @@ class DockerRuntime:
         for summary in found or []:  # the list leaves `Containers` empty: inspect each
             try:
                 with self._mapped(f"inspect network {summary.get('Name')}"):
-                    result.append(_network_info(self._api.inspect_network(summary["Id"])))
+                    result.append(NetworkInfo.from_inspect(self._api.inspect_network(summary["Id"])))
             except AdapterError as err:
                 if not _is_not_found(err):  # removed meanwhile: skip
                     raise
@@ -636,19 +636,6 @@ def _container_from_inspect(attrs: Mapping[str, Any]) -> ContainerInfo:
     )
 
 
-def _container_from_summary(entry: Mapping[str, Any]) -> ContainerInfo:
-    names = entry.get("Names") or [""]
-    networks = (entry.get("NetworkSettings") or {}).get("Networks") or {}
-    return ContainerInfo(
-        id=str(entry.get("Id", "")),
-        name=str(names[0]).lstrip("/"),
-        image=str(entry.get("Image") or ""),
-        status=str(entry.get("State") or ""),
-        labels={str(k): str(v) for k, v in (entry.get("Labels") or {}).items()},
-        networks={str(n): str((e or {}).get("IPAddress") or "") for n, e in networks.items()},
-    )
-
-
 def _anonymous_volumes(attrs: Mapping[str, Any]) -> list[str]:
     """Names of the volumes mounted without a source (created for this container alone)."""
     host_config = attrs.get("HostConfig") or {}
@@ -670,13 +657,3 @@ def _anonymous_volumes(attrs: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _network_info(attrs: Mapping[str, Any]) -> NetworkInfo:
-    ipam = attrs.get("IPAM") or {}
-    containers = attrs.get("Containers") or {}
-    return NetworkInfo(
-        id=str(attrs.get("Id", "")),
-        name=str(attrs.get("Name", "")),
-        ipam_config=[dict(entry) for entry in ipam.get("Config") or []],
-        labels={str(k): str(v) for k, v in (attrs.get("Labels") or {}).items()},
-        containers=tuple(sorted(str((c or {}).get("Name", "")) for c in containers.values())),
-    )

@@ -20,18 +20,20 @@ if TYPE_CHECKING:
 
     from rich.table import Table
 
-    from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.adapters.base import ContainerRuntime, DockerReader, KubeGateway
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
+    "INTERFACE",
     "RECORDING_DEFAULT_STACK",
     "STACKS",
     "Stack",
     "for_name",
     "for_profile",
+    "lazy_interface",
     "load_profile",
     "names",
     "parse_profile",
@@ -52,7 +54,7 @@ class Stack(Protocol):
 
     PROFILE: type[LabProfile]
 
-    def observe_host_facts(self, profile: Any, runtime: ContainerRuntime | None) -> Any: ...
+    def observe_host_facts(self, profile: Any, runtime: DockerReader | None) -> Any: ...
 
     def build_steps(self, profile: Any, lab: str, facts: Any) -> list[Step]: ...
 
@@ -81,6 +83,34 @@ class Stack(Protocol):
     ) -> dict[str, Any]: ...
 
     def status_tables(self, info: dict[str, Any]) -> list[Table]: ...
+
+
+# Where a stack package finds each interface name: (its module, attribute); PROFILE is per stack.
+INTERFACE: dict[str, tuple[str, str]] = {
+    "build_steps": ("steps", "build_steps"),
+    "observe_host_facts": ("steps", "observe_host_facts"),
+    "verify_previews": ("steps", "verify_previews"),
+    "run_checks": ("run", "run_checks"),
+    "parse_checks": ("run", "parse_checks"),
+    "replay": ("run", "replay"),
+    "write_recording": ("run", "write_recording"),
+    "lab_status": ("status", "lab_status"),
+    "status_tables": ("status", "status_tables"),
+}
+
+
+def lazy_interface(package: str, profile_class: str) -> Callable[[str], Any]:
+    """A stack package's module `__getattr__`: each interface name is imported from the
+    package's module on first use, so loading a profile imports only `profile.py`."""
+    table = {"PROFILE": ("profile", profile_class), **INTERFACE}
+
+    def resolve(name: str) -> Any:
+        if name not in table:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attribute = table[name]
+        return getattr(importlib.import_module(f"{package}.{module}"), attribute)
+
+    return resolve
 
 
 def names() -> list[str]:

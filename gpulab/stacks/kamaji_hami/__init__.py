@@ -6,24 +6,15 @@ kindest/node workers joined with kubeadm, Calico, and HAMi sharing mock GPUs (TC
   annotations;
 - `steps`: the plan `up` runs; `status`: `gpulab status`;
 - `observe`, `state`, `objects`, `checks/` (tc01..tc08, registry), `run`, `record`: `verify`.
+
+The package offers the registry's `Stack` interface (gpulab.stacks), each name imported from its
+module on first use, so loading a profile does not import the steps or verify.
 """
 
 from __future__ import annotations
 
-from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile as PROFILE
-from gpulab.stacks.kamaji_hami.run import parse_checks, replay, run_checks, write_recording
-from gpulab.stacks.kamaji_hami.status import lab_status, status_tables
-from gpulab.stacks.kamaji_hami.steps import build_steps, observe_host_facts, verify_previews
+from gpulab.stacks import INTERFACE, lazy_interface
 
-__all__ = [
-    "PROFILE",
-    "build_steps",
-    "lab_status",
-    "observe_host_facts",
-    "parse_checks",
-    "replay",
-    "run_checks",
-    "status_tables",
-    "verify_previews",
-    "write_recording",
-]
+__all__ = ["PROFILE", *INTERFACE]  # noqa: PLE0604 - resolved by __getattr__
+
+__getattr__ = lazy_interface(__name__, "KamajiHamiProfile")

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters import base
-    from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.adapters.base import DockerReader, KubeGateway
     from gpulab.engine.step import Step, StepContext
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
@@ -114,7 +114,7 @@ def lab_pool(
                          avoid=avoid)
 
 
-def observe_host_facts(profile: KamajiHamiProfile, runtime: ContainerRuntime | None) -> HostFacts:
+def observe_host_facts(profile: KamajiHamiProfile, runtime: DockerReader | None) -> HostFacts:
     """Ask Docker for the kind network's subnets; absent network or Docker → pending."""
     if runtime is None:
         return HostFacts(pool_error="Docker not reachable")

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters import base
-    from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.adapters.base import DockerReader, KubeGateway
     from gpulab.engine.step import Step, StepContext
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
@@ -64,7 +64,7 @@ class HostFacts:
         return self.node_ips.get(f"{naming.kind_cluster_name(lab)}-control-plane")
 
 
-def observe_host_facts(profile: VclusterKaiProfile, runtime: ContainerRuntime | None) -> HostFacts:
+def observe_host_facts(profile: VclusterKaiProfile, runtime: DockerReader | None) -> HostFacts:
     """kind control-plane containers and their IPv4 on the profile's network (none yet: pending)."""
     if runtime is None:
         return HostFacts({}, "Docker not reachable")
