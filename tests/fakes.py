@@ -334,7 +334,8 @@ class FakeKube:
         self._mock_plugin(node)
 
     def annotate(self, api_version: str, kind: str, name: str,
-                 annotations: dict[str, str | None], namespace: str | None = None) -> None:
+                 annotations: dict[str, str | None], namespace: str | None = None, *,
+                 resource_version: str | None = None) -> None:
         self.world.faults.hit(f"kube.annotate:{self.cluster}")
         obj = self.objects[(api_version, kind, namespace or "", name)]
         current = obj["metadata"].setdefault("annotations", {})

@@ -304,8 +304,12 @@ class KubeGateway(Protocol):
         name: str,
         annotations: Mapping[str, str | None],
         namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
     ) -> None:
-        """Merge-patch annotations; a None value removes the key."""
+        """Merge-patch annotations; a None value removes the key. With `resource_version`, the
+        patch only applies to that version of the object (AdapterError with status 409 if it
+        changed meanwhile), as HAMi's own lock release does."""
         ...
 
     def secret_data(self, name: str, namespace: str, key: str) -> bytes | None: ...

@@ -603,12 +603,18 @@ class KubeClient:
         name: str,
         annotations: Mapping[str, str | None],
         namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
     ) -> None:
-        """Merge-patch `metadata.annotations`; a None value removes the key."""
+        """Merge-patch `metadata.annotations`; a None value removes the key. With
+        `resource_version` the server applies it only to that version (409 otherwise)."""
         what = _describe(kind, name, namespace)
         res = self._require("annotate", api_version, kind, what)
         ns = self._namespace(res, namespace)
-        body = {"metadata": {"annotations": dict(annotations)}}
+        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version
+        body = {"metadata": metadata}
         self._call("annotate", _describe(kind, name, ns), "PATCH", res.path(ns, name),
                    body=body, content_type=MERGE_PATCH)
 

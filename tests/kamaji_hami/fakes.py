@@ -175,7 +175,8 @@ class FakeApi:
         raise NotImplementedError
 
     def annotate(self, api_version: str, kind: str, name: str,
-                 annotations: Mapping[str, str | None], namespace: str | None = None) -> None:
+                 annotations: Mapping[str, str | None], namespace: str | None = None, *,
+                 resource_version: str | None = None) -> None:
         with self.lock:
             self._hit("annotate", kind, name, *sorted(annotations))
             obj = self.objects[(kind, namespace or "", name)]

@@ -314,7 +314,9 @@ class HamiPlayer:
         """The tenant's workers as Kamaji's kubeadm join, Calico and HAMi leave them (loop)."""
         spec, put = self.spec, self.cluster.put
         for i in range(spec.workers.count):
-            put(NODES, b.node(spec, i))
+            node = b.node(spec, i)
+            node["metadata"].setdefault("resourceVersion", "1")  # as a real API server sets it
+            put(NODES, node)
             for pod in b.system_pods(spec, i):
                 put(PODS, pod)
         put(DAEMONSETS, b.calico(spec.workers.count, spec.workers.count))

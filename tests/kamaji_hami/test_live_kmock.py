@@ -91,6 +91,13 @@ NS_APPLY = ("PATCH", f"{NS_PATH}?fieldManager=gpulab&force=true")
 NS_DELETE = ("DELETE", f"{NS_PATH}?propagationPolicy=Background")
 
 
+def _object_writes(cluster: Any) -> list[tuple[str, str]]:
+    """Writes of whole objects (applies, posts, deletes), without the annotation merge patches
+    verify sends to complete HAMi binds (test_verify_releases_locks_... checks those)."""
+    return [w for w in cluster.writes()
+            if not (w[0] == "PATCH" and "?" not in w[1])]
+
+
 def _verify_pods_left(lab: KmockLab, tenant: str) -> list[str]:
     return sorted(lab.tenant(tenant).names(PODS, NS))
 
@@ -121,14 +128,17 @@ def test_healthy_lab_passes_everything_over_http_and_cleans_up(
     for tenant in TENANTS:
         cluster = lab.tenant(tenant)
         # Every write verify made, in order: the namespace, each pod, then the cleanup.
-        assert cluster.writes() == [NS_APPLY, *_creates(*GPU_PODS), *_deletes(*GPU_PODS),
-                                    NS_DELETE]
+        assert _object_writes(cluster) == [NS_APPLY, *_creates(*GPU_PODS),
+                                           *_deletes(*GPU_PODS), NS_DELETE]
+        completed = [w for w in cluster.writes() if w == ("PATCH", f"{POD_PATH}/gpu-share-1")]
+        assert completed, "verify completes the bind of its running pods"
         posted = [r for r in cluster.requests() if r.url.path == POD_PATH
                   and str(r.method.value) == "POST"]
         assert [r.data["metadata"]["name"] for r in posted] == list(GPU_PODS)
         assert all(r.data["metadata"]["labels"][naming.LABEL_TENANT] == tenant for r in posted)
+        # objects by server-side apply; bind completion by merge patch of annotations only
         assert {r.headers.get("Content-Type") for r in cluster.requests()
-                if str(r.method.value) == "PATCH"} == {APPLY_PATCH}
+                if str(r.method.value) == "PATCH"} == {APPLY_PATCH, MERGE_PATCH}
         # The tenant's own kubeconfig was used for every request to its API server.
         assert {r.headers.get("Authorization") for r in cluster.requests()} == {
             f"Bearer {cluster.token}"}
@@ -209,7 +219,7 @@ def test_keep_leaves_the_pods_and_the_next_run_replaces_them(
     kept = _run(lab, profile, keep=True)
     assert all(s == "pass" for s in _status(kept).values()), _not_passed(kept)
     for tenant in TENANTS:
-        assert lab.tenant(tenant).writes() == [NS_APPLY, *_creates(*GPU_PODS)]
+        assert _object_writes(lab.tenant(tenant)) == [NS_APPLY, *_creates(*GPU_PODS)]
         assert _verify_pods_left(lab, tenant) == sorted(GPU_PODS)
         assert _has_namespace(lab, tenant)
     earlier = kept.state.tenants["tenant-a"].pod_run("gpu-share-4")
@@ -220,7 +230,7 @@ def test_keep_leaves_the_pods_and_the_next_run_replaces_them(
 
     assert all(s == "pass" for s in _status(again).values()), _not_passed(again)
     for tenant in TENANTS:
-        writes = lab.tenant(tenant).writes()
+        writes = _object_writes(lab.tenant(tenant))
         # The leftovers are deleted before the namespace is applied again, then this run's own.
         assert writes[11:] == [*_deletes(*GPU_PODS), NS_APPLY, *_creates(*GPU_PODS),
                                *_deletes(*GPU_PODS), NS_DELETE]
@@ -237,23 +247,30 @@ def test_verify_releases_locks_the_mock_device_plugin_never_does(
         make_lab: MakeLab, profile: KamajiHamiProfile) -> None:
     lab = make_lab(lock_expire=None)  # HAMi's node lock never expires by itself
 
-    report = _run(lab, profile, release_node_locks=True)
+    report = _run(lab, profile, complete_binds=True)
 
     assert all(s == "pass" for s in _status(report).values()), _not_passed(report)
     for tenant in TENANTS:
         worker = b.worker(tenant)
         run = report.state.tenants[tenant].pod_run("gpu-share-2")
         assert run is not None
-        assert run.notes == (f"released HAMi's node lock on {worker} held by gpu-share-2 (the "
-                             f"mock device plugin never does)",)
+        assert run.notes == (f"set hami.io/bind-phase=success on gpu-share-2 and released HAMi's "
+                             f"node lock on {worker} (the mock device plugin never does)",)
         cluster = lab.tenant(tenant)
         annotations = [(str(r.method.value), r.url.path, r.data) for r in cluster.requests()
                        if r.headers.get("Content-Type") == MERGE_PATCH]
         for pod in ("gpu-share-1", "gpu-share-2", "gpu-share-3"):
             assert ("PATCH", f"{POD_PATH}/{pod}",
                     {"metadata": {"annotations": {o.BIND_PHASE: "success"}}}) in annotations
-        assert annotations.count(("PATCH", f"/api/v1/nodes/{worker}",
-                                  {"metadata": {"annotations": {o.NODE_LOCK: None}}})) == 3
+        # pod first, then the lock, under the node's resourceVersion (HAMi's ReleaseNodeLock)
+        releases = [data for method, path, data in annotations
+                    if (method, path) == ("PATCH", f"/api/v1/nodes/{worker}")]
+        assert len(releases) == 3
+        assert all(d["metadata"]["annotations"] == {o.NODE_LOCK: None}
+                   and d["metadata"]["resourceVersion"] for d in releases)
+        order = [path for _, path, _ in annotations]
+        assert order.index(f"{POD_PATH}/gpu-share-2") < [
+            i for i, p in enumerate(order) if p == f"/api/v1/nodes/{worker}"][1]
         node = cluster.stored(NODES, None, worker)
         assert node is not None and o.NODE_LOCK not in o.annots(node)
 
@@ -262,7 +279,7 @@ def test_lock_never_released_is_reported_as_lock_contention(
         make_lab: MakeLab, profile: KamajiHamiProfile) -> None:
     lab = make_lab(lock_expire=None)
 
-    report = _run(lab, profile, checks=["TC-03", "TC-05"])
+    report = _run(lab, profile, checks=["TC-03", "TC-05"], complete_binds=False)
 
     status = _status(report)
     assert status[("TC-03", "tenant-a")] == "pass"  # the first pod binds

@@ -67,7 +67,8 @@ def test_lock_contention(healthy: LabState, profile: KamajiHamiProfile) -> None:
     assert result.status == "fail"
     assert "HAMi could not bind gpu-share-1: node lock contention" in result.reason
     assert "has been locked within 5m0s" in result.reason
-    assert "components.hami.node_lock_expire = 5s" in result.reason
+    assert "components.hami.node_lock_timeout = 5s" in result.reason
+    assert "grep node-lock-timeout" in result.reason  # where to look next
 
 
 def test_node_unregistered(healthy: LabState, profile: KamajiHamiProfile) -> None:

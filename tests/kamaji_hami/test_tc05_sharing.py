@@ -56,7 +56,7 @@ def test_lock_contention(healthy: LabState, profile: KamajiHamiProfile) -> None:
     result = judge(state, profile, "TC-05")
     assert result.status == "fail"
     assert "HAMi could not bind gpu-share-2: node lock contention" in result.reason
-    assert "node_lock_expire" in result.reason
+    assert "node_lock_timeout" in result.reason
     assert "gpu-share-3 was not created: not created because gpu-share-2 did not run" in (
         result.reason)
 

@@ -115,6 +115,8 @@ BROKEN = [
      "tenants[1].workers.image: kindest/node v1.36.4 does not match kubernetes_version v1.35.8"),
     ("service-type", "service_type: LoadBalancer", "service_type: Ingress", 1,
      "tenants[0].control_plane.service_type: must be 'LoadBalancer', 'NodePort' or 'ClusterIP'"),
+    ("lock-timeout-not-a-duration", "node_lock_timeout: 5s", "node_lock_timeout: 5 seconds", 1,
+     "components.hami.node_lock_timeout: '5 seconds' must be a Go duration"),
     ("port-clash", "konnectivity_port: 8132", "konnectivity_port: 6443", 1,
      "tenants[0].control_plane.konnectivity_port: must differ from control_plane.port (6443)"),
 ]
@@ -130,6 +132,15 @@ def test_broken_profile_names_file_line_and_path(old, new, occurrence, expected)
     prefix = f"{SRC}:{line}: "
     matching = [p for p in problems if p.startswith(prefix + expected)]
     assert matching, f"expected {prefix}{expected!r} in {problems}"
+
+
+def test_the_old_lock_key_is_refused_with_its_new_name() -> None:
+    """`node_lock_expire` only set HAMI_NODELOCK_EXPIRE, which HAMi v2.10 overrides: a profile
+    still using it must not silently keep the 5-minute lock."""
+    text, _ = _mutate("node_lock_timeout: 5s", "node_lock_expire: 5s", 1)
+    problems = _problems(text)
+    assert any("components.hami: node_lock_expire was renamed node_lock_timeout" in p
+               for p in problems), problems
 
 
 def test_every_problem_is_reported_at_once() -> None:

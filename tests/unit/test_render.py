@@ -259,7 +259,9 @@ def test_hami_values_use_mock_plugin_and_resolvable_scheduler(kamaji_profile) ->
     assert values["mockDevicePlugin"] == {"enabled": True, "image": {"tag": "1.0.1"}}
     assert values["scheduler"]["kubeScheduler"]["image"] == {
         "registry": "registry.k8s.io", "repository": "kube-scheduler", "tag": "v1.36.4"}
-    assert values["scheduler"]["nodeLockExpire"] == "5s"
+    # the lock's life is the extender flag (tests/contract/test_rendered_charts.py renders it)
+    assert values["scheduler"]["extender"]["extraArgs"] == ["--debug", "-v=4",
+                                                            "--node-lock-timeout=5s"]
     assert release.kubeconfig_of == "tenant-a"
 
 

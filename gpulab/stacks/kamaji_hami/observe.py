@@ -262,29 +262,44 @@ class _Seen:
     notes: list[str] = field(default_factory=list)
 
 
-def _release_node_lock(kube: KubeGateway, pod: JsonObj) -> str:
-    """Do the device plugin's part once HAMi has bound a verify pod (the write-up's workaround):
-    mark the pod `bind-phase=success`, and drop the node lock if this pod holds it."""
+def _complete_bind(kube: KubeGateway, pod: JsonObj) -> str:
+    """Do the device plugin's part once HAMi has bound a verify pod, as the write-up did by hand.
+
+    The mock plugin never does it (HAMi v2.10.0: only the real plugin's Allocate calls
+    `updatePodAnnotationsAndReleaseLock`, pkg/device-plugin/nvidiadevice/nvinternal/plugin/
+    util.go:397-405): first the pod's `hami.io/bind-phase: success`, then the node's
+    `hami.io/mutex.lock` is removed only if it names this pod, under the node's resourceVersion
+    (pkg/util/nodelock/nodelock.go:175-239, `ReleaseNodeLock`). A lock held by another pod is
+    never touched; a lock that changed meanwhile (409) is read again, three times at most.
+    """
     ann = o.annots(pod)
     if ann.get(o.BIND_PHASE) != "allocating":
         return ""
     pod_name = o.name(pod)
     node = o.pod_node(pod) or ann.get(o.VGPU_NODE, "")
     kube.annotate("v1", "Pod", pod_name, {o.BIND_PHASE: "success"}, namespace=NS)
+    done = f"set {o.BIND_PHASE}=success on {pod_name}"
     if not node:
-        return f"set {o.BIND_PHASE}=success on {pod_name}"
-    lock = o.annots(kube.get("v1", "Node", node)).get(o.NODE_LOCK, "")
-    parts = lock.split(",")
-    if len(parts) >= 3 and parts[-2] == NS and parts[-1] == pod_name:
-        kube.annotate("v1", "Node", node, {o.NODE_LOCK: None})
-        return (f"released HAMi's node lock on {node} held by {pod_name} (the mock device "
-                f"plugin never does)")
-    return f"set {o.BIND_PHASE}=success on {pod_name}"
+        return done
+    for _ in range(3):
+        current = kube.get("v1", "Node", node)
+        lock = o.annots(current).get(o.NODE_LOCK, "")
+        if not lock.endswith(f",{NS},{pod_name}"):
+            return done
+        version = str(o.metadata(current).get("resourceVersion") or "") or None
+        try:
+            kube.annotate("v1", "Node", node, {o.NODE_LOCK: None}, resource_version=version)
+        except GpulabError as err:
+            if getattr(err, "status", None) == 409:
+                continue
+            raise
+        return f"{done} and released HAMi's node lock on {node} (the mock device plugin never does)"
+    return f"{done}; the node lock on {node} kept changing, left to HAMi's expiry"
 
 
 def _wait(
     kube: KubeGateway, pod_name: str, awaited: str | None, *, timeouts: Timeouts, clock: Clock,
-    release_locks: bool,
+    complete_binds: bool,
 ) -> tuple[str, str, _Seen]:
     seen = _Seen()
 
@@ -294,8 +309,8 @@ def _wait(
             seen.pod = None
             return "gone", "the pod disappeared"
         events = _pod_events(kube, pod)
-        if release_locks and awaited is None:
-            note = _release_node_lock(kube, pod)
+        if complete_binds and awaited is None:
+            note = _complete_bind(kube, pod)
             if note:
                 seen.notes.append(note)
         seen.pod, seen.events = clean_object(pod), events
@@ -337,7 +352,7 @@ def _blocker(pod_name: str, check: str, runs: Mapping[str, PodRun]) -> str:
 
 def _create_and_wait(
     kube: KubeGateway, pod: JsonObj, check: str, *, timeouts: Timeouts, clock: Clock,
-    release_locks: bool, say: Callable[[str], None],
+    complete_binds: bool, say: Callable[[str], None],
 ) -> PodRun:
     pod_name = o.name(pod)
     start = clock.now()
@@ -351,7 +366,7 @@ def _create_and_wait(
     say(f"{pod_name} created (schedulerName {o.scheduler_name(created)}), waiting for "
         f"{awaited or 'Running'}")
     outcome, last, seen = _wait(kube, pod_name, awaited, timeouts=timeouts, clock=clock,
-                                release_locks=release_locks)
+                                complete_binds=complete_binds)
     waited = round(clock.now() - start, 3)
     say(f"{pod_name}: {outcome} after {waited:.0f}s")
     return PodRun(pod_name, check, created=created, pod=seen.pod, events=seen.events,
@@ -362,7 +377,7 @@ def _create_and_wait(
 
 def _run_gpu_pods(
     obs: _Obs, kube: KubeGateway, spec: TenantSpec, lab: str, wanted: frozenset[str], *,
-    timeouts: Timeouts, clock: Clock, release_locks: bool, say: Callable[[str], None],
+    timeouts: Timeouts, clock: Clock, complete_binds: bool, say: Callable[[str], None],
 ) -> None:
     namespace, *pods = render.verify_objects(spec)
     pods = [p for p in pods if o.name(p) in wanted]
@@ -391,7 +406,7 @@ def _run_gpu_pods(
             runs[pod_name] = PodRun(pod_name, check, outcome="not-created", last_seen=blocked)
             continue
         run = _create_and_wait(kube, labelled(pod, lab, spec.name), check, timeouts=timeouts,
-                               clock=clock, release_locks=release_locks, say=say)
+                               clock=clock, complete_binds=complete_binds, say=say)
         runs[pod_name] = run
         obs.time("TC-03" if pod_name == "gpu-share-1" else check, run.waited)
     obs.runs = [_final_snapshot(kube, run) for run in runs.values()]
@@ -457,7 +472,7 @@ def observe_lab(
     timeouts: Timeouts | None = None,
     clock: Clock | None = None,
     progress: Callable[[str, str], None] | None = None,
-    release_node_locks: bool = False,
+    complete_binds: bool = True,
     max_workers: int | None = None,
 ) -> LabState:
     """Observe every tenant of `profile` for `checks` (see the module docstring for the phases).
@@ -471,11 +486,10 @@ def observe_lab(
         keep: leave the verify namespace and pods in the tenants.
         timeouts, clock: bounds of every wait and the time source (tests inject fakes).
         progress: called as progress(tenant, message) from worker threads.
-        release_node_locks: after HAMi binds a verify pod, do the mock device plugin's part
+        complete_binds: after HAMi binds a verify pod, do the mock device plugin's part
             for that pod (bind-phase=success, release the node lock it holds), as the write-up
-            did by hand. Off by default: the lab relies on HAMi's short nodeLockExpire
-            (profile components.hami.node_lock_expire, docs/troubleshooting.md); turn it on
-            for a lab whose lock expiry is long. Never touches locks of other pods.
+            did by hand, so the next pod binds at once instead of after HAMi's lock timeout
+            (profile components.hami.node_lock_timeout). Never touches locks of other pods.
         max_workers: threads for the tenants (default: one per tenant).
 
     Returns:
@@ -511,7 +525,7 @@ def observe_lab(
             if obs.fields.get("api_error"):
                 return
             _run_gpu_pods(obs, obs.kube, spec, lab, wanted, timeouts=timeouts, clock=clock,
-                          release_locks=release_node_locks, say=say)
+                          complete_binds=complete_binds, say=say)
 
         say("observing")
         guard(obs.fields, "observing", body)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpulab.profile.base import (
     HelmComponent,
@@ -102,16 +102,27 @@ class HamiSpec(HelmComponent):
         description="registry holding kube-scheduler:<tenant version> (upstream default is an "
         "aliyun mirror that may lack new versions)",
     )
-    node_lock_expire: str = Field(
+    node_lock_timeout: str = Field(
         default="5s",
-        description="HAMi node-lock expiry; the mock plugin never releases the lock, so a short "
-        "expiry lets the next GPU pod bind within seconds (upstream default 5m)",
+        description="HAMi's node-lock timeout (the extender's --node-lock-timeout flag, upstream "
+        "default 5m); the mock plugin never releases the lock, so a short timeout lets the next "
+        "GPU pod on a node bind within seconds",
     )
 
-    @field_validator("node_lock_expire")
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "node_lock_expire" in data:
+            raise ValueError(
+                "node_lock_expire was renamed node_lock_timeout: it now sets HAMi's "
+                "--node-lock-timeout flag (the old key set HAMI_NODELOCK_EXPIRE, which HAMi "
+                "v2.10's scheduler overrides with the flag's 5m default)")
+        return data
+
+    @field_validator("node_lock_timeout")
     @classmethod
     def _duration(cls, value: str) -> str:
-        if not re.match(r"^\d+(ms|s|m)$", value):
+        if not re.match(r"^[1-9]\d*(ms|s|m|h)$", value):
             raise ValueError(f"'{value}' must be a Go duration such as 5s or 1m")
         return value
 

@@ -40,13 +40,24 @@ class Recording:
         from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 
         try:
-            return KamajiHamiProfile.model_validate(self.profile_data)
+            return KamajiHamiProfile.model_validate(_migrated(self.profile_data))
         except ValidationError as err:
             raise UsageError(
                 f"the recording's profile is not valid for this gpulab: "
                 f"{err.error_count()} problem(s), first: {err.errors()[0]['msg']}",
                 hint="pass --profile to evaluate the recording against another profile",
             ) from None
+
+
+def _migrated(data: dict[str, Any]) -> dict[str, Any]:
+    """A recorded profile in today's field names (recordings of older gpulab versions):
+    `components.hami.node_lock_expire` became `node_lock_timeout`."""
+    hami = ((data.get("components") or {}).get("hami")) if isinstance(data, dict) else None
+    if not isinstance(hami, dict) or "node_lock_expire" not in hami:
+        return data
+    renamed = {k: v for k, v in hami.items() if k != "node_lock_expire"}
+    renamed.setdefault("node_lock_timeout", hami["node_lock_expire"])
+    return {**data, "components": {**data["components"], "hami": renamed}}
 
 
 def _tenant_file(tenant: str) -> str:

@@ -75,6 +75,9 @@ def kamaji_release(profile: KamajiHamiProfile) -> HelmRelease:
     return helm_release(kamaji, {"image": {"tag": kamaji.image_tag}})
 
 
+HAMI_EXTENDER_DEFAULT_ARGS = ("--debug", "-v=4")  # charts/hami/values.yaml:156-158 at v2.10.0
+
+
 def hami_release(profile: KamajiHamiProfile, tenant: TenantSpec) -> HelmRelease:
     """HAMi with the mock device plugin; the real NVIDIA plugin is off (no `gpu=on` label)."""
     hami = profile.components.hami
@@ -87,7 +90,15 @@ def hami_release(profile: KamajiHamiProfile, tenant: TenantSpec) -> HelmRelease:
                     "tag": tenant.kubernetes_version,
                 }
             },
-            "nodeLockExpire": hami.node_lock_expire,
+            # The extender's lock timeout is its --node-lock-timeout flag (HAMi v2.10.0
+            # cmd/scheduler/main.go:79, default 5m), which start() copies over the
+            # HAMI_NODELOCK_EXPIRE env that `nodeLockExpire` sets (main.go:114): only the flag
+            # counts. extraArgs is appended to the extender's command
+            # (templates/scheduler/deployment.yaml:136-138) and a list replaces the chart's
+            # default [--debug, -v=4] (values.yaml:156-158), so those are kept.
+            "extender": {"extraArgs": [*HAMI_EXTENDER_DEFAULT_ARGS,
+                                       f"--node-lock-timeout={hami.node_lock_timeout}"]},
+            "nodeLockExpire": hami.node_lock_timeout,
         },
         "devicePlugin": {"enabled": False},
         "mockDevicePlugin": {"enabled": True, "image": {"tag": hami.mock_device_plugin_tag}},

@@ -80,7 +80,7 @@ def run_verify(
     timeouts: Timeouts | None = None,
     clock: Clock | None = None,
     progress: Callable[[str, str], None] | None = None,
-    release_node_locks: bool = False,
+    complete_binds: bool = True,
     max_workers: int | None = None,
 ) -> VerifyReport:
     """Observe the lab (tenants concurrently, see observe.observe_lab) and judge it.
@@ -90,7 +90,7 @@ def run_verify(
         gateways: Gateways(management, tenant=name → KubeGateway, cross=CrossTenantGateway).
         checks: TC ids from `--tc` (registry.parse_tc); None = all eight.
         keep: `--keep`: leave the verify namespace and pods in the tenants.
-        timeouts, clock, progress, release_node_locks, max_workers: see observe.observe_lab.
+        timeouts, clock, progress, complete_binds, max_workers: see observe.observe_lab.
 
     Returns:
         The VerifyReport; `report.state` is what `--record DIR` saves (report.write_recording).
@@ -99,7 +99,7 @@ def run_verify(
     selected = select(checks)
     started = time.monotonic()
     state = observe_lab(profile, lab, gateways, checks=selected, keep=keep, timeouts=timeouts,
-                        clock=clock, progress=progress, release_node_locks=release_node_locks,
+                        clock=clock, progress=progress, complete_binds=complete_binds,
                         max_workers=max_workers)
     return evaluate(state, profile, [c.id for c in selected], replayed=False,
                     seconds=time.monotonic() - started)

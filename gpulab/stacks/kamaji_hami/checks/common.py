@@ -133,12 +133,14 @@ def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:
 
 
 def _lock_reason(ctx: Ctx, pod_name: str, event_text: str) -> str:
-    expire = ctx.profile.components.hami.node_lock_expire
+    timeout = ctx.profile.components.hami.node_lock_timeout
     return (
         f"HAMi could not bind {pod_name}: node lock contention ({event_text}). HAMi locks a node "
         f"while binding and only the real device plugin releases the lock; with the mock plugin "
-        f"it lasts until it expires (components.hami.node_lock_expire = {expire}). Wait for it "
-        f"to expire and re-run verify, or lower node_lock_expire and re-run `gpulab up`"
+        f"it lasts until HAMi's --node-lock-timeout (components.hami.node_lock_timeout = "
+        f"{timeout}) or until verify completes its own pod's bind. A lock held longer means "
+        f"another pod holds it or the extender runs without the flag: kubectl -n kube-system get "
+        f"deploy hami-scheduler -o yaml | grep node-lock-timeout"
     )
 
 
