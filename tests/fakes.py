@@ -22,6 +22,14 @@ from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, Runtime
 from gpulab.errors import AdapterError
 from gpulab.stacks.kamaji_hami import render
 
+# What `containerd config dump` prints in a kindest/node (config version 3, abridged).
+KIND_CONTAINERD_CONFIG = """version = 3
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+[plugins."io.containerd.cri.v1.runtime"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+"""
+
 KIND_IPAM = [
     {"Subnet": "fc00:f853:ccd:e793::/64"},
     {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"},
@@ -83,6 +91,11 @@ class FakeWorld:
     network_present: bool = True
     node_images: dict[str, set[str]] = field(default_factory=dict)  # what each node's ctr has
     host_images: set[str] = field(default_factory=set)  # what `docker pull` brought
+    saved: list[tuple[str, str | None]] = field(default_factory=list)  # save_image(image, platform)
+    imports: list[tuple[str, list[str]]] = field(default_factory=list)  # (node, ctr argv)
+    import_fails: set[str] = field(default_factory=set)  # images whose `ctr import` exits 1
+    node_pull_fails: set[str] = field(default_factory=set)  # images `crictl pull` cannot get
+    architecture: str = "x86_64"  # what `docker info` says
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def kube(self, cluster: str) -> FakeKube:
@@ -97,7 +110,8 @@ class FakeRuntime:
         self.world = world
 
     def info(self) -> RuntimeInfo:
-        return RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian")
+        return RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian",
+                           architecture=self.world.architecture)
 
     def image_present(self, image: str) -> bool:
         return image in self.world.host_images or image in self.world.images \
@@ -107,7 +121,8 @@ class FakeRuntime:
         self.world.faults.hit(f"docker.pull:{image}")
         self.world.host_images.add(image)
 
-    def save_image(self, image: str) -> bytes:
+    def save_image(self, image: str, platform: str | None = None) -> bytes:
+        self.world.saved.append((image, platform))
         return f"image:{image}".encode()
 
     def run_node(self, spec: base.ContainerSpec) -> ContainerInfo:
@@ -144,8 +159,22 @@ class FakeRuntime:
             return ExecResult(0, "This node has joined the cluster", "")
         if argv[:4] == ["ctr", "--namespace=k8s.io", "images", "ls"]:
             return ExecResult(0, "\n".join(sorted(self.world.node_images.get(name, set()))), "")
+        if argv[:3] == ["containerd", "config", "dump"]:
+            return ExecResult(0, KIND_CONTAINERD_CONFIG, "")
+        if argv[:2] == ["crictl", "pull"]:
+            self.world.faults.hit(f"crictl.pull:{name}")
+            from gpulab.images import normalize
+
+            if argv[2] in self.world.node_pull_fails:
+                return ExecResult(1, "", f"pulling image: rpc error: {argv[2]}: not found")
+            self.world.node_images.setdefault(name, set()).add(normalize(argv[2]))
+            return ExecResult(0, f"Image is up to date for {argv[2]}", "")
         if argv[:4] == ["ctr", "--namespace=k8s.io", "images", "import"]:
+            self.world.imports.append((name, argv))
             self.world.faults.hit(f"ctr.import:{name}")
+            wanted = (stdin or b"").decode().removeprefix("image:")
+            if wanted in self.world.import_fails:
+                return ExecResult(1, "", "ctr: content digest sha256:4f2a...: not found")
             from gpulab.images import normalize
 
             image = (stdin or b"").decode().removeprefix("image:")

@@ -28,6 +28,7 @@ __all__ = [
     "LabAdapters",
     "NetworkInfo",
     "RuntimeInfo",
+    "oci_platform",
 ]
 
 
@@ -172,6 +173,31 @@ class RuntimeInfo:
     cgroup_version: str = ""
     storage_driver: str = ""
     warnings: tuple[str, ...] = ()
+    architecture: str = ""  # the engine's, as `docker info` says it (x86_64, aarch64, ...)
+    containerd_store: bool = False  # images in containerd's store (Docker 29's default)
+    security_options: tuple[str, ...] = ()  # name=rootless, name=userns, name=seccomp,...
+    driver_status: tuple[tuple[str, str], ...] = ()  # e.g. ("Backing Filesystem", "xfs")
+
+    @property
+    def rootless(self) -> bool:
+        return any(o.startswith("name=rootless") for o in self.security_options)
+
+    @property
+    def userns_remap(self) -> bool:
+        return any(o.startswith("name=userns") for o in self.security_options)
+
+    @property
+    def platform(self) -> str:
+        """The OCI platform of images for this engine's nodes (`linux/amd64`, ...)."""
+        return oci_platform(self.architecture)
+
+
+def oci_platform(architecture: str) -> str:
+    """`docker info`'s Architecture (uname -m) as an OCI platform; linux/amd64 when unknown."""
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
+            "armv7l": "arm/v7", "armv6l": "arm/v6", "ppc64le": "ppc64le", "s390x": "s390x",
+            "riscv64": "riscv64"}.get(architecture.strip().lower(), "amd64")
+    return f"linux/{arch}"
 
 
 class DockerReader(Protocol):
@@ -193,8 +219,9 @@ class ContainerRuntime(Protocol):
         """Pull an image onto the host (the image cache every lab on this host shares)."""
         ...
 
-    def save_image(self, image: str) -> bytes:
-        """The image as a `docker save` tar archive (what `kind load` streams into nodes)."""
+    def save_image(self, image: str, platform: str | None = None) -> bytes:
+        """The image as a `docker save` tar archive (what `kind load` streams into nodes);
+        with `platform` (`linux/amd64`), that platform's content only where the engine can."""
         ...
 
     def run_node(self, spec: ContainerSpec) -> ContainerInfo:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import posixpath
 import shlex
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 DEFAULT_DOCKER_HOST: Final = "unix:///var/run/docker.sock"
+SAVE_PLATFORM_API: Final = (1, 48)  # first Engine API whose image export takes `platform`
 _START_HINT: Final = "start Docker, or set DOCKER_HOST to the engine's address"
 _EXIT_CODE_WAIT: Final = 5.0  # seconds to wait for the engine to record an exec's exit code
 _MAX_CMD_CHARS: Final = 80
@@ -162,6 +164,28 @@ def _one_line(text: object) -> str:
         return ""
     raw = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
     return " ".join(raw.split())
+
+
+def _api_at_least(version: str, wanted: tuple[int, int]) -> bool:
+    """'1.51' >= (1, 48); an unreadable version is too old."""
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= wanted
+
+
+def _pairs(value: Any) -> list[tuple[Any, Any]]:
+    """`docker info`'s DriverStatus ([[key, value], ...]) as pairs; anything else is dropped."""
+    return [(entry[0], entry[1]) for entry in value or ()
+            if isinstance(entry, (list, tuple)) and len(entry) == 2]
+
+
+def _containerd_store(info: Mapping[str, Any]) -> bool:
+    """Whether images live in containerd's store: its DriverStatus says
+    `driver-type io.containerd.snapshotter.v1` (moby daemon/containerd/service.go:160-165)."""
+    return any(str(k) == "driver-type" and "io.containerd.snapshotter" in str(v)
+               for k, v in _pairs(info.get("DriverStatus")))
 
 
 def _is_not_found(err: BaseException) -> bool:
@@ -301,6 +325,7 @@ class DockerRuntime:
         self._api = api
         self.host = host
         self.timeout = timeout
+        self._server_api: str | None = None
 
     def close(self) -> None:
         """Release the client's connections (the runtime must not be used afterwards)."""
@@ -335,6 +360,10 @@ class DockerRuntime:
             cgroup_version=str(info.get("CgroupVersion") or ""),
             storage_driver=str(info.get("Driver") or ""),
             warnings=tuple(str(w) for w in info.get("Warnings") or ()),
+            architecture=str(info.get("Architecture") or ""),
+            containerd_store=_containerd_store(info),
+            security_options=tuple(str(o) for o in info.get("SecurityOptions") or ()),
+            driver_status=tuple((str(k), str(v)) for k, v in _pairs(info.get("DriverStatus"))),
         )
 
     def image_present(self, image: str) -> bool:
@@ -363,10 +392,31 @@ class DockerRuntime:
                     raise AdapterError(f"pull image {image}: {_one_line(event['error'])}",
                                        hint="check the image name and the registry")
 
-    def save_image(self, image: str) -> bytes:
-        """The image as a `docker save` tar archive."""
+    def save_image(self, image: str, platform: str | None = None) -> bytes:
+        """The image as a `docker save` tar archive.
+
+        With `platform`, on engines whose API takes it (1.48+: `GET /images/{name}/get?platform=`,
+        docs.docker.com/reference/api/engine/version/v1.48/#tag/Image/operation/ImageGet), only
+        that platform's content is saved. Docker 29's containerd image store otherwise writes the
+        whole multi-platform index while only the pulled platform's blobs exist, and the node's
+        import fails with `content digest ... not found` (kind issues 3795, 4224).
+        """
         with self._mapped(f"save image {image}"):
+            if platform and _api_at_least(self._server_api_version(), SAVE_PLATFORM_API):
+                os_name, _, arch = platform.partition("/")
+                arch, _, variant = arch.partition("/")
+                wanted = {"os": os_name, "architecture": arch, **({"variant": variant}
+                                                                 if variant else {})}
+                url = self._api._url("/images/{0}/get", image, versioned_api=False)
+                response = self._api._get(url, params={"platform": json.dumps(wanted)},
+                                          stream=True)
+                return b"".join(self._api._stream_raw_result(response, 2 * 1024 * 1024, False))
             return b"".join(self._api.get_image(image))
+
+    def _server_api_version(self) -> str:
+        if self._server_api is None:
+            self._server_api = str(self._api.version().get("ApiVersion") or "")
+        return self._server_api
 
     # --- containers ---------------------------------------------------------------------------
 

@@ -212,9 +212,41 @@ class HelmAddon:
 
 
 
-CTR_IMPORT = ["ctr", "--namespace=k8s.io", "images", "import", "--all-platforms", "--digests",
-              "--snapshotter=overlayfs", "-"]
 CTR_LIST = ["ctr", "--namespace=k8s.io", "images", "ls", "-q"]
+CONTAINERD_CONFIG = ["containerd", "config", "dump"]
+DEFAULT_SNAPSHOTTER = "overlayfs"
+LEFT_TO_NODE = "left-to-node"  # marker lines: images the node pulls itself
+
+
+def ctr_import(platform: str, snapshotter: str) -> list[str]:
+    """`kind load`'s import into a node (kind pkg/cluster/nodeutils/util.go:80-91 at v0.33:
+    `ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter=<detected> -`),
+    for the node's platform instead of all: Docker 29's containerd image store saves a whole
+    multi-platform index of which only one platform's blobs exist, so `--all-platforms` fails
+    with `content digest ... not found` (kind issues 3795, 4224; kind's docs, PR 4247, advise
+    `docker save --platform`)."""
+    return ["ctr", "--namespace=k8s.io", "images", "import", f"--platform={platform}",
+            "--digests", f"--snapshotter={snapshotter}", "-"]
+
+
+def snapshotter_of(config_dump: str) -> str:
+    """The CRI snapshotter in `containerd config dump` output, as kind reads it
+    (nodeutils/util.go:93-126): config version 2 under `plugins."io.containerd.grpc.v1.cri"
+    .containerd`, versions 3 and 4 under `plugins."io.containerd.cri.v1.images"`; else overlayfs."""
+    table = ""
+    wanted = ('plugins."io.containerd.grpc.v1.cri".containerd',
+              'plugins."io.containerd.cri.v1.images"')
+    for raw in config_dump.splitlines():
+        line = raw.strip()
+        if line.startswith("[") and line.endswith("]"):
+            table = line.strip("[]").strip()
+            continue
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "snapshotter" and table in wanted:
+            name = value.strip().strip('"').strip("'")
+            if name:
+                return name
+    return DEFAULT_SNAPSHOTTER
 
 
 @dataclass
@@ -222,7 +254,8 @@ class PreloadImages:
     """Pull images once on the host and load them into nodes that lack them (`kind load`).
 
     A second lab on the same host reuses the host's copies instead of pulling again. Pulling is
-    best effort: an image the host cannot pull is noted and left for the node to pull itself.
+    best effort: an image the host cannot pull, or that cannot be imported into a node (an image
+    store the node's containerd cannot read), is noted and pulled by the node itself instead.
     """
 
     name: str
@@ -237,8 +270,10 @@ class PreloadImages:
     def describe(self) -> list[Artifact]:
         return [Artifact("images", f"preload into {', '.join(self.nodes)}",
                          {"nodes": self.nodes, "from": self.described,
-                          "how": "docker pull once on the host; docker save | ctr images import "
-                                 "into nodes that lack them"}, cluster=self.cluster)]
+                          "how": "docker pull once on the host; docker save --platform | ctr "
+                                 "images import --platform into nodes that lack them; an image "
+                                 "that cannot be imported is pulled inside the node"},
+                         cluster=self.cluster)]
 
     def images(self, ctx: StepContext) -> list[str]:
         if self._resolved is None:
@@ -257,25 +292,62 @@ class PreloadImages:
     def _marker(self, ctx: StepContext) -> Path:
         return adapters_of(ctx).lab_dir / "preloaded" / self.name.replace("/", "_")
 
-    def satisfied(self, ctx: StepContext) -> bool:
-        """Every image is in every node, or was tried once and the host could not get it (it is
-        then the node's to pull; re-running `up` does not try the registry again)."""
+    def _left_to_nodes(self, ctx: StepContext) -> set[tuple[str, str]]:
         try:
-            missing = {image for node in self.nodes for image in self._missing(ctx, node)}
+            lines = self._marker(ctx).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return set()
+        return {(parts[1], parts[2]) for parts in (line.split() for line in lines)
+                if len(parts) == 3 and parts[0] == LEFT_TO_NODE}
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        """Every image is in every node, or was tried once and left to the node (the host could
+        not get it, or the node could not import it); re-running `up` does not try again."""
+        try:
+            missing = {(node, image) for node in self.nodes for image in self._missing(ctx, node)}
         except AdapterError:
             return False
         if not missing:
             return True
         if not self._marker(ctx).exists():
             return False
+        missing -= self._left_to_nodes(ctx)
         runtime = adapters_of(ctx).runtime
-        return not any(runtime.image_present(image) for image in missing)
+        return not any(runtime.image_present(image) for _, image in missing)
+
+    def _snapshotter(self, ctx: StepContext, node: str) -> str:
+        dump = adapters_of(ctx).runtime.exec(node, CONTAINERD_CONFIG, timeout=60)
+        return snapshotter_of(dump.stdout) if dump.ok else DEFAULT_SNAPSHOTTER
+
+    def _load(self, ctx: StepContext, node: str, image: str, platform: str,
+              snapshotter: str) -> str:
+        """Import `image` into `node`; '' when done, else why not (the caller falls back)."""
+        runtime = adapters_of(ctx).runtime
+        try:
+            archive = runtime.save_image(image, platform=platform)
+        except AdapterError as err:
+            return str(err)
+        result = runtime.exec(node, ctr_import(platform, snapshotter), stdin=archive,
+                              timeout=900)
+        return "" if result.ok else (result.stderr or result.stdout).strip()[-300:]
+
+    def _pull_in_node(self, ctx: StepContext, node: str, image: str) -> bool:
+        """The fallback: the node's containerd pulls the image itself (as the kubelet would)."""
+        result = adapters_of(ctx).runtime.exec(node, ["crictl", "pull", image], timeout=900)
+        if not result.ok:
+            ctx.note(f"{image}: left for the kubelet of {node} to pull "
+                     f"({(result.stderr or result.stdout).strip()[-200:]})")
+        return result.ok
 
     def apply(self, ctx: StepContext) -> None:
         runtime = adapters_of(ctx).runtime
+        platform = runtime.info().platform
         on_host: dict[str, bool] = {}
+        left: list[tuple[str, str]] = []
         for node in self.nodes:
-            for image in self._missing(ctx, node):
+            missing = self._missing(ctx, node)
+            snapshotter = self._snapshotter(ctx, node) if missing else DEFAULT_SNAPSHOTTER
+            for image in missing:
                 if image not in on_host:
                     on_host[image] = runtime.image_present(image)
                     if not on_host[image]:
@@ -287,15 +359,18 @@ class PreloadImages:
                             ctx.note(f"left for the node to pull: {err}")
                 if not on_host[image]:
                     continue
-                ctx.note(f"loading {image} into {node}")
-                result = runtime.exec(node, CTR_IMPORT, stdin=runtime.save_image(image),
-                                      timeout=900)
-                if not result.ok:
-                    raise AdapterError(f"could not load {image} into node {node}: "
-                                       f"{(result.stderr or result.stdout).strip()[-300:]}")
+                ctx.note(f"loading {image} into {node} ({platform}, {snapshotter})")
+                problem = self._load(ctx, node, image, platform, snapshotter)
+                if problem:
+                    ctx.note(f"could not load {image} into {node} ({problem}); pulling it "
+                             f"inside the node instead")
+                    if not self._pull_in_node(ctx, node, image):
+                        left.append((node, image))
         marker = self._marker(ctx)
         marker.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        marker.write_text("\n".join(self.images(ctx)) + "\n", encoding="utf-8")
+        marker.write_text("".join(f"{image}\n" for image in self.images(ctx))
+                          + "".join(f"{LEFT_TO_NODE} {node} {image}\n" for node, image in left),
+                          encoding="utf-8")
 
 
 @contextmanager

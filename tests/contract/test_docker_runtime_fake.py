@@ -558,3 +558,66 @@ def test_exec_keeps_an_unframed_rest() -> None:
     result = runtime(api).exec("n1", ["x"], timeout=5)
     assert result.stdout == "ok\n"
     assert result.stderr.endswith("cut")
+
+
+# --------------------------------------------------------------------------- image export
+
+
+class ExportAPI(FakeAPI):
+    """Image export as docker-py's APIClient does it: `get_image`, or `_get` on a URL."""
+
+    def __init__(self, api_version: str) -> None:
+        super().__init__()
+        self.api_version = api_version
+
+    def version(self) -> dict[str, Any]:
+        self._call("version")
+        return {"Version": "29.1.0", "ApiVersion": self.api_version}
+
+    def info(self) -> dict[str, Any]:
+        return {"NCPU": 8, "MemTotal": 1 << 34, "Architecture": "aarch64",
+                "DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]],
+                "SecurityOptions": ["name=seccomp,profile=builtin", "name=rootless"]}
+
+    def get_image(self, image: str) -> list[bytes]:
+        self._call("get_image", image)
+        return [b"whole-index"]
+
+    def _url(self, fmt: str, *args: str, versioned_api: bool = True) -> str:
+        return ("/v1.45" if versioned_api else "") + fmt.format(*args)
+
+    def _get(self, url: str, **kwargs: Any) -> str:
+        self._call("_get", url, **kwargs)
+        return "response"
+
+    def _stream_raw_result(self, response: Any, chunk: int, decode: bool) -> list[bytes]:
+        return [b"one-platform"]
+
+
+def test_export_for_a_platform_on_api_1_48_and_later() -> None:
+    """Docker 29 (containerd store): `GET /images/{name}/get?platform=...` on the engine's own API
+    version (unversioned URL; docker-py's default 1.45 would drop the parameter)."""
+    api = ExportAPI("1.52")
+    runtime = DockerRuntime(api, host=HOST)
+    assert runtime.save_image("kindest/node:v1", platform="linux/arm64") == b"one-platform"
+    [(args, kwargs)] = api.called("_get")
+    assert args == ("/images/kindest/node:v1/get",)
+    assert kwargs == {"params": {"platform": '{"os": "linux", "architecture": "arm64"}'},
+                      "stream": True}
+    assert api.called("get_image") == []
+    assert runtime.save_image("x", platform="linux/arm/v7") == b"one-platform"
+    assert '"variant": "v7"' in api.called("_get")[1][1]["params"]["platform"]
+
+
+@pytest.mark.parametrize("version", ["1.41", "1.47", ""])
+def test_export_on_older_engines_saves_as_before(version: str) -> None:
+    api = ExportAPI(version)
+    assert DockerRuntime(api, host=HOST).save_image("img", platform="linux/amd64") == b"whole-index"
+    assert api.called("_get") == []
+
+
+def test_engine_facts_for_doctor_and_preload() -> None:
+    info = DockerRuntime(ExportAPI("1.52"), host=HOST).info()
+    assert info.platform == "linux/arm64"
+    assert info.containerd_store is True
+    assert info.rootless is True and info.userns_remap is False

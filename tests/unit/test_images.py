@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.adapters.base import oci_platform
 from gpulab.images import images_in_objects, normalize, parse_ctr_listing, present_in
+from gpulab.stacks.common import ctr_import, snapshotter_of
 
 DIGEST = "sha256:" + "0" * 64
 
@@ -42,3 +44,47 @@ def test_presence_by_digest_or_tag() -> None:
     assert present_in("registry.k8s.io/pause:3.10.1", listing)
     assert not present_in("registry.k8s.io/pause:3.10", listing)
     assert not present_in(f"kindest/node:v1.36.4@sha256:{'1' * 64}", listing)
+
+
+# --------------------------------------------------------------------------- node import
+
+KIND_V2_CONFIG = """version = 2
+[plugins]
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "registry.k8s.io/pause:3.10"
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "native"
+      default_runtime_name = "runc"
+"""
+KIND_V3_CONFIG = """version = 3
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = 'fuse-overlayfs'
+[plugins."io.containerd.snapshotter.v1.overlayfs"]
+  snapshotter = "not-this-one"
+"""
+
+
+@pytest.mark.parametrize(("dump", "expected"), [
+    (KIND_V2_CONFIG, "native"),
+    (KIND_V3_CONFIG, "fuse-overlayfs"),  # KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER, rootless
+    ("version = 3\n", "overlayfs"),
+    ("", "overlayfs"),
+])
+def test_the_snapshotter_is_read_from_the_nodes_containerd(dump: str, expected: str) -> None:
+    assert snapshotter_of(dump) == expected
+
+
+def test_import_is_for_the_nodes_platform_only() -> None:
+    argv = ctr_import("linux/arm64", "native")
+    assert "--all-platforms" not in argv  # kind issues 3795/4224 on Docker 29
+    assert argv[:4] == ["ctr", "--namespace=k8s.io", "images", "import"]
+    assert "--platform=linux/arm64" in argv and "--snapshotter=native" in argv
+    assert "--digests" in argv and argv[-1] == "-"
+
+
+@pytest.mark.parametrize(("arch", "platform"), [
+    ("x86_64", "linux/amd64"), ("aarch64", "linux/arm64"), ("armv7l", "linux/arm/v7"),
+    ("", "linux/amd64"),
+])
+def test_engine_architecture_to_platform(arch: str, platform: str) -> None:
+    assert oci_platform(arch) == platform
