@@ -26,7 +26,8 @@ GOAL_RATIO_8_TO_1 = 1.3
 LATENCY = {  # simulated seconds per step kind ("management/<x>" or the tenant step's suffix)
     "management/cluster": 20, "management/images": 40, "management/cert-manager": 60,
     "management/metallb": 70, "management/kamaji": 60,
-    "control-plane": 60, "workers": 5, "images": 20, "join": 30, "calico": 60, "hami": 60,
+    "control-plane": 60, "workers": 5, "images": 20, "join": 30, "kube-proxy": 10, "calico": 60,
+    "hami": 60,
     "gpus": 30,
 }
 

@@ -21,6 +21,7 @@ from gpulab.adapters import base
 from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
 from gpulab.errors import AdapterError
 from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.steps import JOIN_STATE, RESET_LEFTOVERS
 
 # What `containerd config dump` prints in a kindest/node (config version 3, abridged).
 KIND_CONTAINERD_CONFIG = """version = 3
@@ -29,6 +30,15 @@ KIND_CONTAINERD_CONFIG = """version = 3
 [plugins."io.containerd.cri.v1.runtime"]
   sandbox_image = "registry.k8s.io/pause:3.10"
 """
+
+def tenant_admin_kubeconfig(tenant: str) -> str:
+    """What Kamaji's `<tenant>-admin-kubeconfig` Secret holds (abridged)."""
+    return (f"# kubeconfig of {tenant}\napiVersion: v1\nkind: Config\n"
+            f"clusters:\n- name: {tenant}\n  cluster:\n    server: https://172.18.255.200:6443\n"
+            f"contexts:\n- name: kubernetes-admin@{tenant}\n  context:\n    cluster: {tenant}\n"
+            f"    user: kubernetes-admin\ncurrent-context: kubernetes-admin@{tenant}\n"
+            f"users:\n- name: kubernetes-admin\n  user: {{}}\n")
+
 
 KIND_IPAM = [
     {"Subnet": "fc00:f853:ccd:e793::/64"},
@@ -96,6 +106,11 @@ class FakeWorld:
     import_fails: set[str] = field(default_factory=set)  # images whose `ctr import` exits 1
     node_pull_fails: set[str] = field(default_factory=set)  # images `crictl pull` cannot get
     architecture: str = "x86_64"  # what `docker info` says
+    machine_ids: dict[str, str] = field(default_factory=dict)  # container -> /etc/machine-id
+    copied: list[tuple[str, str, int]] = field(default_factory=list)  # copy_in (node, path, mode)
+    exec_log: list[tuple[str, list[str]]] = field(default_factory=list)  # (container, argv)
+    runs: list[Any] = field(default_factory=list)  # every ContainerSpec run_node started
+    join_fails_midway: set[str] = field(default_factory=set)  # nodes whose next join breaks
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def kube(self, cluster: str) -> FakeKube:
@@ -131,6 +146,11 @@ class FakeRuntime:
                              {spec.network: f"172.18.0.{10 + len(self.world.containers)}"})
         with self.world.lock:
             self.world.containers[spec.name] = info
+            # kindest/node's entrypoint makes a new machine id per container
+            self.world.machine_ids[spec.name] = f"machine-{spec.name}-{len(self.world.runs)}"
+            self.world.runs.append(spec)
+            for key in [k for k in self.world.files if k[0] == spec.name]:
+                del self.world.files[key]  # a new container starts from the image
         return info
 
     def get(self, name: str) -> ContainerInfo | None:
@@ -143,6 +163,7 @@ class FakeRuntime:
     def exec(self, name: str, argv: list[str], *, stdin: bytes | None = None,
              timeout: float = 600) -> ExecResult:
         verb = argv[3] if argv[0] == "ctr" else (argv[1] if len(argv) > 1 else "")
+        self.world.exec_log.append((name, list(argv)))
         self.world.faults.hit(f"docker.exec:{argv[0]}:{verb}")
         container = self.world.containers.get(name)
         if container is None:
@@ -152,11 +173,42 @@ class FakeRuntime:
             return ExecResult(0, "kubeadm join 172.18.255.200:6443 --token abc.def "
                                  "--discovery-token-ca-cert-hash sha256:00\n", "")
         if argv[:2] == ["kubeadm", "join"]:
+            files = self.world.files
+            if any(k[0] == name and k[1].startswith("/etc/kubernetes/") for k in files):
+                return ExecResult(1, "", "[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: "
+                                         "/etc/kubernetes/kubelet.conf already exists")
+            files[(name, "/etc/kubernetes/pki/ca.crt")] = b"ca"
+            if name in self.world.join_fails_midway:
+                self.world.join_fails_midway.discard(name)
+                files[(name, "/etc/kubernetes/bootstrap-kubelet.conf")] = b"bootstrap"
+                return ExecResult(1, "", "error execution phase kubelet-start: timed out "
+                                         "waiting for the condition")
             kube = self.world.kube(tenant)
+            existing = kube.objects.get(("v1", "Node", "", name))
+            if existing is not None and existing["status"]["conditions"][0]["status"] == "True":
+                return ExecResult(1, "", f"a Node with name {name!r} and status \"Ready\" "
+                                         "already exists in the cluster")
+            files[(name, "/etc/kubernetes/kubelet.conf")] = b"kubelet"
             kube.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
                       "status": {"conditions": [{"type": "Ready", "status": "False"}],
+                                 "nodeInfo": {"machineID": self.world.machine_ids.get(name, "")},
                                  "capacity": {}, "allocatable": {}}})
             return ExecResult(0, "This node has joined the cluster", "")
+        if argv == JOIN_STATE:
+            present = sorted(k[1] for k in self.world.files
+                             if k[0] == name and k[1].startswith("/etc/kubernetes/"))
+            return ExecResult(0, "\n".join([self.world.machine_ids.get(name, ""), *present]), "")
+        if argv[:3] == ["kubeadm", "reset", "-f"]:
+            for key in [k for k in self.world.files
+                        if k[0] == name and k[1].startswith("/etc/kubernetes/")]:
+                del self.world.files[key]
+            return ExecResult(0, "[reset] Deleted contents of the etc directories", "")
+        if argv == RESET_LEFTOVERS:
+            return ExecResult(0, "", "")
+        if argv[:2] == ["rm", "-f"]:
+            for path in argv[2:]:
+                self.world.files.pop((name, path), None)
+            return ExecResult(0, "", "")
         if argv[:4] == ["ctr", "--namespace=k8s.io", "images", "ls"]:
             return ExecResult(0, "\n".join(sorted(self.world.node_images.get(name, set()))), "")
         if argv[:3] == ["containerd", "config", "dump"]:
@@ -186,6 +238,7 @@ class FakeRuntime:
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:
         self.world.files[(name, path)] = data
+        self.world.copied.append((name, path, mode))
 
     def remove(self, name: str) -> bool:
         return self.world.containers.pop(name, None) is not None
@@ -321,6 +374,9 @@ class FakeKube:
         kind = obj["kind"]
         if kind == "Deployment":
             live.setdefault("status", {})["availableReplicas"] = 1
+        if kind == "DaemonSet" and obj["metadata"]["name"] == "kube-proxy":
+            nodes = [k for k in self.objects if k[1] == "Node"]
+            live["status"] = {"desiredNumberScheduled": len(nodes), "numberReady": len(nodes)}
         if kind == "DaemonSet" and obj["metadata"]["name"] == "calico-node":
             live["status"] = {"desiredNumberScheduled": 1, "numberReady": 1}
             for key, node in list(self.objects.items()):
@@ -335,7 +391,7 @@ class FakeKube:
             live["status"] = {"kubernetesResources": {"version": {"status": "Ready"}},
                               "controlPlaneEndpoint": "172.18.255.200:6443"}
             self.secrets[(obj["metadata"]["namespace"], f"{tenant}-admin-kubeconfig")] = {
-                "admin.conf": f"# kubeconfig of {tenant}\n".encode()}
+                "admin.conf": tenant_admin_kubeconfig(tenant).encode()}
         self.put(live)
         return live
 
@@ -352,6 +408,7 @@ class FakeKube:
 
     def delete(self, api_version: str, kind: str, name: str,
                namespace: str | None = None) -> bool:
+        self.world.faults.hit(f"kube.delete:{self.cluster}:{kind}")
         return self.objects.pop((api_version, kind, namespace or "", name), None) is not None
 
     def patch_node_status(self, name: str, patch: list[dict[str, Any]]) -> None:

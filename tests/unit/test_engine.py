@@ -15,15 +15,16 @@ from gpulab.engine.runner import Event, Outcome, run_steps
 from gpulab.engine.step import StepContext
 from gpulab.engine.wait import WaitTimeout, wait_until
 from gpulab.paths import lab_dir
+from gpulab.stacks.common import CTR_LIST
 from gpulab.stacks.kamaji_hami import render
-from gpulab.stacks.kamaji_hami.steps import build_steps, observe_host_facts
+from gpulab.stacks.kamaji_hami.steps import JOIN_STATE, build_steps, observe_host_facts
 from tests.fakes import FakeRuntime, FakeWorld, fake_adapters
 
 STEP_NAMES = [
     "management/cluster", "management/images", "management/cert-manager", "management/metallb",
     "management/kamaji",
     *[f"{t}/{s}" for t in ("tenant-a", "tenant-b")
-      for s in ("control-plane", "workers", "images", "join", "calico", "hami", "gpus")],
+      for s in ("control-plane", "workers", "images", "join", "kube-proxy", "calico", "hami", "gpus")],
 ]
 
 
@@ -82,7 +83,10 @@ def test_join_uses_named_preflight_ignores_and_a_0600_kubeconfig(kamaji_profile)
     join_calls = [c for c in world.faults.calls if c.startswith("docker.exec:kubeadm:join")]
     assert len(join_calls) == 2
     worker = "gpulab-kamaji-hami-tenant-b-worker"
-    assert world.files[(worker, "/etc/gpulab/admin.conf")] == b"# kubeconfig of tenant-b\n"
+    assert (worker, "/etc/gpulab/admin.conf", 0o600) in world.copied
+    # the tenant's admin credentials do not stay on the worker after the join
+    assert (worker, "/etc/gpulab/admin.conf") not in world.files
+    assert (worker, "/etc/kubernetes/kubelet.conf") in world.files
     for name in ("management", "tenant-a", "tenant-b"):
         path = lab_dir("kamaji-hami") / f"{name}.kubeconfig"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -99,14 +103,16 @@ def test_rerun_on_a_finished_lab_does_nothing(kamaji_profile) -> None:
     world = FakeWorld()
     assert _up(kamaji_profile, world).ok
     world.faults.calls.clear()
+    world.exec_log.clear()
     recorder = Recorder()
     again = _up(kamaji_profile, world, recorder)
     assert again.ok and again.all_skipped
     mutating = [c for c in world.faults.calls
                 if c.split(":")[0] in {"kind.create", "helm.install", "kube.apply", "docker.run",
-                                       "kube.patch_node_status", "kube.annotate"}
-                or (c.startswith("docker.exec") and c != "docker.exec:ctr:ls")]
+                                       "kube.patch_node_status", "kube.annotate", "kube.delete"}]
     assert mutating == []
+    reads = (CTR_LIST, JOIN_STATE)  # the only execs a finished lab needs: observing
+    assert [argv for _, argv in world.exec_log if argv not in reads] == []
 
 
 @pytest.mark.parametrize("fault", [
@@ -344,3 +350,61 @@ def test_an_image_nobody_can_pull_does_not_keep_a_finished_lab_busy(kamaji_profi
     again = _up(kamaji_profile, world)
     assert again.all_skipped
     assert not [c for c in world.faults.calls if c.startswith("docker.pull:")]
+
+
+# --------------------------------------------------------------------------- join convergence
+
+
+def test_a_join_that_failed_halfway_is_reset_then_converges(kamaji_profile) -> None:
+    world = FakeWorld()
+    worker = "gpulab-kamaji-hami-tenant-a-worker"
+    world.join_fails_midway.add(worker)
+    first = _up(kamaji_profile, world)
+    assert not first.ok
+    assert [r.name for r in first.failures] == ["tenant-a/join"]
+    # the half-done join left kubeadm's files; the admin kubeconfig did not stay behind
+    assert (worker, "/etc/kubernetes/bootstrap-kubelet.conf") in world.files
+    assert (worker, "/etc/gpulab/admin.conf") not in world.files
+    world.exec_log.clear()
+    second = _up(kamaji_profile, world)
+    assert second.ok, [str(r.error) for r in second.failures]
+    argvs = [argv for name, argv in world.exec_log if name == worker]
+    reset = argvs.index(["kubeadm", "reset", "-f"])
+    join = next(i for i, a in enumerate(argvs) if a[:2] == ["kubeadm", "join"])
+    assert reset < join  # reset before the next try, not after
+    assert (worker, "/etc/kubernetes/kubelet.conf") in world.files
+
+
+def test_a_recreated_worker_is_not_taken_as_joined(kamaji_profile) -> None:
+    """The container was removed and created again (docker rm, a host reboot with --rm...)
+    while its Node object stayed: a new machine id, no kubelet.conf. The stale Node is deleted
+    (kubeadm refuses to join a name whose Node is Ready) and the worker joins again."""
+    world = FakeWorld()
+    assert _up(kamaji_profile, world).ok
+    worker = "gpulab-kamaji-hami-tenant-b-worker"
+    tenant = world.kube("tenant-b")
+    node = tenant.objects[("v1", "Node", "", worker)]
+    node["status"]["conditions"][0]["status"] = "True"  # Ready, as it was before
+    old_machine = node["status"]["nodeInfo"]["machineID"]
+    del world.containers[worker]
+    world.faults.calls.clear()
+    second = _up(kamaji_profile, world)
+    assert second.ok, [str(r.error) for r in second.failures]
+    assert "kube.delete:tenant-b:Node" in world.faults.calls  # the stale Node went first
+    rejoined = tenant.objects[("v1", "Node", "", worker)]
+    assert rejoined["status"]["nodeInfo"]["machineID"] == world.machine_ids[worker] != old_machine
+    assert (worker, "/etc/kubernetes/kubelet.conf") in world.files
+
+
+def test_a_stale_node_alone_would_make_the_join_fail(kamaji_profile) -> None:
+    """The fact the deletion rests on (kubeadm join: a Ready Node of that name exists)."""
+    world = FakeWorld()
+    assert _up(kamaji_profile, world).ok
+    worker = "gpulab-kamaji-hami-tenant-b-worker"
+    node = world.kube("tenant-b").objects[("v1", "Node", "", worker)]
+    node["status"]["conditions"][0]["status"] = "True"
+    del world.containers[worker]
+    runtime = fake_adapters(world, lab_dir("kamaji-hami")).runtime
+    runtime.run_node(next(s for s in world.runs if s.name == worker))
+    result = runtime.exec(worker, ["kubeadm", "join", "172.18.255.200:6443"])
+    assert not result.ok and "already exists in the cluster" in result.stderr

@@ -75,14 +75,25 @@ def _leaves(obj: Any, path: str = "") -> dict[str, Any]:
 def test_tenant_control_plane_matches_the_write_up_field_by_field(kamaji_profile) -> None:
     ours = render.tenant_control_plane(kamaji_profile, kamaji_profile.tenants[0])
     theirs, mine = _leaves(WRITE_UP_TCP), _leaves(ours)
+    patches = "spec.kubernetes.kubelet.configurationJSONPatches"
+    kube_proxy = "spec.addons.kubeProxy"
     for path, value in theirs.items():
+        if path in (patches, kube_proxy):
+            continue  # the two deliberate differences, below
         assert mine.get(path) == value, path
-    # The only additions: Kamaji's own default service CIDR made explicit, and a managed-by label.
+    # Additions: Kamaji's own default service CIDR made explicit, and a managed-by label.
     assert set(mine) - set(theirs) == {
         "spec.networkProfile.serviceCidr",
         "metadata.labels.app.kubernetes.io/managed-by",
     }
     assert mine["spec.networkProfile.serviceCidr"] == "10.96.0.0/16"
+    # 1. the write-up's cgroupDriver patch first, then kind's node settings (swap, GC, eviction)
+    assert mine[patches][0] == theirs[patches][0]
+    assert {p["path"] for p in mine[patches]} == {
+        "/cgroupDriver", "/cgroupRoot", "/failSwapOn", "/imageGCHighThresholdPercent",
+        "/evictionHard"}
+    # 2. no Kamaji kube-proxy addon: gpulab runs its own with kind's settings
+    assert kube_proxy in theirs and kube_proxy not in mine
 
 
 def test_tenant_a_annotation_matches_the_write_up(kamaji_profile) -> None:
@@ -183,9 +194,9 @@ def test_plan_order_management_then_tenants(kamaji_profile) -> None:
     names = [step["step"] for step in json.loads(plan_json(_all_steps(kamaji_profile)))]
     assert names[:5] == ["management/cluster", "management/images", "management/cert-manager",
                          "management/metallb", "management/kamaji"]
-    assert names[5:12] == [f"tenant-a/{s}" for s in ("control-plane", "workers", "images",
-                                                     "join", "calico", "hami", "gpus")]
-    assert len(names) == 19
+    assert names[5:13] == [f"tenant-a/{s}" for s in ("control-plane", "workers", "images",
+                                                     "join", "kube-proxy", "calico", "hami", "gpus")]
+    assert len(names) == 21
 
 
 def test_plan_yaml_stream_holds_every_object_and_validates(kamaji_profile) -> None:

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from gpulab.adapters.base import ContainerSpec, HelmRelease
 from gpulab.naming import LABEL_LAB, LABEL_MANAGED, LABEL_ROLE, LABEL_TENANT, kind_cluster_name
 from gpulab.stacks.common import VERIFY_IMAGE, helm_release
@@ -30,6 +32,9 @@ __all__ = [
     "hami_release",
     "kamaji_release",
     "kind_cluster_config",
+    "kube_proxy_config",
+    "kube_proxy_objects",
+    "kubelet_config_patches",
     "metallb_objects",
     "sharing_sizes",
     "tenant_control_plane",
@@ -39,8 +44,6 @@ __all__ = [
 ]
 
 GPU_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
-
-
 
 
 def worker_name(lab: str, tenant: str, index: int) -> str:
@@ -62,12 +65,6 @@ def kind_cluster_config(profile: KamajiHamiProfile, lab: str) -> dict[str, Any]:
             }
         ],
     }
-
-
-
-
-
-
 
 
 def kamaji_release(profile: KamajiHamiProfile) -> HelmRelease:
@@ -172,20 +169,19 @@ def tenant_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec) -> dict
             },
             "kubernetes": {
                 "version": tenant.kubernetes_version,
-                "kubelet": {
-                    "configurationJSONPatches": [
-                        {"op": "add", "path": "/cgroupDriver", "value": cp.kubelet_cgroup_driver}
-                    ]
-                },
+                "kubelet": {"configurationJSONPatches": kubelet_config_patches(tenant)},
             },
             "networkProfile": {
                 "port": cp.port,
                 "podCidr": tenant.pod_cidr,
                 "serviceCidr": tenant.service_cidr,
             },
+            # No `kubeProxy` addon: Kamaji's takes no kube-proxy settings and rewrites its
+            # ConfigMap on every reconcile (internal/resources/addons/kube_proxy.go:285-297 at
+            # 26.8.2-edge), so gpulab runs kube-proxy itself with kind's settings
+            # (`kube_proxy_objects`, the tenant's `kube-proxy` step).
             "addons": {
                 "coreDNS": {},
-                "kubeProxy": {},
                 "konnectivity": {
                     "server": {"port": cp.konnectivity_port},
                     "agent": {"mode": cp.konnectivity_agent_mode},
@@ -193,6 +189,135 @@ def tenant_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec) -> dict
             },
         },
     }
+
+
+def kubelet_config_patches(tenant: TenantSpec) -> list[dict[str, Any]]:
+    """JSON patches Kamaji applies to the kubelet config it uploads for joining nodes
+    (`spec.kubernetes.kubelet.configurationJSONPatches`, applied in
+    internal/resources/kubeadm_phases.go:154-169 and internal/kubeadm/uploadconfig.go:75-109 at
+    26.8.2-edge): the settings kind gives its own nodes (pkg/cluster/internal/kubeadm/config.go,
+    KubeletConfiguration, v0.33): the systemd cgroup driver, swap tolerated (laptops have swap;
+    kubeadm's Swap preflight check only warns), and image GC / eviction off, because the kubelet
+    sees the host's disk and must not evict pods or collect the lab's preloaded images when it
+    fills up. Every op is `add`: Kamaji leaves `cgroupDriver` out when the TCP does not set it,
+    and `replace` of a missing key fails (json-patch v5), while `add` sets present keys too."""
+    return [
+        {"op": "add", "path": "/cgroupDriver", "value": tenant.control_plane.kubelet_cgroup_driver},
+        {"op": "add", "path": "/cgroupRoot", "value": "/kubelet"},
+        {"op": "add", "path": "/failSwapOn", "value": False},
+        {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+        {"op": "add", "path": "/evictionHard", "value": {
+            "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"}},
+    ]
+
+
+KUBE_PROXY = "kube-proxy"
+NODE_BOOTSTRAPPERS = "system:bootstrappers:kubeadm:default-node-token"
+
+
+def kube_proxy_config(tenant: TenantSpec, *, rootless: bool = False) -> dict[str, Any]:
+    """kube-proxy's configuration as kind writes it for its nodes (config.go v0.33,
+    KubeProxyConfiguration): `conntrack.maxPerCore: 0` so kube-proxy does not try to raise the
+    host's nf_conntrack_max from inside a container (which fails on many-core hosts and makes it
+    exit, kind issue 2240), `iptables.minSyncPeriod: 1s`; on rootless Docker the conntrack
+    timeouts it cannot set are left alone (0s), as kind does."""
+    conntrack: dict[str, Any] = {"maxPerCore": 0}
+    if rootless:
+        conntrack |= {"tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "bindAddress": "0.0.0.0",
+        "clientConnection": {"kubeconfig": "/var/lib/kube-proxy/kubeconfig.conf"},
+        "clusterCIDR": tenant.pod_cidr,
+        "mode": "iptables",
+        "iptables": {"minSyncPeriod": "1s"},
+        "conntrack": conntrack,
+    }
+
+
+def kube_proxy_objects(tenant: TenantSpec, server: str, *, rootless: bool = False
+                       ) -> list[dict[str, Any]]:
+    """The six objects kubeadm's kube-proxy addon creates (cmd/kubeadm/app/phases/addons/proxy:
+    ServiceAccount, ClusterRoleBinding to system:node-proxier, Role/RoleBinding letting joining
+    nodes read the ConfigMap, the ConfigMap, the DaemonSet), with kind's configuration. `server`
+    is the tenant API's URL (its admin kubeconfig's). Labelled managed-by gpulab and never with
+    Kamaji's `kamaji.clastix.io/project` label, which its addon clean-up deletes by."""
+    labels = {LABEL_MANAGED: "gpulab"}
+    meta = {"namespace": "kube-system", "labels": labels}
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "default", "cluster": {
+            "certificate-authority": "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+            "server": server}}],
+        "contexts": [{"name": "default", "context": {"cluster": "default",
+                                                     "namespace": "default", "user": "default"}}],
+        "current-context": "default",
+        "users": [{"name": "default", "user": {
+            "tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"}}],
+    }
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": KUBE_PROXY, **meta}},
+        {"apiVersion": rbac, "kind": "ClusterRoleBinding",
+         "metadata": {"name": "kubeadm:node-proxier", "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "system:node-proxier"},
+         "subjects": [{"kind": "ServiceAccount", "name": KUBE_PROXY,
+                       "namespace": "kube-system"}]},
+        {"apiVersion": rbac, "kind": "Role", "metadata": {"name": KUBE_PROXY, **meta},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"],
+                    "resourceNames": [KUBE_PROXY]}]},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": KUBE_PROXY, **meta},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KUBE_PROXY},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                       "name": NODE_BOOTSTRAPPERS}]},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": KUBE_PROXY, "namespace": "kube-system",
+                      "labels": {**labels, "app": KUBE_PROXY}},
+         "data": {"kubeconfig.conf": yaml.safe_dump(kubeconfig, sort_keys=False),
+                  "config.conf": yaml.safe_dump(kube_proxy_config(tenant, rootless=rootless),
+                                                sort_keys=False)}},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet",
+         "metadata": {"name": KUBE_PROXY, "namespace": "kube-system",
+                      "labels": {**labels, "k8s-app": KUBE_PROXY}},
+         "spec": {
+             "selector": {"matchLabels": {"k8s-app": KUBE_PROXY}},
+             "updateStrategy": {"type": "RollingUpdate"},
+             "template": {
+                 "metadata": {"labels": {"k8s-app": KUBE_PROXY}},
+                 "spec": {
+                     "priorityClassName": "system-node-critical",
+                     "containers": [{
+                         "name": KUBE_PROXY,
+                         "image": f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}",
+                         "imagePullPolicy": "IfNotPresent",
+                         "command": ["/usr/local/bin/kube-proxy",
+                                     "--config=/var/lib/kube-proxy/config.conf",
+                                     "--hostname-override=$(NODE_NAME)"],
+                         "securityContext": {"privileged": True},
+                         "volumeMounts": [
+                             {"mountPath": "/var/lib/kube-proxy", "name": KUBE_PROXY},
+                             {"mountPath": "/run/xtables.lock", "name": "xtables-lock",
+                              "readOnly": False},
+                             {"mountPath": "/lib/modules", "name": "lib-modules",
+                              "readOnly": True}],
+                         "env": [{"name": "NODE_NAME", "valueFrom": {
+                             "fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                     }],
+                     "hostNetwork": True,
+                     "serviceAccountName": KUBE_PROXY,
+                     "volumes": [
+                         {"name": KUBE_PROXY, "configMap": {"name": KUBE_PROXY}},
+                         {"name": "xtables-lock", "hostPath": {"path": "/run/xtables.lock",
+                                                               "type": "FileOrCreate"}},
+                         {"name": "lib-modules", "hostPath": {"path": "/lib/modules"}}],
+                     "tolerations": [{"operator": "Exists"}],
+                     "nodeSelector": {"kubernetes.io/os": "linux"},
+                 },
+             },
+         }},
+    ]
 
 
 def gpu_register_annotation(tenant: TenantSpec, worker_index: int) -> str:
@@ -243,8 +368,6 @@ def gpu_capacity_patch(tenant: TenantSpec) -> list[dict[str, Any]]:
 def calico_pool_env(tenant: TenantSpec) -> dict[str, str]:
     """The calico-node env that sets the IPv4 pool to the tenant's pod CIDR."""
     return {"CALICO_IPV4POOL_CIDR": tenant.pod_cidr}
-
-
 
 
 def worker_container(

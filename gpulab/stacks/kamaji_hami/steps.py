@@ -12,6 +12,8 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from gpulab import naming
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
@@ -384,8 +386,52 @@ class TenantWorkers:
             runtime.run_node(spec)
 
 
+# One exec tells a worker's join state: its machine id (kindest/node makes a new one per
+# container, so a recreated container is a new machine), then which of kubeadm's join outputs
+# exist: kubelet.conf (joined), bootstrap-kubelet.conf / pki/ca.crt (a join began).
+JOIN_STATE = ["sh", "-c", "cat /etc/machine-id 2>/dev/null || echo; for f in "
+              "/etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf "
+              "/etc/kubernetes/pki/ca.crt; do [ -e \"$f\" ] && echo \"$f\"; done; true"]
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+# What `kubeadm reset -f` leaves behind that a new join trips over (its own closing message
+# names the CNI config; kind's nodes keep CNI state in /var/lib/cni).
+RESET_LEFTOVERS = ["sh", "-c", "rm -rf /etc/cni/net.d/* /var/lib/cni"]
+
+
+@dataclass(frozen=True)
+class WorkerJoinState:
+    """What a worker container says about its join (JOIN_STATE's output)."""
+
+    machine_id: str
+    files: frozenset[str]
+
+    @classmethod
+    def parse(cls, stdout: str) -> WorkerJoinState:
+        lines = stdout.splitlines()
+        return cls(lines[0].strip() if lines else "",
+                   frozenset(line.strip() for line in lines[1:] if line.strip()))
+
+    @property
+    def joined(self) -> bool:
+        return KUBELET_CONF in self.files
+
+    @property
+    def begun(self) -> bool:
+        return bool(self.files)
+
+
 @dataclass
 class JoinWorkers:
+    """`kubeadm join` each worker; converges whatever state a failed earlier run left.
+
+    A worker counts as joined when its Node is registered, the container has the kubelet's
+    kubeconfig, and the Node's machine id is this container's (a recreated container is a new
+    machine, so an old Node object of the same name is stale: it is deleted before joining,
+    because kubeadm refuses to join a name whose Node is Ready). A worker with a half-done join
+    is `kubeadm reset -f` first. The tenant's admin kubeconfig, copied in to create the join
+    token, is removed from the worker again whatever happens.
+    """
+
     profile: KamajiHamiProfile
     lab: str
     tenant: TenantSpec
@@ -413,10 +459,13 @@ class JoinWorkers:
             Artifact("command", f"join {node}", {
                 "container": node,
                 "steps": [
+                    "if a join began and did not finish: kubeadm reset -f, remove CNI leftovers",
+                    "if the Node exists for another container of this name: delete the Node",
                     f"copy {self.tenant.name}.kubeconfig to {WORKER_KUBECONFIG} (0600)",
                     "modprobe br_netfilter (best effort)",
                     f"kubeadm token create --print-join-command --kubeconfig {WORKER_KUBECONFIG}",
                     f"<join command> --ignore-preflight-errors={ignored}",
+                    f"remove {WORKER_KUBECONFIG}",
                 ],
             }, cluster=self.tenant.name)
             for node in self.nodes()
@@ -426,15 +475,44 @@ class JoinWorkers:
         adapters = adapters_of(ctx)
         return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
 
-    def _registered(self, kube: KubeGateway) -> set[str]:
-        return {n["metadata"]["name"] for n in kube.list_objects("v1", "Node")}
+    def _registered(self, kube: KubeGateway) -> dict[str, dict[str, Any]]:
+        return {n["metadata"]["name"]: n for n in kube.list_objects("v1", "Node")}
+
+    def _state(self, ctx: StepContext, node: str) -> WorkerJoinState:
+        result = adapters_of(ctx).runtime.exec(node, JOIN_STATE, timeout=60)
+        if not result.ok:
+            raise AdapterError(f"cannot read the join state of {node}: {result.stderr.strip()}")
+        return WorkerJoinState.parse(result.stdout)
+
+    @staticmethod
+    def _same_machine(node: dict[str, Any] | None, state: WorkerJoinState) -> bool:
+        machine = ((node or {}).get("status") or {}).get("nodeInfo", {}).get("machineID", "")
+        return not machine or not state.machine_id or machine == state.machine_id
+
+    def _joined(self, node: dict[str, Any] | None, state: WorkerJoinState) -> bool:
+        return node is not None and state.joined and self._same_machine(node, state)
 
     def satisfied(self, ctx: StepContext) -> bool:
         try:
             registered = self._registered(self._tenant(ctx))
+            return all(self._joined(registered.get(n), self._state(ctx, n)) for n in self.nodes())
         except AdapterError:
             return False
-        return set(self.nodes()) <= registered
+
+    def _prepare(self, ctx: StepContext, kube: KubeGateway, node: str,
+                 registered: dict[str, dict[str, Any]], state: WorkerJoinState) -> None:
+        """Clear what an earlier, failed run left: a half-done join, a stale Node object."""
+        runtime = adapters_of(ctx).runtime
+        if state.begun:
+            ctx.note(f"{node}: an earlier join did not finish; kubeadm reset -f")
+            reset = runtime.exec(node, ["kubeadm", "reset", "-f"], timeout=180)
+            if not reset.ok:
+                raise AdapterError(f"kubeadm reset failed on {node}",
+                                   output=(reset.stderr or reset.stdout).strip()[-2000:])
+            runtime.exec(node, RESET_LEFTOVERS, timeout=60)
+        if node in registered:
+            ctx.note(f"{node}: deleting the Node object left by an earlier container")
+            kube.delete("v1", "Node", node)
 
     def apply(self, ctx: StepContext) -> None:
         adapters = adapters_of(ctx)
@@ -442,38 +520,119 @@ class JoinWorkers:
         registered = self._registered(kube)
         kubeconfig = adapters.tenant_kubeconfig(self.tenant.name).read_bytes()
         for node in self.nodes():
-            if node in registered:
+            state = self._state(ctx, node)
+            if self._joined(registered.get(node), state):
                 continue
+            self._prepare(ctx, kube, node, registered, state)
             adapters.runtime.copy_in(node, WORKER_KUBECONFIG, kubeconfig, mode=0o600)
-            # As Kamaji's own worker e2e does; best effort (the module may be built in).
-            modprobe = adapters.runtime.exec(node, ["modprobe", "br_netfilter"], timeout=30)
-            if not modprobe.ok:
-                ctx.note(f"modprobe br_netfilter on {node}: {modprobe.stderr.strip()}")
-            token = adapters.runtime.exec(
-                node, ["kubeadm", "token", "create", "--print-join-command",
-                       "--kubeconfig", WORKER_KUBECONFIG], timeout=120,
-            )
-            if not token.ok or "kubeadm join" not in token.stdout:
-                raise AdapterError(
-                    f"could not create a join token on {node}",
-                    output=(token.stderr or token.stdout).strip()[-2000:],
-                )
-            argv = [*shlex.split(token.stdout.strip()),
-                    f"--ignore-preflight-errors={','.join(IGNORED_PREFLIGHT)}"]
-            ctx.note(f"kubeadm join on {node}")
-            result = adapters.runtime.exec(node, argv, timeout=self.timeout)
-            if not result.ok:
-                tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
-                raise AdapterError(f"kubeadm join failed on {node}: {' | '.join(tail)}",
-                                   hint="gpulab logs collects the worker's kubelet journal",
-                                   output=result.stderr)
+            try:
+                self._join(ctx, node)
+            finally:
+                adapters.runtime.exec(node, ["rm", "-f", WORKER_KUBECONFIG], timeout=60)
         wait_until(ctx, self.name, f"nodes {', '.join(self.nodes())} registered",
                    lambda: self._seen(kube), timeout=self.timeout, interval=3)
 
+    def _join(self, ctx: StepContext, node: str) -> None:
+        runtime = adapters_of(ctx).runtime
+        # As Kamaji's own worker e2e does; best effort (the module may be built in).
+        modprobe = runtime.exec(node, ["modprobe", "br_netfilter"], timeout=30)
+        if not modprobe.ok:
+            ctx.note(f"modprobe br_netfilter on {node}: {modprobe.stderr.strip()}")
+        token = runtime.exec(node, ["kubeadm", "token", "create", "--print-join-command",
+                                    "--kubeconfig", WORKER_KUBECONFIG], timeout=120)
+        if not token.ok or "kubeadm join" not in token.stdout:
+            raise AdapterError(f"could not create a join token on {node}",
+                               output=(token.stderr or token.stdout).strip()[-2000:])
+        argv = [*shlex.split(token.stdout.strip()),
+                f"--ignore-preflight-errors={','.join(IGNORED_PREFLIGHT)}"]
+        ctx.note(f"kubeadm join on {node}")
+        result = runtime.exec(node, argv, timeout=self.timeout)
+        if not result.ok:
+            tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+            raise AdapterError(f"kubeadm join failed on {node}: {' | '.join(tail)}",
+                               hint="re-run gpulab up (the worker is reset first); gpulab logs "
+                                    "collects the worker's kubelet journal",
+                               output=result.stderr)
+
     def _seen(self, kube: KubeGateway) -> tuple[bool, str]:
         registered = self._registered(kube)
-        missing = sorted(set(self.nodes()) - registered)
+        missing = sorted(set(self.nodes()) - set(registered))
         return not missing, f"missing {', '.join(missing)}" if missing else "all registered"
+
+
+@dataclass
+class KubeProxy:
+    """kube-proxy in the tenant with kind's settings (render.kube_proxy_objects), in place of
+    Kamaji's addon, which cannot take them and would revert an edit."""
+
+    profile: KamajiHamiProfile
+    lab: str
+    tenant: TenantSpec
+    timeout: float = 240
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/kube-proxy"
+
+    @property
+    def title(self) -> str:
+        return f"Running kube-proxy in {self.tenant.name} (kind's settings)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/join", f"{self.tenant.name}/images")
+
+    def describe(self) -> list[Artifact]:
+        server = f"<{self.tenant.name}'s API server, from its admin kubeconfig>"
+        return [Artifact(obj["kind"], obj["metadata"]["name"], obj, cluster=self.tenant.name)
+                for obj in render.kube_proxy_objects(self.tenant, server)]
+
+    def _tenant(self, ctx: StepContext) -> KubeGateway:
+        adapters = adapters_of(ctx)
+        return adapters.kube(adapters.tenant_kubeconfig(self.tenant.name))
+
+    def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        ok, seen = daemonset_ready(kube, render.KUBE_PROXY, "kube-system")
+        if not ok:
+            return ok, seen
+        config = kube.get("v1", "ConfigMap", render.KUBE_PROXY, "kube-system") or {}
+        text = (config.get("data") or {}).get("config.conf", "")
+        settings = yaml.safe_load(text) if text else {}
+        if ((settings or {}).get("conntrack") or {}).get("maxPerCore") != 0:
+            return False, "kube-proxy's ConfigMap is not gpulab's (conntrack.maxPerCore != 0)"
+        return True, seen
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            return self._ready(self._tenant(ctx))[0]
+        except AdapterError:
+            return False
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters = adapters_of(ctx)
+        kube = self._tenant(ctx)
+        server = tenant_server(adapters.tenant_kubeconfig(self.tenant.name))
+        rootless = adapters.runtime.info().rootless
+        for obj in render.kube_proxy_objects(self.tenant, server, rootless=rootless):
+            kube.apply(obj)
+        wait_until(ctx, self.name, "kube-proxy running on every worker",
+                   lambda: self._ready(kube), timeout=self.timeout, interval=3)
+
+
+def tenant_server(kubeconfig: Path) -> str:
+    """The API server URL in a tenant's admin kubeconfig (its current context's cluster)."""
+    try:
+        config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise AdapterError(f"cannot read {kubeconfig}: {err}") from None
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or []}
+    cluster = (contexts.get(config.get("current-context")) or {}).get("cluster")
+    for entry in config.get("clusters") or []:
+        if entry.get("name") == cluster or cluster is None:
+            server = (entry.get("cluster") or {}).get("server")
+            if server:
+                return str(server)
+    raise AdapterError(f"{kubeconfig} names no API server")
 
 
 @dataclass
@@ -493,7 +652,7 @@ class Calico:
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return (f"{self.tenant.name}/join", f"{self.tenant.name}/images")
+        return (f"{self.tenant.name}/kube-proxy", f"{self.tenant.name}/images")
 
     def describe(self) -> list[Artifact]:
         calico = self.profile.components.calico
@@ -845,6 +1004,7 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
             TenantWorkers(profile, lab, tenant),
             tenant_images(profile, lab, tenant),
             JoinWorkers(profile, lab, tenant),
+            KubeProxy(profile, lab, tenant),
             Calico(profile, lab, tenant),
             Hami(profile, tenant),
             MockGpus(profile, lab, tenant),
