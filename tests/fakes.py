@@ -111,6 +111,7 @@ class FakeWorld:
     exec_log: list[tuple[str, list[str]]] = field(default_factory=list)  # (container, argv)
     runs: list[Any] = field(default_factory=list)  # every ContainerSpec run_node started
     join_fails_midway: set[str] = field(default_factory=set)  # nodes whose next join breaks
+    never_ready: set[str] = field(default_factory=set)  # containers whose systemd never starts
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def kube(self, cluster: str) -> FakeKube:
@@ -235,6 +236,10 @@ class FakeRuntime:
         if argv[0] == "modprobe":
             return ExecResult(1, "", "modprobe: FATAL: Module br_netfilter not found")
         return ExecResult(127, "", f"unknown command {argv}")
+
+    def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
+        self.world.faults.hit(f"docker.logs:{name}")
+        return name in self.world.containers and name not in self.world.never_ready
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:
         self.world.files[(name, path)] = data

@@ -48,6 +48,10 @@ class ContainerSpec:
     cgroupns: str = "private"
     restart_policy: str = "on-failure:1"
     extra: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    binds: tuple[tuple[str, str], ...] = ()  # read-write host paths (kind: /dev/mapper)
+    devices: tuple[str, ...] = ()  # host devices (kind: /dev/fuse on rootless Docker)
+    userns_mode: str = ""  # "host" where the daemon remaps user namespaces (kind: usernsRemap)
 
     @property
     def hostname(self) -> str:
@@ -67,6 +71,11 @@ class ContainerSpec:
             "cgroupns": self.cgroupns,
             "restart": self.restart_policy,
             "labels": dict(self.labels),
+            **({"binds": [f"{src}:{dst}" for src, dst in self.binds]} if self.binds else {}),
+            **({"devices": list(self.devices)} if self.devices else {}),
+            **({"userns": self.userns_mode} if self.userns_mode else {}),
+            # proxy variables are shown by name only (they may carry credentials)
+            **({"env": sorted(self.env)} if self.env else {}),
         }
 
 
@@ -237,6 +246,10 @@ class ContainerRuntime(Protocol):
     def exec(
         self, name: str, argv: list[str], *, stdin: bytes | None = None, timeout: float = 600
     ) -> ExecResult: ...
+
+    def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
+        """Whether a line of the container's output matches `pattern` within `timeout` s."""
+        ...
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:
         """Write `data` to the file `path` inside the container, creating parent folders."""

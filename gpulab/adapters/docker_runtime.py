@@ -21,6 +21,7 @@ import io
 import json
 import os
 import posixpath
+import re
 import shlex
 import socket
 import struct
@@ -224,9 +225,11 @@ def parse_restart_policy(policy: str) -> dict[str, Any]:
 def node_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
     """`create_host_config` arguments for a node container, flag for flag as kind runs nodes.
 
-    kind (providers/docker/provision.go): --privileged, unconfined seccomp and apparmor, tmpfs on
-    /tmp and /run, an anonymous volume on /var, /lib/modules read-only, --cgroupns=private,
-    --init=false, --restart=on-failure:1.
+    kind (providers/docker/provision.go, commonArgs and runArgsForNode): --privileged, unconfined
+    seccomp and apparmor, tmpfs on /tmp and /run, an anonymous volume on /var, /lib/modules
+    read-only, --cgroupns=private, --init=false, --restart=on-failure:1; and where the host needs
+    them (decided by gpulab.stacks.common.node_host_options as kind's util.go does):
+    --volume /dev/mapper, --device /dev/fuse, --userns=host, and the proxy variables.
     """
     return {
         "privileged": spec.privileged,  # kubelet, containerd and kube-proxy need the host's powers
@@ -239,11 +242,16 @@ def node_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
         ],
         # `-v` semantics like kind's `--volume /lib/modules:/lib/modules:ro` (a bind Mount would
         # refuse a missing source; kind tolerates hosts without /lib/modules).
-        "binds": {src: {"bind": dst, "mode": "ro"} for src, dst in spec.readonly_binds},
+        "binds": {
+            **{src: {"bind": dst, "mode": "ro"} for src, dst in spec.readonly_binds},
+            **{src: {"bind": dst, "mode": "rw"} for src, dst in spec.binds},
+        },
         "cgroupns": spec.cgroupns,  # the node runs its own systemd and cgroup tree
         "init": False,  # systemd is PID 1
         "restart_policy": parse_restart_policy(spec.restart_policy),
         "network_mode": spec.network,
+        **({"devices": [f"{d}:{d}:rwm" for d in spec.devices]} if spec.devices else {}),
+        **({"userns_mode": spec.userns_mode} if spec.userns_mode else {}),
     }
 
 
@@ -444,6 +452,7 @@ class DockerRuntime:
                     hostname=spec.hostname,
                     labels=dict(spec.labels),
                     tty=True,  # like kind: the entrypoint logs to a TTY; keeps /bin/sh images up
+                    environment=dict(spec.env) or None,
                     host_config=host_config,
                     networking_config=networking,
                 )
@@ -473,6 +482,22 @@ class DockerRuntime:
         if info is None:  # removed between start and inspect (restart policy cannot do that)
             raise AdapterError(f"container {spec.name} vanished right after it was started")
         return info
+
+    def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
+        """Poll the container's output until a line matches `pattern` (kind follows `docker logs
+        -f` for the same purpose, common/cgroups.go WaitUntilLogRegexpMatches); False after
+        `timeout` seconds or when the container stopped."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._mapped(f"read the logs of container {name}"):
+                text = self._api.logs(name, stdout=True, stderr=True).decode("utf-8", "replace")
+            if any(regex.search(line) for line in text.splitlines()):
+                return True
+            info = self.get(name)
+            if info is None or not info.running or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
 
     def _inspect_container(self, name: str) -> dict[str, Any] | None:
         try:

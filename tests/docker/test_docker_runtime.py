@@ -385,3 +385,35 @@ def test_errors_are_gpulab_errors(runtime: DockerRuntime) -> None:
     with pytest.raises(GpulabError) as caught:
         runtime.image_present("Not A Valid Reference")
     assert "\n" not in str(caught.value)
+
+
+# --- kind's host-dependent node options and its systemd wait -----------------------------------
+
+
+def test_node_env_rw_bind_and_userns_host_reach_the_container(
+    runtime: DockerRuntime, node_spec: SpecFactory, tmp_path: Path
+) -> None:
+    shared = tmp_path / "mapper"
+    shared.mkdir()
+    spec = node_spec(binds=((str(shared), "/dev/mapper"),), userns_mode="host",
+                     env={"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "10.244.0.0/16,.svc"})
+    runtime.run_node(spec)
+    env = runtime.exec(spec.name, ["env"], timeout=60).stdout.splitlines()
+    assert "HTTPS_PROXY=http://proxy:3128" in env and "NO_PROXY=10.244.0.0/16,.svc" in env
+    wrote = runtime.exec(spec.name, ["sh", "-c", "echo x > /dev/mapper/probe"], timeout=60)
+    assert wrote.ok  # read-write, unlike /lib/modules
+    assert (shared / "probe").read_text() == "x\n"
+
+
+def test_wait_for_log_sees_the_nodes_own_output(runtime: DockerRuntime,
+                                                node_spec: SpecFactory) -> None:
+    from gpulab.stacks.common import NODE_READY_LOG
+
+    spec = node_spec()
+    runtime.run_node(spec)
+    assert runtime.wait_for_log(spec.name, NODE_READY_LOG, timeout=1) is False  # bounded
+    # what systemd prints on PID 1's console in a kindest/node, written the same way here
+    runtime.exec(spec.name, ["sh", "-c", "echo '[  OK  ] Reached target "
+                                         "\x1b[0;1;39mMulti-User System\x1b[0m.' > /proc/1/fd/1"],
+                 timeout=60)
+    assert runtime.wait_for_log(spec.name, NODE_READY_LOG, timeout=10) is True

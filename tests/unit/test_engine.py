@@ -408,3 +408,16 @@ def test_a_stale_node_alone_would_make_the_join_fail(kamaji_profile) -> None:
     runtime.run_node(next(s for s in world.runs if s.name == worker))
     result = runtime.exec(worker, ["kubeadm", "join", "172.18.255.200:6443"])
     assert not result.ok and "already exists in the cluster" in result.stderr
+
+
+def test_a_worker_whose_systemd_never_starts_is_removed_and_recreated(kamaji_profile) -> None:
+    world = FakeWorld()
+    worker = "gpulab-kamaji-hami-tenant-a-worker"
+    world.never_ready.add(worker)
+    first = _up(kamaji_profile, world)
+    assert [r.name for r in first.failures] == ["tenant-a/workers"]
+    assert "did not reach systemd's multi-user target" in str(first.failures[0].error)
+    assert worker not in world.containers  # a re-run starts it afresh
+    world.never_ready.clear()
+    assert _up(kamaji_profile, world).ok
+    assert f"docker.logs:{worker}" in world.faults.calls

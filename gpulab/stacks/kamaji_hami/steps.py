@@ -22,9 +22,12 @@ from gpulab.netcalc import AddressRange, ipv4_subnets, metallb_range
 from gpulab.paths import write_secret
 from gpulab.stacks import common
 from gpulab.stacks.common import (
+    NODE_READY_LOG,
+    NODE_READY_TIMEOUT,
     HelmAddon,
     LabAdapters,
     ManagementCluster,
+    NodeHostOptions,
     PreloadImages,
     adapters_of,
     crd_established,
@@ -32,7 +35,9 @@ from gpulab.stacks.common import (
     deployment_available,
     management_kube,
     manifest_objects,
+    node_host_options,
     node_ready,
+    with_host_options,
 )
 from gpulab.stacks.kamaji_hami import render
 
@@ -382,8 +387,32 @@ class TenantWorkers:
                     raise HostError(f"cannot pull worker image {spec.image}: {err}",
                                     hint="check the internet connection, or docker pull it "
                                          "yourself and re-run gpulab up") from None
-            ctx.note(f"docker run {spec.name} ({spec.image})")
-            runtime.run_node(spec)
+            node = with_host_options(spec, self._host_options(ctx))
+            ctx.note(f"docker run {node.name} ({node.image})")
+            runtime.run_node(node)
+            # As kind does before its first exec: wait for systemd (cgroup v2) or the entrypoint's
+            # cgroup v1 line; a node that never gets there is removed so a re-run starts afresh.
+            if not runtime.wait_for_log(node.name, NODE_READY_LOG, NODE_READY_TIMEOUT):
+                runtime.remove(node.name)
+                raise AdapterError(
+                    f"worker {node.name} did not reach systemd's multi-user target within "
+                    f"{NODE_READY_TIMEOUT:.0f}s (removed it)",
+                    hint="docker logs of a kindest/node show why; see gpulab doctor (privileged "
+                         "containers, cgroups), then re-run gpulab up")
+
+    def _host_options(self, ctx: StepContext) -> NodeHostOptions:
+        """kind's host-dependent options: /dev/mapper, --userns=host, /dev/fuse, proxies (with
+        NO_PROXY covering the tenant's CIDRs, the kind network and the workers)."""
+        import os
+
+        from gpulab.netcalc import ipv4_subnets
+
+        runtime = adapters_of(ctx).runtime
+        network = runtime.network(self.profile.management.network)
+        subnets = [str(s) for s in ipv4_subnets(network.ipam_config if network else [])]
+        no_proxy = [self.tenant.pod_cidr, self.tenant.service_cidr, *subnets,
+                    *(s.name for s in self.specs())]
+        return node_host_options(runtime.info(), os.environ, no_proxy)
 
 
 # One exec tells a worker's join state: its machine id (kindest/node makes a new one per
