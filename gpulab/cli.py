@@ -350,8 +350,9 @@ def doctor(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check the host can run the lab: Docker, CPU, memory, disk, inotify, swap, kind, helm,
-    name and subnet collisions. Each finding is ok, warn or fail, with the fix; exit 4 on a fail."""
+    """Check the host can run the lab: Docker, privileged containers, CPU, memory, disk,
+    inotify, swap, kind, helm, name and subnet collisions. Each finding is ok, warn or fail, with
+    the fix; exit 4 on a fail."""
 
     def body() -> int:
         from gpulab import core

@@ -180,7 +180,8 @@ def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
         except GpulabError:
             clusters = ()
     snapshot = observe_host(runtime, docker_error, kind_binary=kind_binary,
-                            helm_binary=find_tool("helm"), kind_clusters=clusters)
+                            helm_binary=find_tool("helm"), kind_clusters=clusters,
+                            probe_images=(profile.management.node_image,))
     return diagnose(snapshot, profile, lab)
 
 

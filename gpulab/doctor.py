@@ -59,6 +59,10 @@ class HostSnapshot:
     containers: tuple[ContainerInfo, ...] = ()
     networks: tuple[NetworkInfo, ...] = ()
     images_present: dict[str, bool] = field(default_factory=dict)
+    # A throw-away --privileged container: None = not tried (no kindest/node image on the
+    # host yet), "" = it ran, else the engine's reason.
+    privileged_probe: str | None = None
+    probe_image: str = ""
 
 
 def needs(profile: LabProfile) -> tuple[float, float, int]:
@@ -81,6 +85,7 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
         f"Docker {info.version} (API {info.api_version}, {info.os})",
         "" if major >= MIN_DOCKER_MAJOR else f"Docker {MIN_DOCKER_MAJOR}+ is recommended",
     ))
+    out.extend(_privileged(snapshot, info))
     memory, disk, cpus = needs(profile)
     have_mem = info.memory_bytes / GIB
     out.append(Finding(
@@ -112,6 +117,42 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
     out.append(_tool("helm", snapshot.helm_version, "v3.8.0", minimum=True))
     out.extend(_collisions(snapshot, profile, lab))
     return out
+
+
+ROOTLESS_DOCS = "https://kind.sigs.k8s.io/docs/user/rootless/"
+PRIVILEGED_ADVICE = (
+    "kind's nodes need --privileged: use rootful Docker, or rootless Docker with cgroup v2 and "
+    f"systemd Delegate=yes ({ROOTLESS_DOCS}); no authorization plugin may deny privileged "
+    "containers")
+
+
+def _privileged(snapshot: HostSnapshot, info: RuntimeInfo) -> list[Finding]:
+    """Can this engine run kind's privileged nodes? kind's own rules first (create.go
+    validateProvider, v0.33), then the probe's answer when one was made."""
+    if info.rootless and info.cgroup_version != "2":
+        return [Finding("privileged", "fail", "rootless Docker on cgroup v1",
+                        f"running kind with rootless provider requires cgroup v2, see "
+                        f"{ROOTLESS_DOCS}")]
+    if info.rootless and not (info.memory_limit and info.pids_limit and info.cpu_shares):
+        return [Finding("privileged", "fail",
+                        "rootless Docker without the memory, pids and cpu cgroup controllers",
+                        f'running kind with rootless provider requires setting systemd property '
+                        f'"Delegate=yes", see {ROOTLESS_DOCS}')]
+    if snapshot.privileged_probe:
+        return [Finding("privileged", "fail",
+                        f"Docker refused a --privileged container of {snapshot.probe_image}: "
+                        f"{snapshot.privileged_probe}", PRIVILEGED_ADVICE)]
+    mode = "rootless" if info.rootless else "rootful"
+    if snapshot.privileged_probe == "":
+        return [Finding("privileged", "ok", f"{mode} Docker runs --privileged containers "
+                                            f"(probed with {snapshot.probe_image})")]
+    if info.authorization_plugins:
+        return [Finding("privileged", "warn",
+                        f"authorization plugin(s) {', '.join(info.authorization_plugins)} may "
+                        "refuse --privileged (not probed: no kindest/node image here yet)",
+                        PRIVILEGED_ADVICE)]
+    return [Finding("privileged", "ok",
+                    f"{mode} Docker (not probed: no kindest/node image on this host yet)")]
 
 
 def _major(version: str) -> int:
@@ -218,16 +259,23 @@ def _tool_version(binary: str | None, argv: list[str], pattern: str) -> str | No
 
 def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
                  kind_binary: str | None = None, helm_binary: str | None = None,
-                 kind_clusters: tuple[str, ...] = ()) -> HostSnapshot:
-    """Gather the snapshot (the only I/O in doctor)."""
+                 kind_clusters: tuple[str, ...] = (),
+                 probe_images: tuple[str, ...] = ()) -> HostSnapshot:
+    """Gather the snapshot (the only I/O in doctor). The privileged probe uses the first of
+    `probe_images` (the profile's kindest/node images) already on the host; none is pulled."""
     info = None
     containers: tuple[ContainerInfo, ...] = ()
     networks: tuple[NetworkInfo, ...] = ()
+    probe: str | None = None
+    probe_image = ""
     if runtime is not None:
         try:
             info = runtime.info()
             containers = tuple(runtime.containers({}))
             networks = tuple(runtime.networks())
+            probe_image = next((i for i in probe_images if runtime.image_present(i)), "")
+            if probe_image:
+                probe = runtime.probe_privileged(probe_image)
         except GpulabError as err:
             docker_error = str(err)
             info = None
@@ -250,4 +298,6 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         kind_clusters=kind_clusters,
         containers=containers,
         networks=networks,
+        privileged_probe=probe,
+        probe_image=probe_image,
     )

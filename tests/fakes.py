@@ -112,6 +112,7 @@ class FakeWorld:
     runs: list[Any] = field(default_factory=list)  # every ContainerSpec run_node started
     join_fails_midway: set[str] = field(default_factory=set)  # nodes whose next join breaks
     never_ready: set[str] = field(default_factory=set)  # containers whose systemd never starts
+    privileged_refused: str = ""  # the engine's reason when it refuses --privileged
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def kube(self, cluster: str) -> FakeKube:
@@ -236,6 +237,10 @@ class FakeRuntime:
         if argv[0] == "modprobe":
             return ExecResult(1, "", "modprobe: FATAL: Module br_netfilter not found")
         return ExecResult(127, "", f"unknown command {argv}")
+
+    def probe_privileged(self, image: str) -> str:
+        self.world.faults.hit(f"docker.probe:{image}")
+        return self.world.privileged_refused
 
     def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
         self.world.faults.hit(f"docker.logs:{name}")

@@ -186,6 +186,12 @@ class RuntimeInfo:
     containerd_store: bool = False  # images in containerd's store (Docker 29's default)
     security_options: tuple[str, ...] = ()  # name=rootless, name=userns, name=seccomp,...
     driver_status: tuple[tuple[str, str], ...] = ()  # e.g. ("Backing Filesystem", "xfs")
+    # cgroup controllers the engine can use (false when its cgroup driver is "none", as kind
+    # reads them: providers/docker/provider.go info()); rootless needs all three (Delegate=yes)
+    memory_limit: bool = True
+    pids_limit: bool = True
+    cpu_shares: bool = True
+    authorization_plugins: tuple[str, ...] = ()  # may refuse --privileged
 
     @property
     def rootless(self) -> bool:
@@ -249,6 +255,11 @@ class ContainerRuntime(Protocol):
 
     def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
         """Whether a line of the container's output matches `pattern` within `timeout` s."""
+        ...
+
+    def probe_privileged(self, image: str) -> str:
+        """Run `true` in a throw-away --privileged container of `image` (present on the host):
+        '' when the engine allows it, else the engine's reason."""
         ...
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:

@@ -371,6 +371,11 @@ class DockerRuntime:
             architecture=str(info.get("Architecture") or ""),
             containerd_store=_containerd_store(info),
             security_options=tuple(str(o) for o in info.get("SecurityOptions") or ()),
+            memory_limit=bool(info.get("MemoryLimit", True)) and info.get("CgroupDriver") != "none",
+            pids_limit=bool(info.get("PidsLimit", True)) and info.get("CgroupDriver") != "none",
+            cpu_shares=bool(info.get("CPUShares", True)) and info.get("CgroupDriver") != "none",
+            authorization_plugins=tuple(
+                str(p) for p in ((info.get("Plugins") or {}).get("Authorization") or ())),
             driver_status=tuple((str(k), str(v)) for k, v in _pairs(info.get("DriverStatus"))),
         )
 
@@ -482,6 +487,29 @@ class DockerRuntime:
         if info is None:  # removed between start and inspect (restart policy cannot do that)
             raise AdapterError(f"container {spec.name} vanished right after it was started")
         return info
+
+    def probe_privileged(self, image: str) -> str:
+        """'' when a --privileged container of `image` runs `true`, else why not (one line)."""
+        api = self._api
+        name = f"gpulab-privileged-probe-{os.getpid()}-{threading.get_ident()}"
+        try:
+            created = api.create_container(
+                image, name=name, entrypoint=["/bin/sh", "-c", "true"],
+                host_config=api.create_host_config(privileged=True, cgroupns="private"),
+                labels={"gpulab.dev/probe": "privileged"})
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
+            return _one_line(getattr(err, "explanation", "") or str(err))
+        try:
+            api.start(created["Id"])
+            status = api.wait(created["Id"], timeout=60)
+            code = int((status or {}).get("StatusCode", 1))
+            return "" if code == 0 else f"the probe container exited with {code}"
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
+            return _one_line(getattr(err, "explanation", "") or str(err))
+        finally:
+            with contextlib.suppress(docker.errors.DockerException,
+                                     requests.exceptions.RequestException):
+                api.remove_container(created["Id"], v=True, force=True)
 
     def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
         """Poll the container's output until a line matches `pattern` (kind follows `docker logs

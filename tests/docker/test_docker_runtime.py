@@ -417,3 +417,25 @@ def test_wait_for_log_sees_the_nodes_own_output(runtime: DockerRuntime,
                                          "\x1b[0;1;39mMulti-User System\x1b[0m.' > /proc/1/fd/1"],
                  timeout=60)
     assert runtime.wait_for_log(spec.name, NODE_READY_LOG, timeout=10) is True
+
+
+def test_privileged_probe_tells_what_the_engine_does(runtime: DockerRuntime,
+                                                     client: docker.DockerClient,
+                                                     kamaji_profile) -> None:
+    """The probe agrees with a plain privileged `docker run` on this engine (this CI host
+    refuses --privileged; a kind-capable host allows it), and leaves nothing behind."""
+    from gpulab.doctor import diagnose, observe_host
+
+    probe = runtime.probe_privileged(TEST_IMAGE)
+    try:
+        client.containers.run(TEST_IMAGE, ["true"], privileged=True, remove=True)
+        allowed = True
+    except docker.errors.DockerException:
+        allowed = False
+    assert (probe == "") is allowed
+    assert "\n" not in probe
+    assert client.containers.list(all=True, filters={"label": "gpulab.dev/probe"}) == []
+    snapshot = observe_host(runtime, probe_images=("gpulab-test/absent:0", TEST_IMAGE))
+    assert snapshot.probe_image == TEST_IMAGE and snapshot.privileged_probe == probe
+    found = {f.check: f for f in diagnose(snapshot, kamaji_profile, "x")}["privileged"]
+    assert found.status == ("ok" if allowed else "fail")

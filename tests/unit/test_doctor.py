@@ -85,3 +85,43 @@ def test_subnet_collision(kamaji_profile) -> None:
 def test_needs_grow_with_tenants(kamaji_profile) -> None:
     memory, disk, cpus = needs(kamaji_profile)
     assert memory > 4 and disk > 12 and cpus == 2
+
+
+# --------------------------------------------------------------------------- privileged
+
+
+def test_rootless_on_cgroup_v1_fails_with_kinds_words(kamaji_profile) -> None:
+    info = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian", cgroup_version="1",
+                       security_options=("name=rootless",))
+    found = _by_check(diagnose(_snapshot(docker=info), kamaji_profile, "x"))["privileged"]
+    assert found.status == "fail"
+    assert "requires cgroup v2" in found.fix and "kind.sigs.k8s.io/docs/user/rootless" in found.fix
+
+
+def test_rootless_without_delegation_fails(kamaji_profile) -> None:
+    info = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian", cgroup_version="2",
+                       security_options=("name=rootless",), cpu_shares=False)
+    found = _by_check(diagnose(_snapshot(docker=info), kamaji_profile, "x"))["privileged"]
+    assert found.status == "fail" and 'Delegate=yes' in found.fix
+
+
+def test_an_engine_that_refuses_privileged_fails_doctor(kamaji_profile) -> None:
+    found = _by_check(diagnose(_snapshot(privileged_probe="unable to apply caps: operation "
+                                                          "not permitted",
+                                         probe_image="kindest/node:v1.36.4"),
+                               kamaji_profile, "x"))["privileged"]
+    assert found.status == "fail"
+    assert "unable to apply caps" in found.detail and "kindest/node" in found.detail
+    assert "rootful Docker" in found.fix
+
+
+def test_privileged_ok_when_probed_and_honest_when_not(kamaji_profile) -> None:
+    probed = _by_check(diagnose(_snapshot(privileged_probe="", probe_image="kindest/node:v1"),
+                                kamaji_profile, "x"))["privileged"]
+    assert probed.status == "ok" and "probed with kindest/node:v1" in probed.detail
+    unprobed = _by_check(diagnose(_snapshot(), kamaji_profile, "x"))["privileged"]
+    assert unprobed.status == "ok" and "not probed" in unprobed.detail
+    plugin = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian",
+                         authorization_plugins=("opa-docker-authz",))
+    warned = _by_check(diagnose(_snapshot(docker=plugin), kamaji_profile, "x"))["privileged"]
+    assert warned.status == "warn" and "opa-docker-authz" in warned.detail
