@@ -53,6 +53,11 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: controller, namespace: metallb-system}
 spec: {replicas: 1}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: speaker, namespace: metallb-system}
+spec: {}
 """
 CALICO_MANIFEST = """
 apiVersion: apps/v1
@@ -113,6 +118,7 @@ class FakeWorld:
     join_fails_midway: set[str] = field(default_factory=set)  # nodes whose next join breaks
     never_ready: set[str] = field(default_factory=set)  # containers whose systemd never starts
     privileged_refused: str = ""  # the engine's reason when it refuses --privileged
+    speaker_never_ready: bool = False  # MetalLB's speaker DaemonSet never becomes ready
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def kube(self, cluster: str) -> FakeKube:
@@ -384,6 +390,9 @@ class FakeKube:
         kind = obj["kind"]
         if kind == "Deployment":
             live.setdefault("status", {})["availableReplicas"] = 1
+        if kind == "DaemonSet" and obj["metadata"]["name"] == "speaker" and \
+                not self.world.speaker_never_ready:
+            live["status"] = {"desiredNumberScheduled": 1, "numberReady": 1}
         if kind == "DaemonSet" and obj["metadata"]["name"] == "kube-proxy":
             nodes = [k for k in self.objects if k[1] == "Node"]
             live["status"] = {"desiredNumberScheduled": len(nodes), "numberReady": len(nodes)}

@@ -421,3 +421,17 @@ def test_a_worker_whose_systemd_never_starts_is_removed_and_recreated(kamaji_pro
     world.never_ready.clear()
     assert _up(kamaji_profile, world).ok
     assert f"docker.logs:{worker}" in world.faults.calls
+
+
+def test_metallb_waits_for_the_speaker_too(kamaji_profile) -> None:
+    """An address is only reachable once the speaker DaemonSet announces it (L2)."""
+    world = FakeWorld()
+    world.speaker_never_ready = True
+    adapters = fake_adapters(world, lab_dir("kamaji-hami"))
+    steps = build_steps(kamaji_profile, "kamaji-hami",
+                        observe_host_facts(kamaji_profile, adapters.runtime))
+    ctx = StepContext("kamaji-hami", adapters, sleep=lambda _s: None, timeout_scale=0.001)
+    result = run_steps(steps, ctx, Recorder())
+    failed = {r.name: r for r in result.failures}
+    assert "management/metallb" in failed
+    assert "daemonset metallb-system/speaker" in str(failed["management/metallb"].error)

@@ -38,6 +38,10 @@ __all__ = [
     "WorkerSpec",
 ]
 
+# HAMi v2.10.0 DeviceInfo (pkg/device/devices.go:127-144): devmem, devcore and count are int32;
+# a larger number fails the JSON decode of the whole node annotation (every card is lost).
+HAMI_INT32_MAX = 2**31 - 1
+
 # Rough budgets (docs/peers-and-users.md §3): a control plane ~0.5 GiB, a worker ~0.3 GiB before
 # add-ons; with cert-manager, MetalLB, Kamaji, etcd, Calico and HAMi the write-up needed 8 GB free
 # for two tenants.
@@ -144,7 +148,8 @@ class GpuSpec(Strict):
 
     model: str = Field(min_length=1, description="device type HAMi reports, e.g. NVIDIA-L4")
     count: int = Field(default=1, gt=0, le=16, description="cards of this model per worker")
-    memory_mib: int = Field(gt=0, description="memory of one card in MiB")
+    memory_mib: int = Field(gt=0, le=HAMI_INT32_MAX,
+                            description="memory of one card in MiB (HAMi stores it in an int32)")
     cores: int = Field(default=100, gt=0, le=100, description="compute of one card, 100 = all")
     split: int = Field(default=10, description="how many pods may share one card")
     id_prefix: str = Field(
@@ -165,6 +170,13 @@ class GpuSpec(Strict):
     def _model(cls, value: str) -> str:
         if "," in value or ":" in value or ";" in value:
             raise ValueError("must not contain ',', ':' or ';' (HAMi's annotation separators)")
+        if "nvidia" not in value.lower():
+            # HAMi v2.10.0 pkg/scheduler/score.go:43-52 keeps only devices whose type contains
+            # "nvidia" (any case) for NVIDIA requests; the real plugin prefixes "NVIDIA-"
+            # (plugin/register.go:170-174). Any other model is skipped without a word.
+            raise ValueError(
+                f"'{value}' would be ignored by HAMi: its scheduler only counts devices whose "
+                f"type contains 'NVIDIA' (write e.g. NVIDIA-{value})")
         return value
 
 

@@ -214,11 +214,21 @@ class MetalLB:
             raise HostError(f"Docker network '{net_name}' not found after the cluster was created")
         return lab_pool(self.profile, self.lab, network.ipam_config, net_name)
 
+    @staticmethod
+    def _running(kube: KubeGateway) -> tuple[bool, str]:
+        """Both halves of MetalLB (v0.16.1 metallb-native.yaml): the `controller` Deployment
+        assigns addresses, the `speaker` DaemonSet (hostNetwork) announces them over L2; a
+        LoadBalancer IP is unreachable until the speaker runs."""
+        ok, seen = deployment_available(kube, "controller", "metallb-system")
+        if not ok:
+            return ok, seen
+        return daemonset_ready(kube, "speaker", "metallb-system")
+
     def satisfied(self, ctx: StepContext) -> bool:
         kube = management_kube(ctx)
         try:
             pool = self._pool(ctx)
-            ok, _ = deployment_available(kube, "controller", "metallb-system")
+            ok, _ = self._running(kube)
             live = kube.get(
                 "metallb.io/v1beta1", "IPAddressPool",
                 self.profile.components.metallb.pool_name, "metallb-system",
@@ -234,11 +244,8 @@ class MetalLB:
         ctx.note(f"MetalLB pool {pool} (IPv4 subnet {pool.subnet})")
         for obj in manifest_objects(adapters.fetch(self.profile.components.metallb.url)):
             kube.apply(obj)
-        wait_until(
-            ctx, self.name, "MetalLB controller",
-            lambda: deployment_available(kube, "controller", "metallb-system"),
-            timeout=self.timeout,
-        )
+        wait_until(ctx, self.name, "MetalLB controller and speaker",
+                   lambda: self._running(kube), timeout=self.timeout)
         objects = render.metallb_objects(self.profile, pool)
 
         def apply_pool() -> tuple[bool, str]:
