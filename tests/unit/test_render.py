@@ -160,14 +160,14 @@ def test_metallb_range_subnet_too_small() -> None:
 
 
 def test_sharing_sizes_follow_the_write_up_and_the_rule() -> None:
-    a100 = render.sharing_sizes(GpuSpec(model="A100", memory_mib=81920), "GPU-MOCK-0")
+    a100 = render.sharing_sizes(GpuSpec(model="NVIDIA-A100", memory_mib=81920), "GPU-MOCK-0")
     assert (a100.share_memory, a100.share_cores, a100.big_memory, a100.big_cores) == (
         20000, 30, 90000, 10)
-    l4 = render.sharing_sizes(GpuSpec(model="L4", memory_mib=24576), "GPU-MOCK-B0")
+    l4 = render.sharing_sizes(GpuSpec(model="NVIDIA-L4", memory_mib=24576), "GPU-MOCK-B0")
     assert (l4.share_memory, l4.share_cores, l4.big_memory, l4.big_cores) == (6000, 30, 30000, 10)
     for cores in range(1, 101):
         for memory in (1, 3, 999, 4000, 24576, 81920, 196608):
-            s = render.sharing_sizes(GpuSpec(model="X", memory_mib=memory, cores=cores), "id")
+            s = render.sharing_sizes(GpuSpec(model="NVIDIA-X", memory_mib=memory, cores=cores), "id")
             if not s.applicable:
                 continue
             assert 3 * s.share_cores <= cores < 4 * s.share_cores  # three fit, a fourth does not
@@ -177,7 +177,7 @@ def test_sharing_sizes_follow_the_write_up_and_the_rule() -> None:
 
 
 def test_sharing_needs_four_slots() -> None:
-    assert not render.sharing_sizes(GpuSpec(model="X", memory_mib=80000, split=3), "id").applicable
+    assert not render.sharing_sizes(GpuSpec(model="NVIDIA-X", memory_mib=80000, split=3), "id").applicable
 
 
 def _all_steps(profile, pool=True):
