@@ -27,8 +27,14 @@ if TYPE_CHECKING:
     from gpulab.profile.base import HelmComponent
     from gpulab.verify.observe import CrossTenantGateway
 
-# The pause image kindest/node preloads as its sandbox image; verify's pods run it.
-VERIFY_IMAGE = "registry.k8s.io/pause:3.10.1"
+# The sandbox image kindest/node ships: kind's containerd config sets
+# `sandbox_image = "registry.k8s.io/pause:3.10"` (images/base/files/etc/containerd/config.toml:37,
+# unchanged through v0.33) and the node-image build replaces kubeadm's pause image by exactly
+# that one (pkg/build/nodeimage/buildcontext.go, "replace pause image with our own"). Verify's
+# pods run it, so they need no pull on any kind node (kamaji-hami also lists it in the tenant
+# workers' preload, which finds it already there).
+KIND_SANDBOX_IMAGE = "registry.k8s.io/pause:3.10"
+VERIFY_IMAGE = KIND_SANDBOX_IMAGE
 
 __all__ = [
     "VERIFY_IMAGE",

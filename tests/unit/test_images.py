@@ -88,3 +88,17 @@ def test_import_is_for_the_nodes_platform_only() -> None:
 ])
 def test_engine_architecture_to_platform(arch: str, platform: str) -> None:
     assert oci_platform(arch) == platform
+
+
+def test_verify_pods_run_the_sandbox_image_kind_nodes_ship(kamaji_profile) -> None:
+    """kindest/node's containerd `sandbox_image` is registry.k8s.io/pause:3.10 (kind
+    images/base/files/etc/containerd/config.toml:37); a verify pod with another tag would need a
+    pull the lab may not be able to make."""
+    from gpulab.stacks.common import KIND_SANDBOX_IMAGE, VERIFY_IMAGE
+    from gpulab.stacks.kamaji_hami import render
+
+    assert VERIFY_IMAGE == KIND_SANDBOX_IMAGE == "registry.k8s.io/pause:3.10"
+    for tenant in kamaji_profile.tenants:
+        pods = [o for o in render.verify_objects(tenant) if o["kind"] == "Pod"]
+        assert pods
+        assert {c["image"] for p in pods for c in p["spec"]["containers"]} == {VERIFY_IMAGE}

@@ -963,6 +963,7 @@ def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> P
                                lambda: helm.template(release,
                                                      kube_version=tenant.kubernetes_version))
         images.append(f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}")
+        images.append(common.VERIFY_IMAGE)  # verify's pods (kindest/node ships it already)
         return _dedupe(images)
 
     return PreloadImages(
@@ -972,7 +973,8 @@ def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> P
         nodes=[render.worker_name(lab, tenant.name, i) for i in range(tenant.workers.count)],
         sources=sources,
         described=[calico.url, f"chart {release.chart} {release.version}",
-                   f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}"],
+                   f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}",
+                   common.VERIFY_IMAGE],
         cluster=tenant.name,
     )
 
