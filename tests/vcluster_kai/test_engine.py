@@ -17,7 +17,7 @@ from gpulab.paths import lab_dir
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 from gpulab.stacks.vcluster_kai.steps import build_steps, observe_host_facts
-from tests.vcluster_kai.fakes import CONTROL_PLANE_IP, KaiWorld, kai_adapters
+from tests.vcluster_kai.fakes import KaiWorld, kai_adapters
 
 LAB = "vcluster-kai"
 TEAMS = ("team-nlp", "team-vision", "team-recommender")
@@ -75,7 +75,7 @@ def test_up_builds_the_lab_in_kais_order(kai_profile: VclusterKaiProfile) -> Non
     assert set(releases) == {"gpu-operator", "kai-scheduler", *TEAMS}
 
 
-def test_each_team_kubeconfig_is_saved_0600_and_points_at_the_node(
+def test_each_team_kubeconfig_is_saved_0600_and_points_at_the_hosts_loopback(
         kai_profile: VclusterKaiProfile) -> None:
     world = KaiWorld()
     assert _up(kai_profile, world).ok
@@ -83,10 +83,9 @@ def test_each_team_kubeconfig_is_saved_0600_and_points_at_the_node(
         path = lab_dir(LAB) / f"{team.name}.kubeconfig"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         config = yaml.safe_load(path.read_text())
-        assert config["clusters"][0]["cluster"]["server"] == (
-            f"https://{CONTROL_PLANE_IP}:{team.api_node_port}")
+        assert config["clusters"][0]["cluster"]["server"] == f"https://127.0.0.1:{team.host_port}"
         values = world.vclusters[team.name]
-        assert values["controlPlane"]["proxy"]["extraSANs"] == [CONTROL_PLANE_IP]
+        assert values["controlPlane"]["proxy"]["extraSANs"] == ["127.0.0.1", "localhost"]
     assert stat.S_IMODE((lab_dir(LAB) / "management.kubeconfig").stat().st_mode) == 0o600
 
 

@@ -13,6 +13,7 @@ import yaml
 
 from gpulab import naming
 from gpulab.engine.plan import plan_documents
+from gpulab.errors import ProfileError
 from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
@@ -141,7 +142,7 @@ def test_display_name_and_unset_priority(kai_profile: VclusterKaiProfile) -> Non
 def test_vcluster_values_follow_the_write_up_and_validate(kai_profile: VclusterKaiProfile
                                                           ) -> None:
     for team in kai_profile.teams:
-        release = kr.vcluster_release(kai_profile, team, "172.18.0.2")
+        release = kr.vcluster_release(kai_profile, team)
         assert (release.name, release.namespace, release.chart, release.repo,
                 release.version) == (team.name, f"vcluster-{team.name}", "vcluster",
                                      "https://charts.loft.sh", "0.35.3")
@@ -149,16 +150,16 @@ def test_vcluster_values_follow_the_write_up_and_validate(kai_profile: VclusterK
         assert contains(values, WRITE_UP_VCLUSTER)
         assert values["controlPlane"]["service"] == {
             "spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port}
-        assert values["exportKubeConfig"] == {
-            "server": f"https://172.18.0.2:{team.api_node_port}"}
-        assert values["controlPlane"]["proxy"] == {"extraSANs": ["172.18.0.2"]}
+        # reached on the host's loopback, on every host (kind publishes the NodePort there)
+        assert values["exportKubeConfig"] == {"server": f"https://127.0.0.1:{team.host_port}"}
+        assert values["controlPlane"]["proxy"] == {"extraSANs": ["127.0.0.1", "localhost"]}
         assert values["controlPlane"]["statefulSet"]["image"]["repository"] == (
             "loft-sh/vcluster-oss")  # the profile's values merge over gpulab's
         validate_vcluster_values(values)
 
 
 def test_the_vcluster_schema_rejects_unknown_keys(kai_profile: VclusterKaiProfile) -> None:
-    values = kr.vcluster_release(kai_profile, kai_profile.teams[0], "172.18.0.2").values
+    values = kr.vcluster_release(kai_profile, kai_profile.teams[0]).values
     for path in (("experimental", "syncSettings", "setOwners"), ("sync", "fromHost", "node"),
                  ("exportKubeconfig",)):
         bad = copy.deepcopy(values)
@@ -170,10 +171,34 @@ def test_the_vcluster_schema_rejects_unknown_keys(kai_profile: VclusterKaiProfil
             validate_vcluster_values(bad)
 
 
-def test_plan_values_without_a_node_ip_are_pending(kai_profile: VclusterKaiProfile) -> None:
-    values = kr.vcluster_release(kai_profile, kai_profile.teams[0], None).values
-    assert values["exportKubeConfig"]["server"].startswith("https://<pending")
-    assert values["controlPlane"]["proxy"]["extraSANs"] == []
+def test_each_vcluster_nodeport_is_published_on_the_hosts_loopback(
+        kai_profile: VclusterKaiProfile) -> None:
+    """As kind publishes its API server (--publish 127.0.0.1:<host>:<node>/tcp): a node's
+    container IP is not routable from rootless Docker, Podman or Docker Desktop hosts."""
+    config = kr.kind_cluster_config(kai_profile, "vcluster-kai")
+    control_plane, *workers = config["nodes"]
+    assert control_plane["extraPortMappings"] == [
+        {"containerPort": team.api_node_port, "hostPort": team.host_port,
+         "listenAddress": "127.0.0.1", "protocol": "TCP"} for team in kai_profile.teams]
+    assert all("extraPortMappings" not in w for w in workers)
+    server = kr.vcluster_release(kai_profile, kai_profile.teams[0]).values["exportKubeConfig"]
+    assert server["server"] == f"https://127.0.0.1:{control_plane['extraPortMappings'][0]['hostPort']}"
+
+
+def test_a_host_port_other_than_the_nodeport(kai_profile: VclusterKaiProfile) -> None:
+    data = kai_profile.model_dump(mode="json")
+    data["teams"][0]["api_host_port"] = 41443
+    data["teams"][1]["api_host_port"] = 41443
+    with pytest.raises(ProfileError) as caught:
+        parse_profile(yaml.safe_dump(data))
+    assert any("teams[1].api_host_port: host port 41443 is already used by teams[0]" in p
+               for p in caught.value.problems)
+    data["teams"][1]["api_host_port"] = None
+    profile = parse_profile(yaml.safe_dump(data))
+    assert isinstance(profile, VclusterKaiProfile)
+    mapping = kr.kind_cluster_config(profile, "x")["nodes"][0]["extraPortMappings"][0]
+    assert (mapping["containerPort"], mapping["hostPort"]) == (profile.teams[0].api_node_port,
+                                                               41443)
 
 
 @pytest.mark.parametrize(("name", "namespace", "vcluster", "expected"), [
@@ -289,8 +314,7 @@ def test_unlimited_or_tight_limits_drop_probes(kai_profile: VclusterKaiProfile) 
 
 
 def test_plan_lists_every_object_in_up_order(kai_profile: VclusterKaiProfile) -> None:
-    steps = build_steps(kai_profile, "vcluster-kai",
-                        HostFacts({"gpulab-vcluster-kai-control-plane": "172.18.0.2"}))
+    steps = build_steps(kai_profile, "vcluster-kai", HostFacts())
     assert [s.name for s in steps] == [
         "management/cluster", "management/fake-gpus", "management/kai-scheduler",
         "management/reservation-rbac", "management/queues",
@@ -300,5 +324,5 @@ def test_plan_lists_every_object_in_up_order(kai_profile: VclusterKaiProfile) ->
     assert kinds.count("Queue") == 4 and kinds.count("HelmRelease") == 2 + 3
     team = next(d for d in docs if d["kind"] == "HelmRelease" and d["metadata"]["name"] ==
                 "team-nlp")
-    assert team["spec"]["values"]["exportKubeConfig"]["server"] == "https://172.18.0.2:31443"
+    assert team["spec"]["values"]["exportKubeConfig"]["server"] == "https://127.0.0.1:31443"
     assert kinds.count("Pod") == 3 * 3 + 1

@@ -142,8 +142,11 @@ class TeamSpec(Strict):
     """One team: a vCluster (Helm release `<name>` in namespace `vcluster-<name>`) and a queue."""
 
     name: str
-    api_node_port: int = Field(description="NodePort of the vCluster API on the kind nodes; the "
-                                           "host reaches the vCluster at https://<node IP>:<port>")
+    api_node_port: int = Field(description="NodePort of the vCluster API on the kind nodes")
+    api_host_port: int | None = Field(
+        default=None, ge=1024, le=65535,
+        description="port on the host's 127.0.0.1 that kind publishes to the NodePort; the host "
+                    "reaches the vCluster at https://127.0.0.1:<port> (default: api_node_port)")
     queue: TeamQueueSpec
 
     @field_validator("name")
@@ -163,6 +166,11 @@ class TeamSpec(Strict):
         if not low <= value <= high:
             raise ValueError(f"must be a NodePort in {low}-{high}")
         return value
+
+    @property
+    def host_port(self) -> int:
+        """Where the host reaches this team's vCluster API (127.0.0.1)."""
+        return self.api_host_port or self.api_node_port
 
     @property
     def queue_name(self) -> str:
@@ -262,6 +270,7 @@ class VclusterKaiProfile(LabProfile):
                              f"'{self.org_queue.name}' is created by KAI itself; choose another"))
         teams: set[str] = set()
         ports: dict[int, str] = {}
+        host_ports: dict[int, str] = {}
         for index, team in enumerate(self.teams):
             at = ("teams", index)
             if team.name in teams:
@@ -280,6 +289,11 @@ class VclusterKaiProfile(LabProfile):
                                  f"port {team.api_node_port} is already used by "
                                  f"{ports[team.api_node_port]}"))
             ports.setdefault(team.api_node_port, f"teams[{index}]")
+            if team.host_port in host_ports:
+                problems.append(((*at, "api_host_port"),
+                                 f"host port {team.host_port} is already used by "
+                                 f"{host_ports[team.host_port]}"))
+            host_ports.setdefault(team.host_port, f"teams[{index}]")
         return problems
 
     def _version_problems(self) -> list[tuple[tuple[str | int, ...], str]]:

@@ -73,6 +73,7 @@ VERIFY_PODS = {
     "queue-foreign": "KAI-08",
 }
 _OPERATOR_RBAC = "rbac.authorization.k8s.io/v1"
+VCLUSTER_LISTEN_ADDRESS = "127.0.0.1"  # kind's default listenAddress for published ports
 
 
 def gpu_node_names(profile: VclusterKaiProfile, lab: str) -> list[str]:
@@ -101,7 +102,8 @@ def kind_cluster_config(profile: VclusterKaiProfile, lab: str) -> dict[str, Any]
     """One control-plane node and the GPU pool's workers, all at the pinned image."""
     image = profile.management.node_image
     nodes: list[dict[str, Any]] = [
-        {"role": "control-plane", "image": image, "labels": {naming.LABEL_LAB: lab}}
+        {"role": "control-plane", "image": image, "labels": {naming.LABEL_LAB: lab},
+         "extraPortMappings": vcluster_port_mappings(profile)}
     ]
     nodes += [
         {"role": "worker", "image": image,
@@ -114,6 +116,16 @@ def kind_cluster_config(profile: VclusterKaiProfile, lab: str) -> dict[str, Any]
         "name": naming.kind_cluster_name(lab),
         "nodes": nodes,
     }
+
+
+def vcluster_port_mappings(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
+    """Each team's vCluster NodePort published on the host's 127.0.0.1, the way kind publishes
+    its own API server (providers/docker/provision.go generatePortMappings → `--publish
+    127.0.0.1:<host>:<node>/tcp`). A node's container IP is not routable from the host on
+    rootless Docker, Podman or Docker Desktop (macOS, Windows); a published loopback port is."""
+    return [{"containerPort": team.api_node_port, "hostPort": team.host_port,
+             "listenAddress": VCLUSTER_LISTEN_ADDRESS, "protocol": "TCP"}
+            for team in profile.teams]
 
 
 def fake_gpu_operator_release(profile: VclusterKaiProfile) -> base.HelmRelease:
@@ -206,17 +218,15 @@ def queue_objects(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
     return out
 
 
-def vcluster_server(team: TeamSpec, node_ip: str | None) -> str:
-    """The vCluster API as the host reaches it: the NodePort on the kind control-plane node."""
-    host = node_ip or "<pending: the kind node's IP, read at up>"
-    return f"https://{host}:{team.api_node_port}"
+def vcluster_server(team: TeamSpec) -> str:
+    """The vCluster API as the host reaches it: the NodePort published on 127.0.0.1."""
+    return f"https://{VCLUSTER_LISTEN_ADDRESS}:{team.host_port}"
 
 
-def vcluster_release(
-    profile: VclusterKaiProfile, team: TeamSpec, node_ip: str | None
-) -> base.HelmRelease:
+def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec) -> base.HelmRelease:
     """One team's vCluster: the write-up's vcluster.yaml (host nodes synced in, owner references
-    off) plus how the host reaches it (NodePort, exported kubeconfig server, certificate SAN)."""
+    off) plus how the host reaches it (NodePort published on 127.0.0.1, exported kubeconfig
+    server, certificate SANs)."""
     values: dict[str, Any] = {
         "sync": {
             "fromHost": {
@@ -228,9 +238,9 @@ def vcluster_release(
         "experimental": {"syncSettings": {"setOwner": False}},
         "controlPlane": {
             "service": {"spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port},
-            "proxy": {"extraSANs": [node_ip] if node_ip else []},
+            "proxy": {"extraSANs": [VCLUSTER_LISTEN_ADDRESS, "localhost"]},
         },
-        "exportKubeConfig": {"server": vcluster_server(team, node_ip)},
+        "exportKubeConfig": {"server": vcluster_server(team)},
     }
     vc = profile.components.vcluster
     return base.HelmRelease(

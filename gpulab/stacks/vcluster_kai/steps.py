@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from gpulab import naming
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
-from gpulab.errors import AdapterError, GpulabError, HostError
+from gpulab.errors import AdapterError
 from gpulab.paths import write_secret
 from gpulab.stacks.common import (
     HelmAddon,
@@ -50,30 +49,15 @@ KAI_CRDS = ("queues.scheduling.run.ai", "podgroups.scheduling.run.ai")
 
 @dataclass(frozen=True)
 class HostFacts:
-    """The kind control-plane nodes' addresses on the lab network (container name → IPv4), for
-    `plan` to show the vCluster API addresses; `up` reads the address again when it needs it."""
+    """Nothing of the host decides this stack's objects: the vClusters are reached on ports kind
+    publishes on 127.0.0.1 (render.vcluster_port_mappings), whatever the node's address."""
 
-    node_ips: dict[str, str]
-    error: str = ""
-
-    @property
-    def plan_note(self) -> str:
-        return f"vCluster API addresses pending: {self.error}" if self.error else ""
-
-    def node_ip(self, lab: str) -> str | None:
-        return self.node_ips.get(f"{naming.kind_cluster_name(lab)}-control-plane")
+    plan_note: str = ""
 
 
 def observe_host_facts(profile: VclusterKaiProfile, runtime: DockerReader | None) -> HostFacts:
-    """kind control-plane containers and their IPv4 on the profile's network (none yet: pending)."""
-    if runtime is None:
-        return HostFacts({}, "Docker not reachable")
-    try:
-        nodes = runtime.containers({"io.x-k8s.kind.role": "control-plane"})
-    except GpulabError as err:
-        return HostFacts({}, str(err))
-    network = profile.management.network
-    return HostFacts({c.name: c.networks[network] for c in nodes if c.networks.get(network)})
+    """No host fact is needed (kept for the registry's interface)."""
+    return HostFacts()
 
 
 # --------------------------------------------------------------------------- readiness probes
@@ -239,29 +223,18 @@ class TeamVCluster:
     def secret(self) -> str:
         return f"vc-{self.team.name}"
 
-    def release(self, node_ip: str | None) -> base.HelmRelease:
-        return kr.vcluster_release(self.profile, self.team, node_ip)
+    def release(self) -> base.HelmRelease:
+        return kr.vcluster_release(self.profile, self.team)
 
     def describe(self) -> list[Artifact]:
-        ip = self.facts.node_ip(self.lab)
         return [
-            Artifact("helm-release", self.team.name, self.release(ip).to_dict()),
+            Artifact("helm-release", self.team.name, self.release().to_dict()),
             Artifact("file", f"{self.team.name}.kubeconfig", {
                 "from": f"secret {self.team.namespace}/{self.secret} key config",
-                "server": kr.vcluster_server(self.team, ip),
+                "server": kr.vcluster_server(self.team),
                 "mode": "0600",
             }),
         ]
-
-    def _node_ip(self, ctx: StepContext) -> str:
-        node = f"{naming.kind_cluster_name(self.lab)}-control-plane"
-        info = adapters_of(ctx).runtime.get(node)
-        network = self.profile.management.network
-        ip = info.networks.get(network) if info is not None else None
-        if not ip:
-            raise HostError(f"kind node {node} has no address on Docker network '{network}'",
-                            hint=f"gpulab down --name {self.lab}, then gpulab up")
-        return ip
 
     def _kubeconfig(self, ctx: StepContext) -> Path:
         return adapters_of(ctx).tenant_kubeconfig(self.team.name)
@@ -279,7 +252,7 @@ class TeamVCluster:
 
     def satisfied(self, ctx: StepContext) -> bool:
         adapters = adapters_of(ctx)
-        release = self.release(self._node_ip(ctx))
+        release = self.release()
         try:
             if not adapters.helm(adapters.management_kubeconfig()).installed(release):
                 return False
@@ -292,7 +265,7 @@ class TeamVCluster:
 
     def apply(self, ctx: StepContext) -> None:
         adapters = adapters_of(ctx)
-        release = self.release(self._node_ip(ctx))
+        release = self.release()
         ctx.note(f"helm upgrade --install {release.name} {release.chart} --repo {release.repo} "
                  f"--version {release.version} -n {release.namespace}")
         adapters.helm(adapters.management_kubeconfig()).install(
