@@ -140,3 +140,45 @@ def test_keep_leaves_the_pods(kai_profile: VclusterKaiProfile) -> None:
     lab = kai_lab(kai_profile)
     _run(lab, kai_profile, checks=["KAI-05"], keep=True)
     assert ("Pod", "gpulab-verify", "gpu-share") in lab.teams[NLP].objects
+
+
+def test_a_lab_someone_uses_is_said_first_and_its_gpu_checks_do_not_run(
+        kai_profile: VclusterKaiProfile, tmp_path: Path) -> None:
+    """The docs invite users to run their own pods; verify's GPU expectations assume an idle
+    GPU and empty queues, so it says what is in the way before creating anything and creates no
+    GPU pod: KAI-04..07 are `error` naming the pod, the rest is judged as usual."""
+    lab = kai_lab(kai_profile)
+    user_pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "train-x-default-x-team-vision", "namespace": "vcluster-team-vision",
+                     "uid": "user-1", "labels": {"kai.scheduler/queue": "team-vision"},
+                     "annotations": {"gpu-fraction": "0.5"}},
+        "spec": {"nodeName": "gpulab-vcluster-kai-worker",
+                 "containers": [{"name": "train", "image": "x", "resources": {}}]},
+        "status": {"phase": "Running"}}
+    idle = {**user_pod, "metadata": {**user_pod["metadata"], "name": "web", "uid": "user-2",
+                                     "annotations": {}}}
+    lab.host.put(user_pod, idle)  # a pod without GPUs is no obstacle
+    seen: list[tuple[str, str]] = []
+    report = _run(lab, kai_profile, progress=lambda t, m: seen.append((t, m)))
+    status = _status(report)
+    for team in kai_profile.member_names():
+        for check in ("KAI-04", "KAI-05", "KAI-06", "KAI-07"):
+            result = next(r for r in report.results if (r.id, r.tenant) == (check, team))
+            assert result.status == "error", (check, team, result.reason)
+            assert "vcluster-team-vision/train-x-default-x-team-vision (0.5 GPU (gpu-fraction), " \
+                   "queue team-vision, Running)" in result.reason
+            assert "kubectl delete pod" in result.reason
+        for check in ("KAI-01", "KAI-02", "KAI-03", "KAI-08"):
+            assert status[(check, team)] == "pass", (check, team)
+        created = [c[2] for c in lab.teams[team].calls if c[:2] == ("apply", "Pod")]
+        assert created == (["queue-foreign"] if team == NLP else [])
+        messages = [m for t, m in seen if t == team]
+        in_use = next(i for i, m in enumerate(messages) if "the GPU is in use by" in m)
+        assert not any("created" in m for m in messages[:in_use])
+    assert not report.ok  # errors are not a pass
+    users = report.state.host.gpu_users  # type: ignore[attr-defined]
+    assert [u["metadata"]["name"] for u in users] == ["train-x-default-x-team-vision"]
+    write_recording(tmp_path / "rec", report.state, kai_profile)  # type: ignore[arg-type]
+    replay = evaluate(read_recording(tmp_path / "rec").state, kai_profile)
+    assert [r.to_dict() for r in replay.results] == [r.to_dict() for r in report.results]

@@ -14,6 +14,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import objects as o
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ __all__ = [
     "QUEUE_REASONS",
     "KaiReason",
     "allocated",
+    "describe_users",
     "find_queue",
+    "gpu_request",
     "kai_reasons",
     "quantity",
     "queue_reasons",
@@ -142,3 +145,31 @@ def reasons_text(reasons: Sequence[KaiReason], limit: int = 2) -> str:
     shown = [r.text() for r in reasons[:limit]]
     more = len(reasons) - limit
     return "; ".join(shown) + (f" (+{more} more)" if more > 0 else "")
+
+
+def gpu_request(pod: Mapping[str, Any]) -> str:
+    """What a pod asks of the GPUs: its `nvidia.com/gpu` request/limit, or KAI's `gpu-fraction`
+    annotation; '' when neither."""
+    fraction = o.annots(pod).get(kr.FRACTION_ANNOTATION)
+    if fraction:
+        return f"{fraction} GPU (gpu-fraction)"
+    total = 0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        amount = (resources.get("limits") or {}).get(kr.GPU_RESOURCE) or (
+            resources.get("requests") or {}).get(kr.GPU_RESOURCE)
+        total += o.int_quantity(amount) or 0
+    return f"{total} GPU" if total else ""
+
+
+def describe_users(users: Sequence[Mapping[str, Any]], limit: int = 4) -> str:
+    """'ns/pod (0.5 GPU (gpu-fraction), queue q, Running)' for the first few GPU users."""
+    parts = []
+    for pod in list(users)[:limit]:
+        meta = o.metadata(pod)
+        queue = o.labels(pod).get(kr.QUEUE_LABEL, "")
+        parts.append(f"{meta.get('namespace', '')}/{meta.get('name', '')} "
+                     f"({gpu_request(pod)}{f', queue {queue}' if queue else ''}, "
+                     f"{o.pod_phase(pod)})")
+    more = len(users) - limit
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")

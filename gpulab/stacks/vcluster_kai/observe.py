@@ -21,7 +21,6 @@ bounded and use an injectable clock.
 
 from __future__ import annotations
 
-import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -39,19 +38,21 @@ from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import (
     Clock,
     CrossTenantGateway,
-    classify_probe_error,
+    clean_all,
     clean_object,
     clear_leftovers,
     delete_verify_objects,
     guard,
+    labelled,
     listing_pod,
     one_line,
     poll,
+    probe_credentials,
 )
-from gpulab.verify.state import CredentialProbe, Listing
+from gpulab.verify.state import Listing
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
@@ -91,12 +92,6 @@ def _no_progress(_team: str, _message: str) -> None:
     return None
 
 
-
-
-def _clean_all(objs: Iterable[Mapping[str, Any]]) -> tuple[JsonObj, ...]:
-    return tuple(c for c in (clean_object(x) for x in objs) if c is not None)
-
-
 def find_host_pod(host: KubeGateway, team: TeamSpec, name: str) -> JsonObj | None:
     """The host copy of the virtual pod `name` in namespace gpulab-verify: by vCluster's
     translated name, else by its `vcluster.loft.sh/name` annotation."""
@@ -118,7 +113,7 @@ def _events(host: KubeGateway, namespace: str, objs: Sequence[JsonObj | None]
         if obj is None:
             continue
         uid = o.metadata(obj).get("uid")
-        out += [e for e in _clean_all(host.events(namespace, o.name(obj)))
+        out += [e for e in clean_all(host.events(namespace, o.name(obj)))
                 if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)]
     return tuple(out)
 
@@ -179,14 +174,6 @@ def _summary(seen: _Follow) -> str:
     return f"{o.pod_summary(seen.host)}; {group}{why}"
 
 
-def _labelled(obj: JsonObj, lab: str, team: str) -> JsonObj:
-    out = copy.deepcopy(obj)
-    labels = out.setdefault("metadata", {}).setdefault("labels", {})
-    labels[naming.LABEL_LAB] = lab
-    labels[naming.LABEL_TENANT] = team
-    return out
-
-
 def _follow(
     vc: KubeGateway, host: KubeGateway, team: TeamSpec, lab: str, pod: JsonObj, awaited: str, *,
     timeout: float, timeouts: Timeouts, clock: Clock, say: Callable[[str], None],
@@ -198,7 +185,7 @@ def _follow(
     host_name = kr.host_pod_name(name, NS, team.name)
     start = clock.now()
     try:
-        created = clean_object(vc.apply(_labelled(pod, lab, team.name)))
+        created = clean_object(vc.apply(labelled(pod, lab, team.name)))
     except GpulabError as err:
         say(f"{name} refused by the vCluster API: {one_line(str(err), 120)}")
         return ProbeRun(name, check, create_error=one_line(str(err)), host_name=host_name,
@@ -259,7 +246,7 @@ def _observe_api(obs: _Obs, host: KubeGateway, gateways: KaiGateways, clock: Clo
     try:
         pods = host.list_objects("v1", "Pod", team.namespace,
                                  label_selector=f"app=vcluster,release={team.name}")
-        obs.fields["control_plane_pods"] = _clean_all(pods)
+        obs.fields["control_plane_pods"] = clean_all(pods)
     except GpulabError as err:
         obs.fields["host_error"] = one_line(str(err))
     try:
@@ -274,7 +261,7 @@ def _observe_api(obs: _Obs, host: KubeGateway, gateways: KaiGateways, clock: Clo
     obs.time("KAI-01", clock.now() - start)
     start = clock.now()
     try:
-        obs.fields["nodes"] = _clean_all(vc.list_objects("v1", "Node"))
+        obs.fields["nodes"] = clean_all(vc.list_objects("v1", "Node"))
     except GpulabError as err:
         obs.fields["nodes_error"] = one_line(str(err))
     obs.time("KAI-02", clock.now() - start)
@@ -298,7 +285,7 @@ def _share(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
     try:
         problem = clear_leftovers(vc, timeouts.cleanup, timeouts.interval, clock)
         if not problem:
-            vc.apply(_labelled(kr.verify_objects(profile, obs.team)[0], lab, obs.team.name))
+            vc.apply(labelled(kr.verify_objects(profile, obs.team)[0], lab, obs.team.name))
     except GpulabError as err:
         problem = f"could not prepare namespace {NS}: {one_line(str(err))}"
     if problem:
@@ -345,17 +332,6 @@ def _probes(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
             runs[name] = _snapshot(host, obs.team, runs[name])
 
 
-def _probe_credentials(cross: CrossTenantGateway, credentials_of: str, server_of: str
-                       ) -> CredentialProbe:
-    try:
-        items = cross(credentials_of, server_of).list_objects("v1", "Namespace")
-    except (GpulabError, OSError, ValueError) as err:
-        return CredentialProbe(credentials_of, server_of, classify_probe_error(err),
-                               one_line(str(err)))
-    return CredentialProbe(credentials_of, server_of, "accepted",
-                           f"it listed {len(items)} namespaces")
-
-
 def _isolation(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
                gateways: KaiGateways, wanted: frozenset[str], *, timeouts: Timeouts,
                clock: Clock, say: Callable[[str], None]) -> None:
@@ -377,7 +353,7 @@ def _isolation(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: s
     if gateways.cross is not None:
         cross = gateways.cross
         obs.fields["credential_probes"] = tuple(
-            _probe_credentials(cross, obs.team.name, other) for other in others)
+            probe_credentials(cross, obs.team.name, other) for other in others)
     elif not others:
         obs.fields["credential_probes"] = ()
     obs.time("KAI-08", clock.now() - start)
@@ -404,8 +380,44 @@ def _gpu_nodes(host: KubeGateway, profile: VclusterKaiProfile) -> dict[str, Any]
                                   label_selector=f"{kr.POOL_LABEL}={profile.gpu_pool.name}")
     except GpulabError as err:
         return {"nodes_error": one_line(str(err))}
-    return {"gpu_nodes": _clean_all(n for n in nodes
+    return {"gpu_nodes": clean_all(n for n in nodes
                                     if o.labels(n).get(kr.POOL_LABEL) == profile.gpu_pool.name)}
+
+
+GPU_PODS = frozenset({"gpu-share", "gpu-over-limit", "gpu-over-capacity"})
+
+
+def _gpu_user(pod: Mapping[str, Any]) -> JsonObj:
+    """What the checks need of a GPU-using pod that is not verify's: identity, queue, what it
+    asks for, where it runs, its phase."""
+    meta = o.metadata(pod)
+    annotations = {k: v for k, v in o.annots(pod).items() if k == kr.FRACTION_ANNOTATION}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": meta.get("name", ""), "namespace": meta.get("namespace", ""),
+                     "uid": meta.get("uid", ""), "labels": dict(o.labels(pod)),
+                     "annotations": annotations},
+        "spec": {"nodeName": o.pod_node(pod),
+                 "containers": [{"name": c.get("name", ""), "resources": c.get("resources") or {}}
+                                for c in (pod.get("spec") or {}).get("containers") or []]},
+        "status": {"phase": o.pod_phase(pod)},
+    }
+
+
+def _gpu_users(host: KubeGateway, profile: VclusterKaiProfile) -> dict[str, Any]:
+    """Pods on the host, not verify's, that hold or ask for GPUs (KAI's reservation pods aside:
+    they stand for fraction pods, which are listed themselves)."""
+    reservation = profile.components.kai_scheduler.reservation_namespace
+    try:
+        pods = host.list_objects("v1", "Pod")
+    except GpulabError as err:
+        return {"gpu_users_error": one_line(str(err))}
+    users = [_gpu_user(p) for p in pods
+             if o.metadata(p).get("namespace") != reservation
+             and CHECK_LABEL not in o.labels(p)
+             and o.pod_phase(p) not in ("Succeeded", "Failed")
+             and ko.gpu_request(p)]
+    return {"gpu_users": tuple(users)}
 
 
 def _queues(host: KubeGateway, profile: VclusterKaiProfile, shares: Mapping[str, ProbeRun],
@@ -416,7 +428,7 @@ def _queues(host: KubeGateway, profile: VclusterKaiProfile, shares: Mapping[str,
     latest: list[JsonObj] = []
 
     def shown() -> tuple[str | None, str]:
-        latest[:] = _clean_all(host.list_objects(kr.QUEUE_API, "Queue"))
+        latest[:] = clean_all(host.list_objects(kr.QUEUE_API, "Queue"))
         missing = [f"{name} {ko.allocated(ko.find_queue(latest, name), kr.GPU_RESOURCE)}"
                    for name, share in want.items()
                    if ko.allocated(ko.find_queue(latest, name), kr.GPU_RESOURCE) != ko.quantity(
@@ -435,11 +447,30 @@ def _queues(host: KubeGateway, profile: VclusterKaiProfile, shares: Mapping[str,
             return {"queues_error": last}
         return {"queues": tuple(latest), "queue_wait": note}
     try:
-        queues = _clean_all(host.list_objects(kr.QUEUE_API, "Queue"))
+        queues = clean_all(host.list_objects(kr.QUEUE_API, "Queue"))
     except GpulabError as err:
         return {"queues_error": one_line(str(err))}
     note = "read once: not every share pod ran" if shares else ""
     return {"queues": queues, "queue_wait": note}
+
+
+def _observe_host(host: KubeGateway, profile: VclusterKaiProfile, wanted: frozenset[str],
+                  say_to: Callable[[str, str], None]) -> dict[str, Any]:
+    """Phase 0: the pool's nodes and, when GPU pods are wanted, who already uses the GPU; said
+    to every team before anything is created (the GPU checks expect an idle GPU)."""
+    fields: dict[str, Any] = {}
+    try:
+        fields.update(_gpu_nodes(host, profile))
+        if wanted & GPU_PODS:
+            fields.update(_gpu_users(host, profile))
+    except Exception as err:  # pragma: no cover - a bug: keep observing the teams
+        fields["nodes_error"] = f"{type(err).__name__}: {err}"
+    if fields.get("gpu_users"):
+        busy = ko.describe_users(fields["gpu_users"])
+        for team in profile.teams:
+            say_to(team.name, f"the GPU is in use by {busy}: the GPU checks (KAI-04..07) are not "
+                              f"run and verify creates no GPU pod")
+    return fields
 
 
 # --------------------------------------------------------------------------- the lab
@@ -483,11 +514,9 @@ def observe_lab(
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = clock.now()
     observations = {team.name: _Obs(team) for team in profile.teams}
-    host_fields: dict[str, Any] = {}
-    try:
-        host_fields.update(_gpu_nodes(host, profile))
-    except Exception as err:  # pragma: no cover - a bug: keep observing the teams
-        host_fields["nodes_error"] = f"{type(err).__name__}: {err}"
+    host_fields = _observe_host(host, profile, wanted, say_to)
+    if host_fields.get("gpu_users"):
+        wanted = wanted - GPU_PODS
 
     def say(team: str) -> Callable[[str], None]:
         return lambda message: say_to(team, message)

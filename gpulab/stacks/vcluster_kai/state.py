@@ -134,12 +134,17 @@ class HostState:
     """What verify read on the host cluster itself.
 
     gpu_nodes: the pool's nodes (label run.ai/simulated-gpu-node-pool), read first.
+    gpu_users: pods not made by verify that hold or ask for GPUs (a GPU request or KAI's
+      gpu-fraction annotation), read before verify creates anything; when there are any, the GPU
+      checks do not run (their expectations assume an idle GPU and empty queues).
     queues: every Queue, read once every team's share pod had been waited for and (when they all
       ran) the team queues showed their allocation, or the wait for that ran out (`queue_wait`).
     """
 
     gpu_nodes: tuple[JsonObj, ...] | None = None
     nodes_error: str = ""
+    gpu_users: tuple[JsonObj, ...] | None = None
+    gpu_users_error: str = ""
     queues: tuple[JsonObj, ...] | None = None
     queues_error: str = ""
     queue_wait: str = ""
@@ -152,6 +157,8 @@ class HostState:
         return cls(
             gpu_nodes=opt_json_objs(data.get("gpu_nodes")),
             nodes_error=str_field(data, "nodes_error"),
+            gpu_users=opt_json_objs(data.get("gpu_users")),
+            gpu_users_error=str_field(data, "gpu_users_error"),
             queues=opt_json_objs(data.get("queues")),
             queues_error=str_field(data, "queues_error"),
             queue_wait=str_field(data, "queue_wait"),

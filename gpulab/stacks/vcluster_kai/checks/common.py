@@ -88,8 +88,23 @@ def control_plane_summary(st: TeamState) -> str:
     return "; ".join(parts)
 
 
+GPU_PODS = ("gpu-share", "gpu-over-limit", "gpu-over-capacity")
+
+
 def run_or_verdict(ctx: Ctx, name: str) -> ProbeRun | CheckResult:
-    """The team's verify pod `name`, or the verdict when verify's pods were not observed."""
+    """The team's verify pod `name`, or the verdict when verify's pods were not observed, or
+    when the GPU was already in use (then verify made no GPU pod: its expectations assume an
+    idle GPU and empty queues, so they would mean nothing)."""
+    users = ctx.lab.host.gpu_users
+    if name in GPU_PODS and users:
+        return ctx.error(
+            f"not run: before verify started the GPU was in use by {ko.describe_users(users)}; "
+            f"verify needs the GPU and the team queues idle to know what must fit. Stop those "
+            f"pods (kubectl delete pod -n NAMESPACE NAME) or verify a fresh lab "
+            f"(gpulab down && gpulab up)")
+    if name in GPU_PODS and users is None and ctx.lab.host.gpu_users_error:
+        return ctx.error(f"could not tell whether the GPU was idle before verify started: "
+                         f"{ctx.lab.host.gpu_users_error}")
     if ctx.st.pods is None:
         if ctx.st.scenario_error:
             return ctx.error(f"verify could not create its pods in {ctx.team}'s vCluster: "
