@@ -63,6 +63,7 @@ class HostSnapshot:
     # host yet), "" = it ran, else the engine's reason.
     privileged_probe: str | None = None
     probe_image: str = ""
+    git_found: bool = True
 
 
 def needs(profile: LabProfile) -> tuple[float, float, int]:
@@ -115,6 +116,13 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
         ))
     out.append(_tool("kind", snapshot.kind_version, profile.management.kind_version))
     out.append(_tool("helm", snapshot.helm_version, "v3.8.0", minimum=True))
+    from_git = [c.display for c in profile.charts() if c.commit]
+    if from_git:
+        out.append(Finding(
+            "git", "ok" if snapshot.git_found else "fail",
+            f"git {'found' if snapshot.git_found else 'not found'}; charts pinned to a commit: "
+            f"{', '.join(from_git)}",
+            "" if snapshot.git_found else "install git (apt-get install git, brew install git)"))
     out.extend(_collisions(snapshot, profile, lab))
     return out
 
@@ -300,4 +308,5 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         networks=networks,
         privileged_probe=probe,
         probe_image=probe_image,
+        git_found=shutil.which("git") is not None,
     )

@@ -90,6 +90,8 @@ class HelmRelease:
     version: str
     values: dict[str, Any]
     kubeconfig_of: str = "management"  # or a tenant name
+    git_commit: str | None = None  # the chart comes from `repo` (a git URL) at this commit
+    git_path: str = ""  # ... in this folder of the repository
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,8 @@ class HelmRelease:
             "chart": self.chart,
             "repo": self.repo,
             "version": self.version,
+            **({"git": {"commit": self.git_commit, "path": self.git_path}}
+               if self.git_commit else {}),
             "cluster": self.kubeconfig_of,
             "values": self.values,
         }

@@ -28,7 +28,9 @@ from pyhelm3 import Client, Command
 from pyhelm3 import errors as helm_errors
 from pyhelm3.models import ReleaseRevisionStatus
 
+from gpulab.adapters.git_chart import chart_from_git
 from gpulab.errors import AdapterError, HostError
+from gpulab.paths import cache_dir
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -43,13 +45,22 @@ _CHART_NAME = re.compile(r"^[a-z0-9-]+$")
 _INSTALL_HINT = "install helm (v3.8+ or v4) on PATH, or run `bash .ci/setup-host.sh`"
 
 
-def chart_reference(release: HelmRelease) -> tuple[str | Path, str | None]:
+def chart_reference(release: HelmRelease, helm: str | None = None
+                    ) -> tuple[str | Path, str | None]:
     """(chart ref, repo URL) as pyhelm3 accepts them, or AdapterError saying what to write.
 
     A bare name needs `repo: https://…`; OCI charts are a full `oci://registry/path/chart` (a repo
-    given as `oci://…` is joined with the name); anything else must be a local chart path.
+    given as `oci://…` is joined with the name); a release pinned to a git commit is fetched into
+    gpulab's cache (git_chart.chart_from_git, with `helm` for its dependencies); anything else
+    must be a local chart path.
     """
     chart, repo = release.chart, release.repo
+    if release.git_commit:
+        if not repo or not release.git_path:
+            raise AdapterError(f"chart {chart} of release {release.name}: a git commit needs the "
+                               "repository URL and the chart's folder in it")
+        return chart_from_git(repo, release.git_commit, release.git_path, cache_dir(),
+                              helm or "helm"), None
     if repo and repo.startswith("oci://"):
         return f"{repo.rstrip('/')}/{chart}", None
     if repo:
@@ -185,7 +196,7 @@ class PyHelm3Gateway:
 
     def install(self, release: HelmRelease, *, timeout_seconds: int = 600) -> None:
         """`helm upgrade --install` at the pinned chart version, waiting for readiness."""
-        ref, repo = chart_reference(release)
+        ref, repo = chart_reference(release, self.executable)
 
         async def go() -> None:
             chart = await self._client.get_chart(ref, repo=repo, version=release.version)
@@ -214,7 +225,7 @@ class PyHelm3Gateway:
 
     def installed(self, release: HelmRelease) -> bool:
         """Deployed, same chart (name when known) at the pinned version, same user values."""
-        ref, _ = chart_reference(release)
+        ref, _ = chart_reference(release, self.executable)
         expected_name = _expected_chart_name(ref)
 
         async def go() -> bool:
@@ -276,7 +287,7 @@ class PyHelm3Gateway:
         include_crds: bool = False,
     ) -> list[dict[str, Any]]:
         """`helm template` of the release as it would be installed (no cluster contacted)."""
-        ref, repo = chart_reference(release)
+        ref, repo = chart_reference(release, self.executable)
         argv: list[Any] = [
             "template", release.name, ref,
             "--namespace", release.namespace,

@@ -90,6 +90,10 @@ class ChartRef(Strict):
     )
     name: str = Field(description="chart name in the repo, or a full oci:// reference")
     version: str = Field(min_length=1, description="exact chart version (never a range)")
+    commit: str | None = Field(
+        default=None, description="take the chart from the git repository `repo` at this "
+        "commit (40 hex digits) instead of a chart repository")
+    path: str | None = Field(default=None, description="the chart's folder in that repository")
 
     @field_validator("version")
     @classmethod
@@ -100,6 +104,8 @@ class ChartRef(Strict):
 
     @model_validator(mode="after")
     def _repo_or_oci(self) -> ChartRef:
+        if self.commit is not None or self.path is not None:
+            return self._git_source()
         is_oci = self.name.startswith("oci://")
         if is_oci and self.repo:
             raise ValueError("give either an oci:// name or a repo URL, not both")
@@ -109,8 +115,22 @@ class ChartRef(Strict):
             raise ValueError(f"repo '{self.repo}' must be an http(s) URL")
         return self
 
+    def _git_source(self) -> ChartRef:
+        if not self.commit or not re.fullmatch(r"[0-9a-f]{40}", self.commit):
+            raise ValueError("commit must be a full git commit id (40 lowercase hex digits)")
+        if not self.repo or not self.repo.startswith("https://"):
+            raise ValueError("a chart taken from a commit needs repo: the git repository's "
+                             "https:// URL")
+        parts = (self.path or "").split("/")
+        if not self.path or self.path.startswith("/") or ".." in parts:
+            raise ValueError("path must be the chart's folder inside the repository, e.g. "
+                             "charts/kamaji")
+        return self
+
     @property
     def display(self) -> str:
+        if self.commit:
+            return f"{self.repo}@{self.commit[:12]}:{self.path}"
         return self.name if self.name.startswith("oci://") else f"{self.repo} {self.name}"
 
 
@@ -192,3 +212,20 @@ class LabProfile(Strict):
     def docker_cidrs(self) -> list[tuple[str, str]]:
         """(field path, CIDR) pairs that must not overlap the Docker network."""
         return []
+
+    def charts(self) -> list[ChartRef]:
+        """Every chart the profile names, wherever it sits in the model."""
+        found: list[ChartRef] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, ChartRef):
+                found.append(value)
+            elif isinstance(value, BaseModel):
+                for name in type(value).model_fields:
+                    walk(getattr(value, name))
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    walk(item)
+
+        walk(self)
+        return found

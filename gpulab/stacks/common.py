@@ -79,6 +79,8 @@ def helm_release(
         version=component.chart.version,
         values=merged,
         kubeconfig_of=cluster,
+        git_commit=component.chart.commit,
+        git_path=component.chart.path or "",
     )
 
 

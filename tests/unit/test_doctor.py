@@ -125,3 +125,18 @@ def test_privileged_ok_when_probed_and_honest_when_not(kamaji_profile) -> None:
                          authorization_plugins=("opa-docker-authz",))
     warned = _by_check(diagnose(_snapshot(docker=plugin), kamaji_profile, "x"))["privileged"]
     assert warned.status == "warn" and "opa-docker-authz" in warned.detail
+
+
+def test_a_chart_pinned_to_a_commit_needs_git(kamaji_profile) -> None:
+    found = _by_check(diagnose(_snapshot(git_found=False), kamaji_profile, "x"))["git"]
+    assert found.status == "fail" and "github.com/clastix/kamaji@ddbabd87ed0e" in found.detail
+    assert _by_check(diagnose(_snapshot(), kamaji_profile, "x"))["git"].status == "ok"
+
+
+def test_no_git_finding_without_a_git_chart() -> None:
+    from gpulab.stacks import load_profile
+
+    kai_profile = load_profile("vcluster-kai").profile
+    assert not [c for c in kai_profile.charts() if c.commit]
+    assert kai_profile.charts()  # it does name charts, just none from git
+    assert "git" not in _by_check(diagnose(_snapshot(git_found=False), kai_profile, "x"))

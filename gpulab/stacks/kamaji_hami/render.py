@@ -68,8 +68,12 @@ def kind_cluster_config(profile: KamajiHamiProfile, lab: str) -> dict[str, Any]:
 
 
 def kamaji_release(profile: KamajiHamiProfile) -> HelmRelease:
+    """Kamaji at the profile's image tag. The chart's `image.pullPolicy: Always`
+    (charts/kamaji/values.yaml:11 at 26.8.2-edge) would pull again the image gpulab preloaded
+    into the kind node, so it is IfNotPresent."""
     kamaji = profile.components.kamaji
-    return helm_release(kamaji, {"image": {"tag": kamaji.image_tag}})
+    return helm_release(kamaji, {"image": {"tag": kamaji.image_tag,
+                                           "pullPolicy": "IfNotPresent"}})
 
 
 HAMI_EXTENDER_DEFAULT_ARGS = ("--debug", "-v=4")  # charts/hami/values.yaml:156-158 at v2.10.0
