@@ -27,21 +27,23 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "main"]
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     name="gpulab",
     help="Build, verify and remove GPU-sharing Kubernetes labs on one Docker host, no GPU needed.",
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
 )
-profiles_app = typer.Typer(help="List and show the built-in profiles.", no_args_is_help=True)
+profiles_app = typer.Typer(help="List and show the built-in profiles.", no_args_is_help=True,
+                           context_settings=HELP_OPTIONS)
 app.add_typer(profiles_app, name="profiles")
 
 out = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 columns
-    out.width = max(out.width, 160)
+if not out.is_terminal:  # pipes and CI logs: never cut or fold a column (see _emit)
+    out.width = 1000
 
 
 class Output(str, Enum):
@@ -50,18 +52,66 @@ class Output(str, Enum):
     json = "json"
 
 
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text, yaml or json")]
+def _output(value: str) -> Output:
+    """`-o` as kubectl takes it; a wrong value lists the choices."""
+    try:
+        return Output(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(o.value for o in Output)
+        raise typer.BadParameter(f"'{value}' is not one of {choices}") from None
+
+
+def _complete_profiles(incomplete: str) -> list[str]:
+    from gpulab.profile.load import builtin_profiles
+
+    return [name for name in builtin_profiles() if name.startswith(incomplete)]
+
+
+def _complete_labs(incomplete: str) -> list[str]:
+    from gpulab.paths import labs_root
+
+    root = labs_root()
+    names = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def _complete_members(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Tenants (teams) of the lab named by --name, else of the profile given or the default."""
+    try:
+        loaded, _ = _resolve_lab(ctx.params.get("profile"), ctx.params.get("name"))
+    except GpulabError:
+        return []
+    members = ["management", *loaded.profile.member_names()]
+    return [m for m in members if m.startswith(incomplete)]
+
+
+def _complete_checks(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The check ids of the lab's stack (for `--tc`)."""
+    from gpulab import core
+
+    try:
+        loaded, _ = _resolve_lab(ctx.params.get("profile"), ctx.params.get("name"))
+        ids = core.check_ids(loaded.profile.stack)
+    except GpulabError:
+        return []
+    return [i for i in ids if i.lower().startswith(incomplete.lower())]
+
+
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", parser=_output,
+                                           help="text, yaml or json")]
 ProfileOpt = Annotated[
     str | None,
     typer.Option(
         "--profile", "-p",
         help="Built-in profile name (see `gpulab profiles list`) or a path to a profile file. "
         "Default: kamaji-hami.",
+        autocompletion=_complete_profiles,
     ),
 ]
 NameOpt = Annotated[
     str | None,
-    typer.Option("--name", "-n", help="Lab name; defaults to the profile's `name`."),
+    typer.Option("--name", "-n", help="Lab name; defaults to the profile's `name`.",
+                 autocompletion=_complete_labs),
 ]
 
 
@@ -94,11 +144,31 @@ def _load(profile: str | None) -> LoadedProfile:
 
 @app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
 ) -> None:
     if version:
         typer.echo(f"gpulab {__version__}")
         raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:  # bare `gpulab`: help on stdout, success (kubectl, kind)
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+
+
+def _emit(renderable: Any, console: Console | None = None) -> None:
+    """Print a table (or text) on stdout (or `console`): as it is on a terminal; in pipes and CI
+    logs without trailing padding or control codes, never cut or folded."""
+    console = console or out
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    console.width = max(console.width, 1000)
+    with console.capture() as captured:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in captured.get().splitlines())
+    stream = sys.stderr if console is err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
 
 
 @profiles_app.command("list")
@@ -136,7 +206,7 @@ def profiles_list(
             table.add_row(row["name"], row.get("stack", "invalid"),
                           ", ".join(row.get("tenants", [])), row.get("description") or row.get(
                               "error", ""))
-        out.print(table)
+        _emit(table)
 
     _guard(body)
 
@@ -188,13 +258,29 @@ def plan(
         table.columns[3].overflow = "fold"
         for index, (step, title, lines) in enumerate(plan_text(steps), start=1):
             table.add_row(str(index), step, title, "\n".join(lines))
-        out.print(table)
+        _emit(table)
 
     _guard(body)
 
 
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show each step's details.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Deprecated: use -o json.")]
+
+
+def _chosen_output(output: Output, json_alias: bool) -> Output:
+    """`-o`, with the deprecated `--json` still meaning `-o json` (and saying so once)."""
+    if json_alias:
+        err.print("warning: --json is deprecated; use -o json", markup=False)
+        return Output.json
+    return output
+
+
+def _data(value: Any, output: Output) -> None:
+    """Machine-readable output on stdout."""
+    if output is Output.yaml:
+        typer.echo(yaml.safe_dump(value, sort_keys=False), nl=False)
+    else:
+        typer.echo(json.dumps(value, indent=2))
 
 
 def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, str]:
@@ -207,6 +293,50 @@ def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, 
             profile = recorded
     loaded = _load(profile)
     return loaded, core.lab_name(loaded.profile, name)
+
+
+def _flags(profile: str | None, name: str | None) -> str:
+    """The -p/--name the user gave, for hints that must work when pasted."""
+    import shlex
+
+    parts = []
+    if profile:
+        parts.append(f"-p {shlex.quote(profile)}")
+    if name:
+        parts.append(f"--name {shlex.quote(name)}")
+    return (" " + " ".join(parts)) if parts else ""
+
+
+TOOL_OUTPUT_LINES = 12  # of a failed tool's own output under gpulab's line (-v: all of it)
+
+
+def _tool_output(error: BaseException | None, verbose: bool) -> list[str]:
+    """The tail of what kind, helm, kubeadm... printed when they failed (AdapterError.output)."""
+    cause = getattr(error, "cause", error)
+    text = str(getattr(cause, "output", "") or "").strip()
+    if not text:
+        return []
+    lines = text.splitlines()
+    return lines if verbose else lines[-TOOL_OUTPUT_LINES:]
+
+
+def _recorded_or_given(profile: str | None, name: str | None) -> str | None:
+    """`up --name X` rebuilds X from the profile X was built from; another -p is refused."""
+    from gpulab import core
+    from gpulab.errors import UsageError
+
+    if name is None:
+        return profile
+    recorded = core.recorded_profile(name)
+    if recorded is None or profile is None:
+        return profile if profile is not None else recorded
+    given = _load(profile)
+    ref = given.source.stem if given.builtin else str(given.source.resolve())
+    if ref != recorded:
+        raise UsageError(f"lab '{name}' was built from profile '{recorded}', not '{profile}'",
+                         hint=f"gpulab up --name {name} continues it; gpulab down --name {name} "
+                              f"first to build it from '{profile}'")
+    return profile
 
 
 @app.command()
@@ -222,32 +352,43 @@ def up(
     ] = False,
 ) -> None:
     """Build the lab. Safe to re-run: finished steps are skipped, a failed or interrupted run
-    continues from the first unfinished step."""
+    continues from the first unfinished step. With --name alone, a lab is continued from the
+    profile it was built from."""
 
     def body() -> int:
         from gpulab import core
         from gpulab.engine.progress import make_reporter
 
-        loaded = _load(profile)  # `up` builds from what it is given, never from a record
+        loaded = _load(_recorded_or_given(profile, name))
         lab = core.lab_name(loaded.profile, name)
+        again = f"gpulab up{_flags(profile, name)}"
         if not json_events:
             err.print(f"Building lab '{lab}' from {loaded.source}", markup=False)
         with make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
             result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
         if result.built_anything:  # a lab that exists remembers its profile for `--name`
             core.record_profile(lab, loaded)
+            core.record_timings(lab, result)
+        if not json_events and not result.all_skipped:
+            _emit_timings(result)
         if result.interrupted:
-            err.print(f"interrupted: lab '{lab}' is partly built; run `gpulab up` to continue "
-                      f"or `gpulab down --name {lab}` to remove it (steps already running are "
+            err.print(f"interrupted: lab '{lab}' is partly built; `{again}` continues, "
+                      f"`gpulab down --name {lab}` removes it (steps already running are "
                       "finishing; Ctrl-C again quits at once)", markup=False)
             return int(ExitCode.INTERRUPTED)
         if not result.ok:
             for failure in result.failures:
-                error = failure.error
-                err.print(f"error: {error}", markup=False)
+                err.print(f"error: {failure.error}", markup=False)  # once: not in progress lines
                 if failure.last_seen:
                     err.print(f"  last seen: {failure.last_seen}", markup=False)
-            err.print(f"next: `gpulab up` resumes from here; `gpulab logs --name {lab}` collects "
+                output = _tool_output(failure.error, verbose)
+                if output:
+                    err.print("  its output" + ("" if verbose else
+                                                f" (last {len(output)} lines; -v: all)") + ":",
+                              markup=False)
+                    for line in output:
+                        err.print(f"  | {line}", markup=False)
+            err.print(f"next: `{again}` resumes from here; `gpulab logs --name {lab}` collects "
                       f"diagnostics; `gpulab down --name {lab}` removes the lab", markup=False)
             codes = {int(f.error.exit_code) for f in result.failures if f.error}
             return max(codes) if codes else int(ExitCode.FAILED)
@@ -255,16 +396,42 @@ def up(
             if result.all_skipped:
                 err.print(f"lab '{lab}' is already up; nothing to do", markup=False)
             else:
-                err.print(f"lab '{lab}' is up. Next: gpulab verify --name {lab}", markup=False)
+                err.print(_next_steps(loaded.profile, lab), markup=False)
         return 0
 
     _guard(body)
+
+
+def _emit_timings(result: Any) -> None:
+    """Where the minutes went: one row per step (stderr, after the progress lines)."""
+    table = Table("STEP", "RESULT", "SECONDS", box=None, title="step timings",
+                  title_justify="left")
+    for step in result.results:
+        if step.outcome.value != "not-run":
+            table.add_row(step.name, step.outcome.value, f"{step.elapsed:.1f}")
+    table.add_row("total", "", f"{sum(s.elapsed for s in result.results):.1f}")
+    _emit(table, err)
+
+
+def _next_steps(profile: Any, lab: str) -> str:
+    """What kind prints after `create cluster`: how to use what was just built."""
+    from gpulab.paths import lab_dir
+
+    first = profile.member_names()[0]
+    kubeconfig = lab_dir(lab) / f"{first}.kubeconfig"
+    return (f"lab '{lab}' is up. Use it:\n"
+            f"  export KUBECONFIG={kubeconfig}\n"
+            f"  kubectl get nodes\n"
+            f"  gpulab kubeconfig TENANT --name {lab}   (tenants: "
+            f"{', '.join(profile.member_names())})\n"
+            f"  gpulab verify --name {lab}")
 
 
 @app.command()
 def down(
     profile: ProfileOpt = None,
     name: NameOpt = None,
+    output: OutputOpt = Output.text,
     json_out: JsonOpt = False,
 ) -> None:
     """Remove everything the lab owns (found by Docker labels), then check nothing is left."""
@@ -282,9 +449,10 @@ def down(
 
             kind = KindCli(binary=kind_binary)
         result = core.down(lab, runtime, kind)
-        if json_out:
-            typer.echo(json.dumps({"lab": lab, "removed": result.removed, "kept": result.kept,
-                                   "leftovers": result.leftovers}, indent=2))
+        chosen = _chosen_output(output, json_out)
+        if chosen is not Output.text:
+            _data({"lab": lab, "removed": result.removed, "kept": result.kept,
+                   "leftovers": result.leftovers}, chosen)
         else:
             if not result.removed:
                 err.print(f"nothing to remove: no lab named '{lab}' on this host", markup=False)
@@ -299,7 +467,7 @@ def down(
             err.print(f"error: still present after down: {', '.join(result.leftovers)}",
                       markup=False)
             return int(ExitCode.FAILED)
-        if result.removed and not json_out:
+        if result.removed and chosen is Output.text:
             err.print(f"lab '{lab}' removed; nothing labelled for it is left", markup=False)
         return 0
 
@@ -320,20 +488,16 @@ def status(
 
         loaded, lab = _resolve_lab(profile, name)
         info = core.status(lab, core.connect_runtime(), loaded.profile)
-        if output is Output.json:
-            typer.echo(json.dumps(info, indent=2))
-            return 0
-        if output is Output.yaml:
-            typer.echo(yaml.safe_dump(info, sort_keys=False), nl=False)
+        if output is not Output.text:
+            _data(info, output)
             return 0
         if not info["exists"]:
             err.print(f"no lab named '{lab}' on this host (gpulab up --name {lab} builds it)",
                       markup=False)
         mgmt = info["management"]
-        out.print(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}",
-                  markup=False)
+        _emit(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}")
         for table in core.status_tables(loaded.profile, info):
-            out.print(table)
+            _emit(table)
         return 0
 
     _guard(body)
@@ -348,6 +512,7 @@ def doctor(
                            help="Download the pinned kind and helm into gpulab's cache "
                                 "(checksums verified).")
     ] = False,
+    output: OutputOpt = Output.text,
     json_out: JsonOpt = False,
 ) -> None:
     """Check the host can run the lab: Docker, privileged containers, CPU, memory, disk,
@@ -372,8 +537,9 @@ def doctor(
         except GpulabError as error:
             docker_error = str(error)
         findings = core.preflight(loaded.profile, lab, runtime, docker_error)
-        if json_out:
-            typer.echo(json.dumps([f.to_dict() for f in findings], indent=2))
+        chosen = _chosen_output(output, json_out)
+        if chosen is not Output.text:
+            _data([f.to_dict() for f in findings], chosen)
         else:
             from rich.markup import escape
 
@@ -382,7 +548,7 @@ def doctor(
             for f in findings:
                 table.add_row(f.check, f"[{colors[f.status]}]{f.status}[/]", escape(f.detail),
                               escape(f.fix))
-            out.print(table)
+            _emit(table)
         return int(ExitCode.HOST) if any(f.status == "fail" for f in findings) else 0
 
     _guard(body)
@@ -433,6 +599,7 @@ def verify(
         Path | None, typer.Option("--junit", help="Write JUnit XML (one testcase per check and "
                                                    "tenant) to this file.")
     ] = None,
+    output: OutputOpt = Output.text,
     json_out: JsonOpt = False,
     record: Annotated[
         Path | None,
@@ -457,6 +624,9 @@ def verify(
         from gpulab.errors import UsageError
         from gpulab.verify.report import FINDING, exit_code, report_json, table_rows, write_junit
 
+        chosen = _chosen_output(output, json_out)
+        machine = chosen is not Output.text
+
         if replay is not None:
             if record is not None:
                 raise UsageError("--record and --replay cannot be combined")
@@ -467,19 +637,22 @@ def verify(
             checks = core.verify_checks(loaded.profile.stack, tc)
 
             def progress(tenant: str, message: str) -> None:
-                if verbose and not json_out:
+                if verbose and not machine:
                     err.print(f"  {tenant}: {message}", markup=False, highlight=False)
 
-            if not json_out:
+            if not machine:
                 err.print(f"verifying lab '{lab}' ...", markup=False)
             report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
                                  progress=progress)
         if record is not None:
             core.record_verify(record, report, recorded_profile)
         if junit is not None:
-            write_junit(report, junit)
-        if json_out:
-            typer.echo(json.dumps(report_json(report), indent=2))
+            timings = {} if replay is not None else {
+                f"up.{s['step']}.seconds": str(s.get("seconds", ""))
+                for s in core.recorded_timings(report.lab)}
+            write_junit(report, junit, properties=timings)
+        if machine:
+            _data(report_json(report), chosen)
         else:
             from rich.markup import escape
 
@@ -491,7 +664,7 @@ def verify(
             for check, tenant, result, detail, seconds in table_rows(report):
                 table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
                               escape(detail), seconds)
-            out.print(table)
+            _emit(table)
             counts = report.counts()
             summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
             if report.findings:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Teardown",
+    "check_ids",
     "collect_logs",
     "connect_runtime",
     "down",
@@ -41,8 +42,10 @@ __all__ = [
     "preflight",
     "read_docker",
     "record_profile",
+    "record_timings",
     "record_verify",
     "recorded_profile",
+    "recorded_timings",
     "replay_verify",
     "status",
     "status_tables",
@@ -117,6 +120,45 @@ def record_profile(lab: str, loaded: LoadedProfile) -> None:
     (folder / LAB_RECORD).write_text(
         json.dumps({"profile": ref, "stack": loaded.profile.stack}, indent=2) + "\n",
         encoding="utf-8")
+
+
+TIMINGS_RECORD = "timings.json"
+
+
+def record_timings(lab: str, result: RunResult) -> None:
+    """Keep how long each step of `up` took (a step a later run skipped keeps its time), for
+    `status -o json` and the JUnit of `verify`."""
+    import json
+    from datetime import datetime, timezone
+
+    from gpulab.paths import lab_dir
+
+    steps = {s["step"]: s for s in recorded_timings(lab)}
+    for step in result.results:
+        if step.outcome.value in ("done", "failed"):
+            steps[step.name] = {"step": step.name, "outcome": step.outcome.value,
+                                "seconds": round(step.elapsed, 1),
+                                "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    order = [s.name for s in result.results]
+    rows = sorted(steps.values(), key=lambda s: order.index(s["step"]) if s["step"] in order
+                  else len(order))
+    folder = lab_dir(lab)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (folder / TIMINGS_RECORD).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+def recorded_timings(lab: str) -> list[dict[str, Any]]:
+    """The step timings `up` recorded for the lab (oldest layout first), or []."""
+    import json
+
+    from gpulab.paths import lab_dir
+
+    try:
+        data = json.loads((lab_dir(lab) / TIMINGS_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [d for d in data if isinstance(d, dict) and "step" in d] if isinstance(data, list) \
+        else []
 
 
 def recorded_profile(lab: str) -> str | None:
@@ -279,7 +321,9 @@ def status(
     `exists`); `kube` builds a client per kubeconfig (tests pass fakes)."""
     from gpulab.stacks import for_profile
 
-    return dict(for_profile(profile).lab_status(lab, runtime, profile, kube or _status_client))
+    info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube or _status_client))
+    info["timings"] = recorded_timings(lab)
+    return info
 
 
 def status_tables(profile: LabProfile, info: dict[str, Any]) -> list[Table]:
@@ -345,6 +389,11 @@ def _stack(stack: str) -> Stack:
     from gpulab.stacks import for_name
 
     return for_name(stack)
+
+
+def check_ids(stack: str) -> list[str]:
+    """Every check id of a stack, in order."""
+    return _stack(stack).check_ids()
 
 
 def verify_checks(stack: str, tc: str | None) -> list[str] | None:

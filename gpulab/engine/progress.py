@@ -44,8 +44,8 @@ class PlainReporter:
             return f"   {event.message}" if self.verbose else None
         mark = _MARKS.get(event.kind, "?")
         suffix = " (already done, skipped)" if event.kind == "skipped" else ""
-        detail = f": {event.message}" if event.kind == "failed" else ""
-        return f" {mark} {event.title}{suffix} [{event.elapsed:.1f}s]{detail}"
+        # a failure's message is printed once, by the command, after the progress lines
+        return f" {mark} {event.title}{suffix} [{event.elapsed:.1f}s]"
 
     def __enter__(self) -> PlainReporter:
         return self
@@ -104,8 +104,8 @@ class LiveReporter:
                 text = f" [green]✓[/] {event.title} [dim]{event.elapsed:.1f}s[/]"
             elif event.kind == "skipped":
                 text = f" [green]✓[/] {event.title} [dim](already done, skipped)[/]"
-            else:
-                text = f" [red]✗[/] {event.title} [dim]{event.elapsed:.1f}s[/]\n   {event.message}"
+            else:  # the message follows once, from the command
+                text = f" [red]✗[/] {event.title} [dim]{event.elapsed:.1f}s[/]"
             self.progress.console.print(text, highlight=False)
 
     def __enter__(self) -> LiveReporter:

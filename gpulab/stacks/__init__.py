@@ -73,6 +73,8 @@ class Stack(Protocol):
 
     def parse_checks(self, value: str | None) -> list[str] | None: ...
 
+    def check_ids(self) -> list[str]: ...
+
     def replay(self, directory: Path, checks: list[str] | None) -> tuple[VerifyReport, Any]: ...
 
     def write_recording(self, directory: Path, report: VerifyReport, profile: Any) -> Path: ...
@@ -92,6 +94,7 @@ INTERFACE: dict[str, tuple[str, str]] = {
     "verify_previews": ("steps", "verify_previews"),
     "run_checks": ("run", "run_checks"),
     "parse_checks": ("run", "parse_checks"),
+    "check_ids": ("run", "check_ids"),
     "replay": ("run", "replay"),
     "write_recording": ("run", "write_recording"),
     "lab_status": ("status", "lab_status"),

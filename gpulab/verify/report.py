@@ -149,7 +149,8 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
     }
 
 
-def junit_xml(report: VerifyReport, suite: str = "gpulab verify") -> str:
+def junit_xml(report: VerifyReport, suite: str = "gpulab verify",
+              properties: dict[str, str] | None = None) -> str:
     """JUnit XML: one testsuite, one testcase per check and tenant (classname = tenant,
     name = 'TC-05 sharing'); failure/error/skipped carry the reason as message and the evidence
     as text; passes carry the evidence in system-out. A finding is a testcase with
@@ -175,6 +176,10 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify") -> str:
         "time": f"{sum(r.seconds for r in report.results):.3f}",
         "timestamp": report.state.observed_at,
     })
+    if properties:  # e.g. how long each step of `up` took (gpulab up's timings)
+        props = ET.SubElement(testsuite, "properties")
+        for key, value in properties.items():
+            ET.SubElement(props, "property", {"name": key, "value": value})
     for result in report.results:
         case = ET.SubElement(testsuite, "testcase", {
             "classname": result.tenant,
@@ -203,10 +208,11 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify") -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(report: VerifyReport, path: Path) -> Path:
-    """Write `junit_xml(report)` to `path` (parent folders created)."""
+def write_junit(report: VerifyReport, path: Path,
+                properties: dict[str, str] | None = None) -> Path:
+    """Write `junit_xml(report, properties=...)` to `path` (parent folders created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(report), encoding="utf-8")
+    path.write_text(junit_xml(report, properties=properties), encoding="utf-8")
     return path
 
 

@@ -87,7 +87,11 @@ def test_up_stops_at_the_first_step_needing_the_internet_and_leaves_nothing(
     assert "step 'management/cluster' failed" in errors[0]
     assert 'failed to pull image "kindest/node:v1.36.4"' in errors[0]
     assert "Traceback" not in result.stderr
-    assert "`gpulab up` resumes from here" in result.stderr
+    assert f"`gpulab up --name {lab}` resumes from here" in result.stderr  # the flags used
+    # gpulab's line once (not also in the progress lines), then kind's own output under it
+    assert "✗ Creating management cluster (kind) [" in result.stderr
+    assert "  | ERROR: failed to create cluster: failed to pull image" in result.stderr
+    assert "management/cluster  failed" in result.stderr  # the step timings
     assert _labelled(client, lab) == []
     assert not (_isolated_home / "labs" / lab).exists()
     # and `down` afterwards has nothing to do

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from gpulab.stacks.kamaji_hami.state import LabState
     from gpulab.verify.observe import Clock
 
-__all__ = ["evaluate", "parse_checks", "replay", "run_checks", "run_verify", "write_recording"]
+__all__ = ["check_ids", "evaluate", "parse_checks", "replay", "run_checks", "run_verify",
+           "write_recording"]
 
 
 def evaluate(
@@ -122,6 +123,11 @@ def run_checks(
     with lab_clients(lab, folder, members) as (management, tenant, cross):
         gateways = Gateways(management=management, tenant=tenant, cross=cross)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+
+
+def check_ids() -> list[str]:
+    """Every check of this stack, in order (for completion and docs)."""
+    return list(CHECK_IDS)
 
 
 def parse_checks(value: str | None) -> list[str] | None:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from gpulab.verify.observe import Clock
     from gpulab.verify.report import Finding
 
-__all__ = ["evaluate", "parse_checks", "replay", "run_checks", "run_verify", "write_recording"]
+__all__ = ["check_ids", "evaluate", "parse_checks", "replay", "run_checks", "run_verify",
+           "write_recording"]
 
 
 def evaluate(
@@ -107,6 +108,11 @@ def run_checks(
     with lab_clients(lab, folder, members) as (host, team, cross):
         gateways = KaiGateways(host=host, team=team, cross=cross)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+
+
+def check_ids() -> list[str]:
+    """Every check of this stack, in order (for completion and docs)."""
+    return list(CHECK_IDS)
 
 
 def parse_checks(value: str | None) -> list[str] | None:
