@@ -229,7 +229,8 @@ def plan(
     profile: ProfileOpt = None,
     name: NameOpt = None,
     output: Annotated[
-        Output, typer.Option("--output", "-o", help="text (steps), yaml (every object), json")
+        Output, typer.Option("--output", "-o", parser=_output,
+                             help="text (steps), yaml (every object), json")
     ] = Output.text,
 ) -> None:
     """Show, without changing anything, the steps `up` would run and all they would create.
@@ -440,7 +441,7 @@ def down(
         from gpulab import core
         from gpulab.tools import find_tool
 
-        _, lab = _resolve_lab(profile, name)
+        loaded, lab = _resolve_lab(profile, name)
         runtime = core.connect_runtime()
         kind = None
         kind_binary = find_tool("kind")
@@ -449,6 +450,11 @@ def down(
 
             kind = KindCli(binary=kind_binary)
         result = core.down(lab, runtime, kind)
+        from gpulab import kubeconfigs
+
+        target = kubeconfigs.user_kubeconfig()
+        for context in kubeconfigs.remove_file(target, lab, loaded.profile.member_names()):
+            result.removed.append(f"context {context} from {target}")
         chosen = _chosen_output(output, json_out)
         if chosen is not Output.text:
             _data({"lab": lab, "removed": result.removed, "kept": result.kept,
@@ -556,11 +562,17 @@ def doctor(
 
 @app.command()
 def kubeconfig(
-    tenant: Annotated[str, typer.Argument(help="Tenant (or team) name, or 'management'.")],
+    tenant: Annotated[str, typer.Argument(help="Tenant (or team) name, or 'management'.",
+                                          autocompletion=_complete_members)],
     profile: ProfileOpt = None,
     name: NameOpt = None,
     export: Annotated[
         bool, typer.Option("--export", help="Print `export KUBECONFIG=...` for eval.")
+    ] = False,
+    merge: Annotated[
+        bool, typer.Option("--merge", help="Add context gpulab-LAB-TENANT to your kubeconfig "
+                                           "($KUBECONFIG or ~/.kube/config), as kind does; "
+                                           "`gpulab down` removes it.")
     ] = False,
 ) -> None:
     """Print the path of a tenant's (or team's) saved kubeconfig (never its contents)."""
@@ -577,6 +589,17 @@ def kubeconfig(
         if not path.is_file():
             raise UsageError(f"no kubeconfig saved for {tenant} in lab '{lab}'",
                              hint=f"run gpulab up --name {lab}")
+        if merge:
+            from gpulab import kubeconfigs
+
+            target = kubeconfigs.user_kubeconfig()
+            context = kubeconfigs.context_name(lab, tenant)
+            kubeconfigs.merge_file(path, target, context)
+            err.print(f"added context {context} to {target} (mode 0600); use it with "
+                      f"kubectl --context {context} or kubectl config use-context {context}",
+                      markup=False)
+            typer.echo(context)
+            return 0
         typer.echo(f"export KUBECONFIG={path}" if export else str(path))
         return 0
 
@@ -707,6 +730,86 @@ def logs(
         if errors.exists():
             err.print(f"some collectors failed, see {errors}", markup=False)
         typer.echo(str(path))
+        return 0
+
+    _guard(body)
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+@app.command("labs")
+def labs_command(output: OutputOpt = Output.text) -> None:
+    """List every lab on this host (state folder and Docker labels): profile, stack, state
+    (ready, partial, broken), tenants, age, kubeconfigs; and leftovers without state."""
+
+    def body() -> int:
+        from gpulab import core
+
+        try:
+            reader = core.read_docker(timeout=3)
+        except GpulabError as error:
+            err.print(f"warning: Docker not reachable ({error}); states are unknown",
+                      markup=False)
+            reader = None
+        found = core.labs(reader)
+        if output is not Output.text:
+            _data(found, output)
+            return 0
+        if not found["labs"] and not found["leftovers"]:
+            err.print("no labs on this host (gpulab up builds one)", markup=False)
+            return 0
+        table = Table("NAME", "PROFILE", "STACK", "STATE", "TENANTS", "AGE", "KUBECONFIGS",
+                      box=None)
+        for lab in found["labs"]:
+            table.add_row(lab["name"], lab["profile"] or "-", lab["stack"] or "-", lab["state"],
+                          ",".join(lab["tenants"]) or "-", _age(lab["age_seconds"]),
+                          str(len(lab["kubeconfigs"])))
+        _emit(table)
+        for left in found["leftovers"]:
+            err.print(f"leftover: lab '{left['name']}' has containers but no state "
+                      f"({', '.join(left['containers'])}); remove with `{left['remove']}`",
+                      markup=False)
+        return 0
+
+    _guard(body)
+
+
+app.command("ls", help="Alias of `gpulab labs`.")(labs_command)
+
+
+@app.command("version")
+def version_command(output: OutputOpt = Output.text) -> None:
+    """gpulab's version and every version it deploys, per built-in profile (for bug reports)."""
+
+    def body() -> int:
+        from gpulab.profile.load import builtin_profiles
+        from gpulab.tools import HELM_VERSION
+
+        info: dict[str, Any] = {"gpulab": __version__, "python": sys.version.split()[0],
+                                "helm": HELM_VERSION, "profiles": {}}
+        for name in builtin_profiles():
+            try:
+                info["profiles"][name] = _load(name).profile.pins()
+            except GpulabError as error:
+                info["profiles"][name] = {"error": str(error)}
+        if output is not Output.text:
+            _data(info, output)
+            return 0
+        lines = [f"gpulab {info['gpulab']} (python {info['python']}, helm {info['helm']})"]
+        for name, pins in info["profiles"].items():
+            if "error" in pins:
+                lines.append(f"{name}: {pins['error']}")
+                continue
+            lines.append(f"{name}: kind {pins['kind']}, node {pins['node_image']}")
+            lines += [f"  chart {c['chart']} {c['version']} ({c['from']})" for c in pins["charts"]]
+            lines += [f"  manifest {m['component']} {m['version']}" for m in pins["manifests"]]
+            lines += [f"  {where}: {tag}" for where, tag in pins["images"].items()]
+        _emit("\n".join(lines))
         return 0
 
     _guard(body)

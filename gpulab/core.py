@@ -38,6 +38,7 @@ __all__ = [
     "down",
     "lab_adapters",
     "lab_name",
+    "labs",
     "plan_steps",
     "preflight",
     "read_docker",
@@ -306,6 +307,85 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Tear
         result.kept.append("Docker network 'kind' (shared by every kind cluster on this host; "
                            "`docker network rm kind` when nothing uses it)")
     return result
+
+
+# --------------------------------------------------------------------------- labs
+
+
+def labs(reader: DockerReader | None) -> dict[str, Any]:
+    """Every lab on this host, from the state folder and Docker's labels: `labs` (one dict per
+    lab with a state folder: profile, stack, state ready | partial | broken, tenants, age,
+    kubeconfigs) and `leftovers` (labs with containers but no state folder, each with the
+    command that removes them). Without Docker (`reader` None) states are `unknown`."""
+    import time
+
+    from gpulab.naming import LABEL_LAB
+    from gpulab.paths import labs_root
+
+    containers: dict[str, list[Any]] = {}
+    if reader is not None:
+        for info in reader.containers({}):
+            lab = info.labels.get(LABEL_LAB) or _kind_lab(info.labels)
+            if lab:
+                containers.setdefault(lab, []).append(info)
+    root = labs_root()
+    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    rows = []
+    for folder in folders:
+        lab = folder.name
+        ref = recorded_profile(lab)
+        members, stack = _recorded_members(ref)
+        kubeconfigs = sorted(p.stem for p in folder.glob("*.kubeconfig"))
+        found = containers.get(lab, [])
+        record = folder / LAB_RECORD
+        since = record.stat().st_mtime if record.exists() else folder.stat().st_mtime
+        rows.append({
+            "name": lab,
+            "profile": ref or "",
+            "stack": stack,
+            "state": _lab_state(found, kubeconfigs, members, reader is not None),
+            "tenants": members,
+            "age_seconds": int(time.time() - since),
+            "containers": sorted(f"{c.name} {c.status}" for c in found),
+            "kubeconfigs": [str(folder / f"{name}.kubeconfig") for name in kubeconfigs],
+        })
+    known = {row["name"] for row in rows}
+    leftovers = [{"name": lab, "containers": sorted(c.name for c in found),
+                  "remove": f"gpulab down --name {lab}"}
+                 for lab, found in sorted(containers.items()) if lab not in known]
+    return {"labs": rows, "leftovers": leftovers}
+
+
+def _kind_lab(labels: Any) -> str:
+    cluster = str(labels.get("io.x-k8s.kind.cluster", ""))
+    return cluster.removeprefix("gpulab-") if cluster.startswith("gpulab-") else ""
+
+
+def _recorded_members(ref: str | None) -> tuple[list[str], str]:
+    """The tenants (teams) and stack of a recorded profile reference ([] and '' if unreadable)."""
+    if ref is None:
+        return [], ""
+    from gpulab.stacks import load_profile
+
+    try:
+        profile = load_profile(ref).profile
+    except GpulabError:
+        return [], ""
+    return profile.member_names(), profile.stack
+
+
+def _lab_state(found: list[Any], kubeconfigs: list[str], members: list[str],
+               observed: bool) -> str:
+    """ready: containers all running and every kubeconfig saved; broken: a container is not
+    running; partial: otherwise (being built, or failed half-way)."""
+    if not observed:
+        return "unknown"
+    if any(not c.running for c in found):
+        return "broken"
+    wanted = {"management", *members}
+    if found and members and wanted <= set(kubeconfigs):
+        return "ready"
+    return "partial"
 
 
 # --------------------------------------------------------------------------- status

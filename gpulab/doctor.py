@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_LAB, kind_cluster_name
 from gpulab.netcalc import ipv4_subnets
+from gpulab.tools import HELM_VERSION
 
 if TYPE_CHECKING:
     from gpulab.adapters.base import ContainerInfo, ContainerRuntime, NetworkInfo, RuntimeInfo
@@ -115,7 +116,7 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
             if snapshot.swap_active else "swap is off",
         ))
     out.append(_tool("kind", snapshot.kind_version, profile.management.kind_version))
-    out.append(_tool("helm", snapshot.helm_version, "v3.8.0", minimum=True))
+    out.append(_tool("helm", snapshot.helm_version, HELM_VERSION, minimum=True))
     from_git = [c.display for c in profile.charts() if c.commit]
     if from_git:
         out.append(Finding(

@@ -213,6 +213,34 @@ class LabProfile(Strict):
         """(field path, CIDR) pairs that must not overlap the Docker network."""
         return []
 
+    def pins(self) -> dict[str, Any]:
+        """Every pinned version the profile deploys (for `gpulab version`): kind and its node
+        image, each chart, each manifest, and every image tag field."""
+        pins: dict[str, Any] = {"kind": self.management.kind_version,
+                                "node_image": self.management.node_image,
+                                "charts": [], "manifests": [], "images": {}}
+
+        def walk(value: Any, path: str) -> None:
+            if isinstance(value, ChartRef):
+                pins["charts"].append({"chart": value.name, "version": value.version,
+                                       "from": value.display})
+            elif isinstance(value, ManifestComponent):
+                pins["manifests"].append({"component": path.rsplit(".", 1)[-1],
+                                          "version": value.version, "url": value.url})
+            if isinstance(value, BaseModel) and not isinstance(value, ChartRef):
+                for name in type(value).model_fields:
+                    field = getattr(value, name)
+                    where = f"{path}.{name}" if path else name
+                    if isinstance(field, str) and (name.endswith("_tag") or name == "image"):
+                        pins["images"][where] = field
+                    walk(field, where)
+            elif isinstance(value, (list, tuple)):
+                for index, item in enumerate(value):
+                    walk(item, f"{path}[{index}]")
+
+        walk(self, "")
+        return pins
+
     def charts(self) -> list[ChartRef]:
         """Every chart the profile names, wherever it sits in the model."""
         found: list[ChartRef] = []

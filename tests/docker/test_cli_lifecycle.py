@@ -151,3 +151,28 @@ def test_plan_reads_the_pool_from_a_real_dual_stack_network(
     assert pool["spec"]["addresses"] == [f"{net[200]}-{net[250]}"]
     assert ":" not in pool["spec"]["addresses"][0]
 
+
+
+def test_down_removes_the_contexts_merged_into_the_users_kubeconfig(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _isolated_home: Path) -> None:
+    import json as _json
+
+    import yaml as _yaml
+
+    lab = unique("merged")
+    folder = _isolated_home / "labs" / lab
+    folder.mkdir(parents=True)
+    (folder / "lab.json").write_text(_json.dumps({"profile": "kamaji-hami"}))
+    (folder / "tenant-a.kubeconfig").write_text(_yaml.safe_dump({
+        "clusters": [{"name": "t", "cluster": {"server": "https://t:6443"}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "t", "user": "u"}}],
+        "current-context": "c"}))
+    target = tmp_path / "config"
+    monkeypatch.setenv("KUBECONFIG", str(target))
+    merged = runner.invoke(app, ["kubeconfig", "tenant-a", "--name", lab, "--merge"])
+    assert merged.exit_code == 0, merged.stderr
+    down = runner.invoke(app, ["down", "--name", lab])
+    assert down.exit_code == 0, down.stderr
+    assert f"removed context gpulab-{lab}-tenant-a from {target}" in down.stderr
+    assert _yaml.safe_load(target.read_text())["contexts"] == []
