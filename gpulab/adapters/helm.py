@@ -42,7 +42,7 @@ __all__ = ["PyHelm3Gateway", "chart_reference"]
 T = TypeVar("T")
 
 _CHART_NAME = re.compile(r"^[a-z0-9-]+$")
-_INSTALL_HINT = "install helm (v3.8+ or v4) on PATH, or run `bash .ci/setup-host.sh`"
+_INSTALL_HINT = "install helm (v3.8+ or v4) on PATH, or run `gpulab doctor --install-tools`"
 
 
 def chart_reference(release: HelmRelease, helm: str | None = None
