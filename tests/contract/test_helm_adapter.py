@@ -131,7 +131,7 @@ def test_missing_helm_is_a_host_error(tmp_path: Path) -> None:
         PyHelm3Gateway(None, executable=str(tmp_path / "no-helm"))
     assert "helm not found" in str(info.value)
     assert info.value.hint is not None
-    assert "setup-host.sh" in info.value.hint
+    assert "gpulab doctor --install-tools" in info.value.hint
     with pytest.raises(HostError):
         PyHelm3Gateway(None, executable="gpulab-no-such-helm")
 
