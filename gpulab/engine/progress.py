@@ -23,7 +23,8 @@ _MARKS = {"done": "✓", "skipped": "✓", "failed": "✗"}
 
 
 class PlainReporter:
-    """`• title` when a step starts, `✓ title (12.3s)` / `✗ title: error` when it ends."""
+    """One line per step when it ends: `✓ title [12.3s]` / `✗ title [0.4s]` (the error follows
+    once, from the command); with `verbose`, `• title ...` when it starts and its notes."""
 
     def __init__(self, stream: TextIO | None = None, *, verbose: bool = False) -> None:
         self.stream = stream or sys.stderr
@@ -38,8 +39,8 @@ class PlainReporter:
             print(line, file=self.stream, flush=True)
 
     def format(self, event: Event) -> str | None:
-        if event.kind == "started":
-            return f" • {event.title} ..."
+        if event.kind == "started":  # one line per step (when it ends); -v also shows starts
+            return f" • {event.title} ..." if self.verbose else None
         if event.kind == "note":
             return f"   {event.message}" if self.verbose else None
         mark = _MARKS.get(event.kind, "?")

@@ -271,3 +271,25 @@ def test_step_timings_are_kept_for_status_and_junit() -> None:
     report, _ = for_name("kamaji-hami").replay(RECORDINGS / "writeup-healthy", None)
     xml = junit_xml(report, properties={"up.tenant-a/join.seconds": "31.0"})
     assert '<property name="up.tenant-a/join.seconds" value="31.0"' in xml
+
+
+def test_plain_progress_is_one_line_per_step_with_its_duration() -> None:
+    import io
+
+    from gpulab.engine.progress import PlainReporter
+    from gpulab.engine.runner import Event
+
+    stream = io.StringIO()
+    reporter = PlainReporter(stream)
+    for event in (Event("a", "started", "Creating", 0.0, ""),
+                  Event("a", "note", "Creating", 0.0, "kind create"),
+                  Event("a", "done", "Creating", 12.34, ""),
+                  Event("b", "started", "Joining", 0.0, ""),
+                  Event("b", "failed", "Joining", 0.4, "kubeadm join failed")):
+        reporter(event)
+    assert stream.getvalue().splitlines() == [" ✓ Creating [12.3s]", " ✗ Joining [0.4s]"]
+    verbose = io.StringIO()
+    loud = PlainReporter(verbose, verbose=True)
+    loud(Event("a", "started", "Creating", 0.0, ""))
+    loud(Event("a", "note", "Creating", 0.0, "kind create"))
+    assert verbose.getvalue().splitlines() == [" • Creating ...", "   kind create"]
