@@ -158,10 +158,10 @@ def _privileged(snapshot: HostSnapshot, info: RuntimeInfo) -> list[Finding]:
     if info.authorization_plugins:
         return [Finding("privileged", "warn",
                         f"authorization plugin(s) {', '.join(info.authorization_plugins)} may "
-                        "refuse --privileged (not probed: no kindest/node image here yet)",
+                        "refuse --privileged (not probed: no image on this host yet)",
                         PRIVILEGED_ADVICE)]
     return [Finding("privileged", "ok",
-                    f"{mode} Docker (not probed: no kindest/node image on this host yet)")]
+                    f"{mode} Docker (not probed: no image on this host yet)")]
 
 
 def _major(version: str) -> int:
@@ -266,6 +266,24 @@ def _tool_version(binary: str | None, argv: list[str], pattern: str) -> str | No
     return match.group(1) if match else "unknown"
 
 
+# What an image without a shell answers: the probe says nothing about privileges then.
+_NO_SHELL = ("no such file", "executable file not found", "exec format error")
+
+
+def _probe_privileged(runtime: ContainerRuntime, wanted: tuple[str, ...]
+                      ) -> tuple[str, str | None]:
+    """(image, answer) of the privileged probe: the profile's kindest/node image when it is on
+    the host, else a few images already there; ("", None) when none gives an answer."""
+    candidates = [i for i in wanted if runtime.image_present(i)]
+    candidates += [i for i in runtime.local_images(10) if i not in candidates]
+    for image in candidates[:5]:
+        answer = runtime.probe_privileged(image)
+        if answer and any(marker in answer.lower() for marker in _NO_SHELL):
+            continue  # the image has no /bin/sh: try another
+        return image, answer
+    return "", None
+
+
 def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
                  kind_binary: str | None = None, helm_binary: str | None = None,
                  kind_clusters: tuple[str, ...] = (),
@@ -282,9 +300,7 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
             info = runtime.info()
             containers = tuple(runtime.containers({}))
             networks = tuple(runtime.networks())
-            probe_image = next((i for i in probe_images if runtime.image_present(i)), "")
-            if probe_image:
-                probe = runtime.probe_privileged(probe_image)
+            probe_image, probe = _probe_privileged(runtime, probe_images)
         except GpulabError as err:
             docker_error = str(err)
             info = None

@@ -244,6 +244,9 @@ class FakeRuntime:
             return ExecResult(1, "", "modprobe: FATAL: Module br_netfilter not found")
         return ExecResult(127, "", f"unknown command {argv}")
 
+    def local_images(self, limit: int = 20) -> list[str]:
+        return sorted(self.world.host_images)[:limit]
+
     def probe_privileged(self, image: str) -> str:
         self.world.faults.hit(f"docker.probe:{image}")
         return self.world.privileged_refused

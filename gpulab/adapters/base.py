@@ -261,6 +261,10 @@ class ContainerRuntime(Protocol):
         """Whether a line of the container's output matches `pattern` within `timeout` s."""
         ...
 
+    def local_images(self, limit: int = 20) -> list[str]:
+        """Tagged images already on the host (a few), newest first."""
+        ...
+
     def probe_privileged(self, image: str) -> str:
         """Run `true` in a throw-away --privileged container of `image` (present on the host):
         '' when the engine allows it, else the engine's reason."""

@@ -488,6 +488,14 @@ class DockerRuntime:
             raise AdapterError(f"container {spec.name} vanished right after it was started")
         return info
 
+    def local_images(self, limit: int = 20) -> list[str]:
+        with self._mapped("list images"):
+            found = self._api.images() or []
+        found = sorted(found, key=lambda i: int(i.get("Created") or 0), reverse=True)
+        tags = [t for image in found for t in (image.get("RepoTags") or [])
+                if t and t != "<none>:<none>"]
+        return tags[:limit]
+
     def probe_privileged(self, image: str) -> str:
         """'' when a --privileged container of `image` runs `true`, else why not (one line)."""
         api = self._api

@@ -140,3 +140,28 @@ def test_no_git_finding_without_a_git_chart() -> None:
     assert not [c for c in kai_profile.charts() if c.commit]
     assert kai_profile.charts()  # it does name charts, just none from git
     assert "git" not in _by_check(diagnose(_snapshot(git_found=False), kai_profile, "x"))
+
+
+def test_the_probe_falls_back_to_images_on_the_host_and_skips_shell_less_ones() -> None:
+    from gpulab.doctor import _probe_privileged
+
+    class Runtime:
+        def __init__(self) -> None:
+            self.probed: list[str] = []
+
+        def image_present(self, image: str) -> bool:
+            return False  # the profile's kindest/node is not pulled yet
+
+        def local_images(self, limit: int = 20) -> list[str]:
+            return ["distroless:1", "busybox:1"]
+
+        def probe_privileged(self, image: str) -> str:
+            self.probed.append(image)
+            if image == "distroless:1":
+                return 'exec: "/bin/sh": stat /bin/sh: no such file or directory'
+            return "unable to apply caps: operation not permitted"
+
+    runtime = Runtime()
+    image, answer = _probe_privileged(runtime, ("kindest/node:v1.36.4",))  # type: ignore[arg-type]
+    assert runtime.probed == ["distroless:1", "busybox:1"]
+    assert (image, answer) == ("busybox:1", "unable to apply caps: operation not permitted")
