@@ -11,6 +11,8 @@ import os
 import stat
 from pathlib import Path
 
+import docker
+import docker.errors
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -80,7 +82,7 @@ def test_up_stops_at_the_first_step_needing_the_internet_and_leaves_nothing(
     if not any((Path(p) / "helm").exists() for p in os.environ["PATH"].split(os.pathsep)):
         pytest.skip("helm not on PATH (CI installs it via .ci/setup-host.sh)")
     lab = unique("up")
-    result = runner.invoke(app, ["up", "--name", lab])
+    result = runner.invoke(app, ["up", "--name", lab, "--skip-preflight"])
     assert result.exit_code == 1, (result.stdout, result.stderr)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.stderr
@@ -176,3 +178,24 @@ def test_down_removes_the_contexts_merged_into_the_users_kubeconfig(
     assert down.exit_code == 0, down.stderr
     assert f"removed context gpulab-{lab}-tenant-a from {target}" in down.stderr
     assert _yaml.safe_load(target.read_text())["contexts"] == []
+
+
+def test_up_preflight_refuses_a_docker_that_cannot_run_privileged_nodes(
+        fake_kind_path: Path, client, _isolated_home: Path) -> None:
+    """On this CI host Docker refuses --privileged ("unable to apply caps"): `up` must say so
+    before creating anything, with kind's advice, instead of failing deep inside kind."""
+    from tests.docker.conftest import TEST_IMAGE
+
+    try:
+        client.containers.run(TEST_IMAGE, ["true"], privileged=True, remove=True)
+    except docker.errors.DockerException:
+        pass
+    else:
+        pytest.skip("this Docker runs privileged containers: nothing to refuse")
+    lab = unique("priv")
+    result = runner.invoke(app, ["up", "--name", lab])
+    assert result.exit_code == 4, (result.stdout, result.stderr)
+    assert "preflight: privileged: Docker refused a --privileged container" in result.stderr
+    assert "kind.sigs.k8s.io/docs/user/rootless" in result.stderr
+    assert _labelled(client, lab) == []
+    assert not (_isolated_home / "labs" / lab).exists()
