@@ -199,3 +199,17 @@ def test_up_preflight_refuses_a_docker_that_cannot_run_privileged_nodes(
     assert "kind.sigs.k8s.io/docs/user/rootless" in result.stderr
     assert _labelled(client, lab) == []
     assert not (_isolated_home / "labs" / lab).exists()
+
+
+def test_status_json_carries_the_step_timings_of_up(_isolated_home: Path) -> None:
+    import json as _json
+
+    lab = unique("timed")
+    folder = _isolated_home / "labs" / lab
+    folder.mkdir(parents=True)
+    (folder / "lab.json").write_text(_json.dumps({"profile": "kamaji-hami"}))
+    timings = [{"step": "management/cluster", "outcome": "done", "seconds": 21.5}]
+    (folder / "timings.json").write_text(_json.dumps(timings))
+    result = runner.invoke(app, ["status", "--name", lab, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert _json.loads(result.stdout)["timings"] == timings

@@ -293,3 +293,26 @@ def test_plain_progress_is_one_line_per_step_with_its_duration() -> None:
     loud(Event("a", "started", "Creating", 0.0, ""))
     loud(Event("a", "note", "Creating", 0.0, "kind create"))
     assert verbose.getvalue().splitlines() == [" • Creating ...", "   kind create"]
+
+
+def test_after_up_the_lab_is_explained_like_kind_does(monkeypatch) -> None:
+    """What `up` prints when it built something: how long each step took, then how to use the
+    lab (export KUBECONFIG, kubectl get nodes, gpulab verify with the --name used)."""
+    from gpulab.engine.runner import Outcome, RunResult, StepResult
+
+    def fake_up(profile, name, reporter, **_kwargs):
+        return RunResult(results=[StepResult("management/cluster", "Creating", Outcome.DONE,
+                                             20.0),
+                                  StepResult("tenant-a/join", "Joining", Outcome.DONE, 31.5)])
+
+    monkeypatch.setattr(core, "up", fake_up)
+    result = runner.invoke(app, ["up", "--name", "demo"])
+    assert result.exit_code == 0, result.stderr
+    folder = lab_dir("demo")
+    assert f"export KUBECONFIG={folder / 'tenant-a.kubeconfig'}" in result.stderr
+    assert "kubectl get nodes" in result.stderr
+    assert "gpulab verify --name demo" in result.stderr
+    rows = [line.split() for line in result.stderr.splitlines()]
+    assert ["tenant-a/join", "done", "31.5"] in rows and ["total", "51.5"] in rows
+    assert [t["step"] for t in core.recorded_timings("demo")] == ["management/cluster",
+                                                                  "tenant-a/join"]
