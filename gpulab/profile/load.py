@@ -16,6 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from gpulab.errors import ProfileError, UsageError
+from gpulab.profile import safe_yaml
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -32,6 +33,7 @@ __all__ = [
     "load_profile",
     "parse_profile",
     "profiles_dir",
+    "read_profile_file",
 ]
 
 PROFILES_ENV = "GPULAB_PROFILES_DIR"
@@ -84,13 +86,45 @@ def load_profile(ref: str | None, models: Mapping[str, type[LabProfile]]) -> Loa
             f"unknown profile '{ref}'",
             hint=f"built-in profiles: {known}; or pass a file path to --profile",
         )
-    if not path.is_file():
-        raise UsageError(f"profile file not found: {path}", hint="check the --profile path")
+    data = read_profile_file(path)
+    text, problem = safe_yaml.decode(data)
+    if problem:
+        raise ProfileError(str(path), [f"{path}: {problem}"])
+    return LoadedProfile(parse_profile(text, models, str(path)), path, builtin)
+
+
+def read_profile_file(path: Path) -> bytes:
+    """The file's bytes (at most safe_yaml.MAX_BYTES + 1), or UsageError saying what it is
+    instead: missing, a directory, a FIFO or device, unreadable, a name too long."""
+    import errno
+    import stat
+
     try:
-        text = path.read_text(encoding="utf-8")
+        info = path.stat()
+    except FileNotFoundError:
+        raise UsageError(f"profile file not found: {path}", hint="check the --profile path") \
+            from None
+    except OSError as err:
+        if err.errno == errno.ENAMETOOLONG:
+            raise UsageError(f"profile path is too long for this system ({len(str(path))} "
+                             "characters)", hint="move the file, or use a shorter path") from None
+        raise UsageError(f"cannot read profile {path}: {err.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"profile {path} is a directory, not a file",
+                         hint="give the YAML file inside it, e.g. --profile DIR/lab.yaml")
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode) else
+                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
+                "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise UsageError(f"profile {path} is {kind}", hint="give a regular YAML file")
+    try:
+        with path.open("rb") as handle:
+            return handle.read(safe_yaml.MAX_BYTES + 1)
+    except PermissionError:
+        raise UsageError(f"no permission to read profile {path}",
+                         hint="check the file's permissions") from None
     except OSError as err:
         raise UsageError(f"cannot read profile {path}: {err.strerror}") from None
-    return LoadedProfile(parse_profile(text, models, str(path)), path, builtin)
 
 
 def parse_profile(
@@ -98,13 +132,19 @@ def parse_profile(
 ) -> LabProfile:
     """Validate profile YAML text against the model its `stack` names; every problem becomes one
     `source:line: path: msg` line."""
+    problem = safe_yaml.check_bytes(text.encode("utf-8", "surrogatepass"))
+    if problem:
+        raise ProfileError(source, [f"{source}: {problem}"])
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root, unsafe = safe_yaml.compose(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
         raise ProfileError(source, [f"{source}{line}: not valid YAML: {problem}"]) from None
+    if unsafe:
+        raise ProfileError(source, [f"{source}{f':{line}' if line else ''}: {message}"
+                                    for line, message in unsafe])
     if root is None:
         raise ProfileError(source, [f"{source}: the file is empty"])
     lines: dict[Loc, int] = {}
