@@ -97,6 +97,13 @@ def _complete_checks(ctx: typer.Context, incomplete: str) -> list[str]:
     return [i for i in ids if i.lower().startswith(incomplete.lower())]
 
 
+def _not_blank(value: str | None) -> str | None:
+    """`--name ''` or `-p "$UNSET"` must not quietly mean the default lab or profile."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("must not be empty (leave the option out for the default)")
+    return value
+
+
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", parser=_output,
                                            help="text, yaml or json")]
 ProfileOpt = Annotated[
@@ -106,12 +113,13 @@ ProfileOpt = Annotated[
         help="Built-in profile name (see `gpulab profiles list`) or a path to a profile file. "
         "Default: kamaji-hami.",
         autocompletion=_complete_profiles,
+        callback=_not_blank,
     ),
 ]
 NameOpt = Annotated[
     str | None,
     typer.Option("--name", "-n", help="Lab name; defaults to the profile's `name`.",
-                 autocompletion=_complete_labs),
+                 autocompletion=_complete_labs, callback=_not_blank),
 ]
 
 

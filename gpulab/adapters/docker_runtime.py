@@ -69,18 +69,36 @@ def connect(timeout: float = 10) -> DockerRuntime:
         client = docker.from_env(timeout=timeout)
     except docker.errors.DockerException as err:
         raise _unreachable(err, host, timeout) from err
+    except (ValueError, NameError) as err:  # docker-py parses DOCKER_HOST with urllib
+        raise _malformed(host, err) from None
     runtime = DockerRuntime(client.api, host=host, timeout=timeout)
     try:
         client.api.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
         runtime.close()
         raise _unreachable(err, host, timeout) from err
+    except (ValueError, NameError) as err:
+        runtime.close()
+        raise _malformed(host, err) from None
     return runtime
+
+
+def _malformed(host: str, err: BaseException) -> HostError:
+    """DOCKER_HOST that docker-py cannot even parse (a bad port, a broken IPv6 address) or an
+    ssh:// address without its ssh support (paramiko) installed."""
+    if host.startswith("ssh://") and isinstance(err, NameError):
+        return HostError(f"DOCKER_HOST '{host}' needs docker-py's ssh support",
+                         hint="pip install paramiko, or point DOCKER_HOST at a unix:// or "
+                              "tcp:// address")
+    return HostError(f"DOCKER_HOST '{host}' is not a Docker address ({_one_line(str(err))})",
+                     hint="use e.g. unix:///var/run/docker.sock or tcp://HOST:2375, or unset it")
 
 
 def _unreachable(err: BaseException, host: str, timeout: float) -> HostError:
     """Why the engine at `host` could not be reached, as one line with what to do."""
     text = str(err)
+    if "SSHHTTPAdapter" in text or "paramiko" in text:
+        return _malformed(host, NameError(text))
     if "Invalid bind address" in text or "Invalid port" in text or "URLSchemeUnknown" in text:
         return HostError(
             f"DOCKER_HOST '{host}' is not a Docker address",

@@ -316,3 +316,35 @@ def test_after_up_the_lab_is_explained_like_kind_does(monkeypatch) -> None:
     assert ["tenant-a/join", "done", "31.5"] in rows and ["total", "51.5"] in rows
     assert [t["step"] for t in core.recorded_timings("demo")] == ["management/cluster",
                                                                   "tenant-a/join"]
+
+
+# --------------------------------------------------------------------------- hostile flags
+
+
+@pytest.mark.parametrize("argv", [["down", "--name", ""], ["down", "--name", "  "],
+                                  ["status", "-p", ""], ["up", "-p", " ", "--name", "x"],
+                                  ["verify", "--name", ""]])
+def test_empty_name_or_profile_never_means_the_default(argv: list[str]) -> None:
+    """`gpulab down --name "$UNSET"` must not remove the default lab."""
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2
+    assert "must not be empty" in result.stderr
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ("tcp://", "is not a Docker address"),
+    ("foo", "is not a Docker address"),
+    ("tcp://host:notaport", "is not a Docker address (Port could not be cast"),
+    ("tcp://[::1", "is not a Docker address (Invalid IPv6 URL)"),
+    ("ssh://me@host", "needs docker-py's ssh support"),
+    ("npipe:////./pipe/docker_engine", "only supported on Windows"),
+    ("unix:///nonexistent/docker.sock", "no Docker engine at unix:///nonexistent/docker.sock"),
+])
+def test_every_malformed_docker_host_is_one_clean_line(monkeypatch, host: str,
+                                                       expected: str) -> None:
+    monkeypatch.setenv("DOCKER_HOST", host)
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 4, (result.stderr, result.exception)
+    assert expected in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr
