@@ -304,6 +304,15 @@ def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, 
     return loaded, core.lab_name(loaded.profile, name)
 
 
+def _locked(lab: str, command: str) -> Any:
+    """The lab's one-writer lock for this command (gpulab.lock)."""
+    from gpulab.lock import lab_lock
+    from gpulab.paths import lab_dir
+
+    return lab_lock(lab, lab_dir(lab), command,
+                    note=lambda message: err.print(f"note: {message}", markup=False))
+
+
 def _flags(profile: str | None, name: str | None) -> str:
     """The -p/--name the user gave, for hints that must work when pasted."""
     import shlex
@@ -373,7 +382,8 @@ def up(
         again = f"gpulab up{_flags(profile, name)}"
         if not json_events:
             err.print(f"Building lab '{lab}' from {loaded.source}", markup=False)
-        with make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
+        with _locked(lab, f"up{_flags(profile, name)}"), \
+                make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
             result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
         if result.built_anything:  # a lab that exists remembers its profile for `--name`
             core.record_profile(lab, loaded)
@@ -457,7 +467,8 @@ def down(
             from gpulab.adapters.kind import KindCli
 
             kind = KindCli(binary=kind_binary)
-        result = core.down(lab, runtime, kind)
+        with _locked(lab, f"down{_flags(profile, name)}"):
+            result = core.down(lab, runtime, kind)
         from gpulab import kubeconfigs
 
         target = kubeconfigs.user_kubeconfig()
@@ -673,8 +684,9 @@ def verify(
 
             if not machine:
                 err.print(f"verifying lab '{lab}' ...", markup=False)
-            report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
-                                 progress=progress)
+            with _locked(lab, f"verify{_flags(profile, name)}"):
+                report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
+                                     progress=progress)
         if record is not None:
             core.record_verify(record, report, recorded_profile)
         if junit is not None:

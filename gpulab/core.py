@@ -292,10 +292,20 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Tear
         for network in runtime.networks(labels):
             if runtime.remove_network(network.name):
                 result.removed.append(f"network {network.name}")
+    from gpulab.lock import LOCK_FILE
+
     folder = lab_dir(lab)
     if folder.exists():
-        shutil.rmtree(folder)
-        result.removed.append(f"lab files {folder}")
+        files = [p for p in folder.iterdir() if p.name != LOCK_FILE]  # down holds the lock
+        for path in files:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        if files:
+            result.removed.append(f"lab files {folder}")
+        if not (folder / LOCK_FILE).exists():
+            folder.rmdir()  # else the lock's release removes the emptied folder
     for labels in ({LABEL_LAB: lab}, kind_label):
         result.leftovers += [f"container {c.name}" for c in runtime.containers(labels)]
         result.leftovers += [f"volume {v}" for v in runtime.volumes(labels)]

@@ -10,6 +10,7 @@ from enum import IntEnum
 
 __all__ = [
     "AdapterError",
+    "BusyError",
     "CheckError",
     "ExitCode",
     "GpulabError",
@@ -28,6 +29,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad flags, unknown profile, invalid profile file
     CHECKS_FAILED = 3  # `verify` ran and at least one check failed
     HOST = 4  # the host cannot run the lab: Docker unreachable, missing tool, preflight failed
+    BUSY = 5  # another gpulab command holds the lab (up, down or verify): try again later
     INTERRUPTED = 130
 
 
@@ -49,6 +51,12 @@ class UsageError(GpulabError):
     """Bad command-line input: unknown names, conflicting flags."""
 
     exit_code = ExitCode.USAGE
+
+
+class BusyError(GpulabError):
+    """Another gpulab command is changing the lab; names which one."""
+
+    exit_code = ExitCode.BUSY
 
 
 class ProfileError(UsageError):
