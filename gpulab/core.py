@@ -60,9 +60,15 @@ def lab_name(profile: LabProfile, override: str | None) -> str:
     """The lab's name: `--name`, else the profile's; must be a DNS-1123 label."""
     name = override or profile.name
     try:
-        return dns_label(name)
+        lab = dns_label(name)
     except ValueError as err:
         raise UsageError(f"--name: {err}") from None
+    problems = profile.name_problems(lab)
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"lab name '{lab}' is too long: {problems[0]}{more}",
+                         hint="choose a shorter --name (or shorter tenant names)")
+    return lab
 
 
 def connect_runtime(timeout: float = 10) -> ContainerRuntime:

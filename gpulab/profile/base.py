@@ -158,6 +158,14 @@ class ManifestComponent(Strict):
         return self.manifest.replace("{version}", self.version)
 
 
+KIND_SUPPORTED = ((0, 31), (0, 33))  # kind minors whose node images gpulab pins
+# kind appends "-control-plane" (14 characters) to a cluster's name for its node's hostname and
+# caps names at 50 (pkg/cluster/internal/create/create.go, clusterNameMax); a hostname is at most
+# 63 characters (a DNS label).
+KIND_CLUSTER_NAME_MAX = 50
+HOSTNAME_MAX = 63
+
+
 class ManagementSpec(Strict):
     """The kind management cluster."""
 
@@ -168,6 +176,26 @@ class ManagementSpec(Strict):
     _img = field_validator("node_image")(pinned_image)
 
     _tag = field_validator("kind_version")(release_tag)
+
+    @field_validator("network")
+    @classmethod
+    def _network(cls, value: str) -> str:
+        if value in ("host", "none", "bridge"):
+            raise ValueError(f"'{value}' is Docker's own network; kind nodes need a user-defined "
+                             "bridge network such as 'kind'")
+        if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}", value):
+            raise ValueError(f"'{value}' is not a Docker network name")
+        return value
+
+    @field_validator("kind_version")
+    @classmethod
+    def _kind_range(cls, value: str) -> str:
+        minor = tuple(int(x) for x in value.lstrip("v").split(".")[:2])
+        if not KIND_SUPPORTED[0] <= minor <= KIND_SUPPORTED[1]:
+            low, high = (f"v{a}.{b}" for a, b in KIND_SUPPORTED)
+            raise ValueError(f"kind {value} is outside what gpulab supports ({low} to {high}.x: "
+                             "the node images it pins are built for them)")
+        return value
 
 
 
@@ -212,6 +240,18 @@ class LabProfile(Strict):
     def docker_cidrs(self) -> list[tuple[str, str]]:
         """(field path, CIDR) pairs that must not overlap the Docker network."""
         return []
+
+    def composed_names(self, lab: str) -> list[tuple[str, str, int]]:
+        """(what, name, limit) for every name the lab composes from its name and the profile,
+        with the limit of the system that receives it."""
+        from gpulab.naming import kind_cluster_name
+
+        return [("the kind cluster", kind_cluster_name(lab), KIND_CLUSTER_NAME_MAX)]
+
+    def name_problems(self, lab: str) -> list[str]:
+        """One line per composed name over its limit, with the name."""
+        return [f"{what} would be named '{name}' ({len(name)} characters; at most {limit})"
+                for what, name, limit in self.composed_names(lab) if len(name) > limit]
 
     def pins(self) -> dict[str, Any]:
         """Every pinned version the profile deploys (for `gpulab version`): kind and its node

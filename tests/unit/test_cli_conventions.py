@@ -348,3 +348,15 @@ def test_every_malformed_docker_host_is_one_clean_line(monkeypatch, host: str,
     assert expected in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in result.stderr
+
+
+def test_a_lab_name_too_long_for_what_it_composes_is_refused_with_the_name() -> None:
+    long = "a" * 41  # a DNS label; gpulab-<lab>-tenant-a-worker is 64 characters (> 63)
+    result = runner.invoke(app, ["plan", "--name", long])
+    assert result.exit_code == 2, result.stderr
+    assert f"lab name '{long}' is too long" in result.stderr
+    assert f"gpulab-{long}-tenant-a-worker" in result.stderr and "at most 63" in result.stderr
+    kind_limit = runner.invoke(app, ["plan", "-p", "vcluster-kai", "--name", "b" * 44])
+    assert kind_limit.exit_code == 2
+    assert "the kind cluster would be named" in kind_limit.stderr and "at most 50" in (
+        kind_limit.stderr)

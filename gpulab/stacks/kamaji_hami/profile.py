@@ -75,6 +75,8 @@ class MetalLBSpec(ManifestComponent):
     """MetalLB in L2 mode; the address pool is derived from the kind network at `up`."""
 
     pool_name: str = "kind-ip-pool"
+
+    _pool = field_validator("pool_name")(dns_label)
     pool_size: int = Field(default=51, ge=1, le=1024, description="addresses in the pool")
     pool_offset_from_top: int = Field(
         default=5,
@@ -88,6 +90,8 @@ class KamajiSpec(HelmComponent):
 
     image_tag: str = Field(description="clastix/kamaji image tag, e.g. 26.8.2-edge")
     tenant_namespace: str = "tenants"
+
+    _tenant_ns = field_validator("tenant_namespace")(dns_label)
 
     @field_validator("image_tag")
     @classmethod
@@ -228,6 +232,43 @@ class TenantSpec(Strict):
         return ids
 
 
+_SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")  # RFC 6598, common for pods
+
+
+def _usable_private(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
+    if net.is_loopback:
+        return "is loopback"
+    if net.is_link_local:
+        return "is link-local"
+    if net.is_multicast or net.is_reserved or net.is_unspecified:
+        return "is not a unicast range"
+    if not (net.is_private or net.subnet_of(_SHARED_ADDRESS_SPACE)):  # type: ignore[arg-type]
+        return "is not a private range (use 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or " \
+               "100.64.0.0/10)"
+    return ""
+
+
+def _cidr_problems(tenant: TenantSpec, at: tuple[str | int, ...]
+                   ) -> list[tuple[tuple[str | int, ...], str]]:
+    """Ranges a tenant's cluster can use: private; a pod range with a /24 per worker (the
+    controller-manager's default node mask); a service range kube-apiserver accepts (/12 to
+    /28: larger is refused, smaller leaves no room for the DNS address)."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    pod = ipaddress.ip_network(tenant.pod_cidr)
+    service = ipaddress.ip_network(tenant.service_cidr)
+    for field, net in (("pod_cidr", pod), ("service_cidr", service)):
+        why = _usable_private(net)
+        if why:
+            problems.append(((*at, field), f"{net} {why}"))
+    if pod.prefixlen > 24 or 2 ** (24 - pod.prefixlen) < tenant.workers.count:
+        problems.append(((*at, "pod_cidr"), f"{pod} is too small: each of the "
+                         f"{tenant.workers.count} worker(s) gets a /24"))
+    if not 12 <= service.prefixlen <= 28:
+        problems.append(((*at, "service_cidr"), f"{service} must be between /12 and /28 "
+                         "(kube-apiserver refuses larger; smaller has no room for DNS)"))
+    return problems
+
+
 class KamajiHamiProfile(LabProfile):
     """Kamaji hosted control planes per tenant, HAMi GPU sharing with mock GPUs."""
 
@@ -249,6 +290,10 @@ class KamajiHamiProfile(LabProfile):
             )
             if problem:
                 problems.append(((*at, "kubernetes_version"), problem))
+            if tenant.name == "management":
+                problems.append(((*at, "name"), "'management' is the management cluster's name "
+                                 "(its kubeconfig); choose another"))
+            problems += _cidr_problems(tenant, at)
             if ipaddress.ip_network(tenant.pod_cidr).overlaps(
                 ipaddress.ip_network(tenant.service_cidr)
             ):
@@ -285,6 +330,17 @@ class KamajiHamiProfile(LabProfile):
         memory = (base.memory_gib + TENANT_MEMORY_GIB * len(self.tenants)
                   + WORKER_MEMORY_GIB * workers)
         return HostNeeds(memory, base.disk_gib + TENANT_DISK_GIB * len(self.tenants), base.cpus)
+
+    def composed_names(self, lab: str) -> list[tuple[str, str, int]]:
+        from gpulab.profile.base import HOSTNAME_MAX
+
+        names = super().composed_names(lab)
+        for tenant in self.tenants:
+            last = tenant.workers.count - 1  # the longest: worker<N>
+            worker = f"gpulab-{lab}-{tenant.name}-worker{last if last else ''}"
+            names.append((f"{tenant.name}'s worker container and hostname (its Node name)",
+                          worker, HOSTNAME_MAX))
+        return names
 
     def docker_cidrs(self) -> list[tuple[str, str]]:
         return [(f"{t.name}.{field}", cidr) for t in self.tenants
