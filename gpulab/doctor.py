@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_LAB, kind_cluster_name
 from gpulab.netcalc import ipv4_subnets
+from gpulab.paths import labs_root
 from gpulab.tools import HELM_VERSION
 
 if TYPE_CHECKING:
@@ -65,6 +66,9 @@ class HostSnapshot:
     privileged_probe: str | None = None
     probe_image: str = ""
     git_found: bool = True
+    host_routes: tuple[str, ...] = ()  # IPv4 destinations of the host's routes (not default)
+    state_dir: str = ""  # where lab folders go (GPULAB_HOME or the XDG data dir)
+    state_problem: str = ""  # why gpulab cannot write there ('' when it can)
 
 
 def needs(profile: LabProfile) -> tuple[float, float, int]:
@@ -91,7 +95,7 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
     memory, disk, cpus = needs(profile)
     have_mem = info.memory_bytes / GIB
     out.append(Finding(
-        "memory", "ok" if have_mem >= memory else "warn",
+        "memory", "ok" if have_mem >= memory else "fail",
         f"{have_mem:.1f} GiB for Docker; the profile needs about {memory:.1f} GiB",
         "" if have_mem >= memory else "free memory, give Docker more, or remove a tenant",
     ))
@@ -125,6 +129,10 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
             f"{', '.join(from_git)}",
             "" if snapshot.git_found else "install git (apt-get install git, brew install git)"))
     out.extend(_collisions(snapshot, profile, lab))
+    out.append(Finding("state", "fail" if snapshot.state_problem else "ok",
+                       snapshot.state_problem or f"lab folders go to {snapshot.state_dir}",
+                       "set GPULAB_HOME to a writable folder with free space, or free space"
+                       if snapshot.state_problem else ""))
     return out
 
 
@@ -227,6 +235,11 @@ def _collisions(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[F
             if net.overlaps(subnet):
                 clashes.append(f"{label} {cidr} overlaps Docker network "
                                f"'{profile.management.network}' {subnet}")
+    for label, cidr in profile.docker_cidrs():
+        net = ipaddress.ip_network(cidr)
+        for route in snapshot.host_routes:
+            if net.overlaps(ipaddress.ip_network(route)):
+                clashes.append(f"{label} {cidr} overlaps the host's route to {route}")
     if clashes:
         out.append(Finding("subnets", "fail", "; ".join(clashes),
                            "change the tenant CIDRs in the profile"))
@@ -284,6 +297,50 @@ def _probe_privileged(runtime: ContainerRuntime, wanted: tuple[str, ...]
     return "", None
 
 
+def _host_routes(path: str = "/proc/net/route") -> tuple[str, ...]:
+    """The host's IPv4 routes other than the default one, as CIDRs (Linux; () elsewhere)."""
+    import socket
+    import struct
+
+    routes: list[str] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()[1:]
+    except OSError:
+        return ()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        try:
+            dest = socket.inet_ntoa(struct.pack("<L", int(fields[1], 16)))
+            mask = bin(int(fields[7], 16)).count("1")
+        except (ValueError, OSError):
+            continue
+        if mask:
+            routes.append(str(ipaddress.ip_network(f"{dest}/{mask}", strict=False)))
+    return tuple(sorted(set(routes)))
+
+
+def _state_problem(root: Path) -> str:
+    """Why lab folders cannot be written under `root` ('' when they can)."""
+    import os
+
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder (lab folders go to {root})"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"no permission to write {existing} (lab folders go to {root})"
+    try:
+        free = shutil.disk_usage(existing).free
+    except OSError as err:
+        return f"cannot read the free space of {existing}: {err.strerror}"
+    if free < 16 * 1024 * 1024:
+        return f"only {free // 1024} KiB free on {existing} (lab folders go to {root})"
+    return ""
+
+
 def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
                  kind_binary: str | None = None, helm_binary: str | None = None,
                  kind_clusters: tuple[str, ...] = (),
@@ -326,4 +383,7 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         privileged_probe=probe,
         probe_image=probe_image,
         git_found=shutil.which("git") is not None,
+        host_routes=_host_routes(),
+        state_dir=str(labs_root()),
+        state_problem=_state_problem(labs_root()),
     )

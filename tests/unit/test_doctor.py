@@ -42,7 +42,9 @@ def test_low_limits_warn_with_the_fix(kamaji_profile) -> None:
     found = _by_check(diagnose(_snapshot(docker=small, inotify_watches=8192, inotify_instances=128,
                                          disk_free_bytes=3 * 1024**3, swap_active=True),
                                kamaji_profile, "x"))
-    assert found["memory"].status == "warn"
+    # not enough memory for the profile is a failure, with the numbers
+    assert found["memory"].status == "fail"
+    assert "4.0 GiB for Docker; the profile needs about" in found["memory"].detail
     assert found["disk"].status == "warn"
     assert found["inotify watches"].fix == "sudo sysctl fs.inotify.max_user_watches=524288"
     assert found["inotify instances"].fix == "sudo sysctl fs.inotify.max_user_instances=512"
@@ -165,3 +167,41 @@ def test_the_probe_falls_back_to_images_on_the_host_and_skips_shell_less_ones() 
     image, answer = _probe_privileged(runtime, ("kindest/node:v1.36.4",))  # type: ignore[arg-type]
     assert runtime.probed == ["distroless:1", "busybox:1"]
     assert (image, answer) == ("busybox:1", "unable to apply caps: operation not permitted")
+
+
+def test_tenant_ranges_must_not_overlap_the_hosts_routes(kamaji_profile) -> None:
+    found = _by_check(diagnose(_snapshot(host_routes=("10.96.0.0/24",)), kamaji_profile,
+                               "x"))["subnets"]
+    assert found.status == "fail"
+    assert "tenant-a.service_cidr 10.96.0.0/16 overlaps the host's route to 10.96.0.0/24" in (
+        found.detail)
+
+
+def test_the_hosts_routes_are_read_from_proc(tmp_path) -> None:
+    from gpulab.doctor import _host_routes
+
+    table = tmp_path / "route"
+    table.write_text(
+        "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n"
+        "eth0\t00000000\t010011AC\t0003\t0\t0\t0\t00000000\n"  # default: left out
+        "eth0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\n"  # 172.17.0.0/16
+        "wg0\t0000600A\t00000000\t0001\t0\t0\t0\t00FFFFFF\n")  # 10.96.0.0/24
+    assert _host_routes(str(table)) == ("10.96.0.0/24", "172.17.0.0/16")
+
+
+def test_an_unwritable_or_full_state_folder_fails(kamaji_profile, tmp_path) -> None:
+    import os
+
+    from gpulab.doctor import _state_problem
+
+    found = _by_check(diagnose(_snapshot(state_problem="no permission to write /x"),
+                               kamaji_profile, "x"))["state"]
+    assert found.status == "fail" and "GPULAB_HOME" in found.fix
+    assert _state_problem(tmp_path / "labs") == ""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert "is not a folder" in _state_problem(blocker / "labs")
+    if os.geteuid() != 0:  # root writes everywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert "no permission to write" in _state_problem(locked / "labs")
