@@ -6,8 +6,11 @@ with a stable exit code (gpulab.errors.ExitCode); anything else is a bug and kee
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,7 +24,7 @@ from gpulab import __version__
 from gpulab.errors import ExitCode, GpulabError, ProfileError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from gpulab.profile.load import LoadedProfile
 
@@ -304,6 +307,31 @@ def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, 
     return loaded, core.lab_name(loaded.profile, name)
 
 
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[list[int]]:
+    """SIGTERM and SIGHUP end `up` the way Ctrl-C does (no new step starts, the lab's state is
+    what exists, so `up` resumes), and stop the tools it runs (kind, git) with their process
+    groups, which a terminal's Ctrl-C reaches by itself. Yields the signals received."""
+    from gpulab import children
+
+    received: list[int] = []
+
+    def stop(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        children.terminate_all()
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # pragma: no cover
+        yield received
+        return
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _locked(lab: str, command: str) -> Any:
     """The lab's one-writer lock for this command (gpulab.lock)."""
     from gpulab.lock import lab_lock
@@ -382,7 +410,7 @@ def up(
         again = f"gpulab up{_flags(profile, name)}"
         if not json_events:
             err.print(f"Building lab '{lab}' from {loaded.source}", markup=False)
-        with _locked(lab, f"up{_flags(profile, name)}"), \
+        with _locked(lab, f"up{_flags(profile, name)}"), _stop_signals() as received, \
                 make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
             result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
         if result.built_anything:  # a lab that exists remembers its profile for `--name`
@@ -390,11 +418,13 @@ def up(
             core.record_timings(lab, result)
         if not json_events and not result.all_skipped:
             _emit_timings(result)
-        if result.interrupted:
-            err.print(f"interrupted: lab '{lab}' is partly built; `{again}` continues, "
-                      f"`gpulab down --name {lab}` removes it (steps already running are "
-                      "finishing; Ctrl-C again quits at once)", markup=False)
-            return int(ExitCode.INTERRUPTED)
+        if result.interrupted or received:
+            names = {int(signal.SIGTERM): "terminated (SIGTERM)",
+                     int(signal.SIGHUP): "hung up (SIGHUP)"}
+            what = names.get(received[0], "interrupted") if received else "interrupted"
+            err.print(f"{what}: lab '{lab}' is partly built; `{again}` continues, "
+                      f"`gpulab down --name {lab}` removes it", markup=False)
+            return 128 + int(received[0]) if received else int(ExitCode.INTERRUPTED)
         if not result.ok:
             for failure in result.failures:
                 err.print(f"error: {failure.error}", markup=False)  # once: not in progress lines

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from gpulab import children
 from gpulab.errors import AdapterError, HostError
 
 __all__ = ["GIT_TIMEOUT", "chart_from_git", "missing_dependencies"]
@@ -28,8 +29,8 @@ _DONE = ".gpulab-complete"
 
 def _run(argv: list[str], cwd: Path, what: str, timeout: float = GIT_TIMEOUT) -> None:
     try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              check=False, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+        proc = children.run(argv, cwd=str(cwd), timeout=timeout,
+                            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
     except FileNotFoundError:
         raise HostError(f"{argv[0]} not found on PATH ({what} needs it)",
                         hint=f"install {argv[0]}, then re-run") from None

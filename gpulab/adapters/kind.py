@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from gpulab import children
 from gpulab.errors import AdapterError, HostError
 
 if TYPE_CHECKING:
@@ -124,16 +125,8 @@ class KindCli:
         """Run kind with `args`; its stdout, or AdapterError with the command and output tail."""
         argv = [self._resolve(), *args]
         shown = shlex.join(["kind", *args])
-        try:
-            done = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                env={**os.environ, **self.env},
-                check=False,
-            )
+        try:  # a child gpulab can stop with its group (SIGTERM to `up`: gpulab.children)
+            done = children.run(argv, timeout=timeout, env={**os.environ, **self.env})
         except FileNotFoundError:
             raise self._missing(f"{argv[0]} disappeared") from None
         except PermissionError:
