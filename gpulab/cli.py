@@ -134,8 +134,14 @@ def _fail(error: GpulabError) -> typer.Exit:
     return typer.Exit(int(error.exit_code))
 
 
+REPORT_A_BUG = ("this is a bug in gpulab: please report it with the output above and "
+                "`gpulab version -o json`")
+
+
 def _guard(body: Callable[[], int | None]) -> None:
-    """Run a command body; turn user errors into one line and an exit code."""
+    """Run a command body; turn user errors into one line and an exit code. A file or system
+    error at the edges (a disk full, a permission, a path) is one line too; anything else is a
+    bug: its traceback, then one line asking to report it."""
     try:
         code = body()
     except GpulabError as error:
@@ -143,6 +149,18 @@ def _guard(body: Callable[[], int | None]) -> None:
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        err.print(f"error: {error.strerror or error}{where}", markup=False)
+        raise typer.Exit(int(ExitCode.FAILED)) from None
+    except typer.Exit:
+        raise
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        err.print(f"error: {REPORT_A_BUG}", markup=False)
+        raise typer.Exit(int(ExitCode.FAILED)) from None
     if code:
         raise typer.Exit(code)
 

@@ -64,6 +64,7 @@ def _describe(info: dict[str, Any]) -> str:
 def lab_lock(lab: str, folder: Path, command: str,
              note: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the lab's lock for `command` (e.g. "up --name x"); BusyError if another holds it."""
+    made = [d for d in (folder, *folder.parents) if not d.exists()]  # ours to remove if empty
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / LOCK_FILE
     mine = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
@@ -97,3 +98,6 @@ def lab_lock(lab: str, folder: Path, command: str,
             path.unlink(missing_ok=True)
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()  # the lock was all there was (`down`, or a refused `up`)
+        for parent in made[1:]:  # and the folders made for it (labs/), left empty
+            if parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()

@@ -42,7 +42,7 @@ _KUBE_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 class Strict(BaseModel):
     """Base for every profile section: unknown keys are errors, objects are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False, strict=True)
 
 
 def dns_label(value: str) -> str:

@@ -360,3 +360,29 @@ def test_a_lab_name_too_long_for_what_it_composes_is_refused_with_the_name() -> 
     assert kind_limit.exit_code == 2
     assert "the kind cluster would be named" in kind_limit.stderr and "at most 50" in (
         kind_limit.stderr)
+
+
+def test_a_system_error_at_the_edge_is_one_line(monkeypatch, tmp_path: Path) -> None:
+    from gpulab import cli
+
+    def full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "labs" / "x" / "lab.json"))
+
+    monkeypatch.setattr(cli, "_load", full)
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (f"error: No space left on device "
+                                     f"({tmp_path / 'labs' / 'x' / 'lab.json'})")
+
+
+def test_a_bug_keeps_its_traceback_and_asks_to_be_reported(monkeypatch) -> None:
+    from gpulab import cli
+
+    def broken(*_args, **_kwargs):
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr(cli, "_load", broken)
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 1
+    assert "Traceback" in result.stderr and "ZeroDivisionError" in result.stderr
+    assert "this is a bug in gpulab: please report it" in result.stderr
