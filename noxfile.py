@@ -49,7 +49,7 @@ def bench(session: nox.Session) -> None:
 
     `nox -s bench -- full` runs them for real, with their goals (see benchmarks/README.md).
     """
-    session.install("-e", ".")
+    session.install("-e", ".[test]")  # bench_hostile reuses the tests' hostile corpus
     smoke = [] if "full" in session.posargs else ["--smoke"]
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         session.run("python", str(script), *smoke)

@@ -3,6 +3,7 @@
 Each child runs in a session of its own (so a terminal's Ctrl-C does not hit it twice, and its
 own children go with it); `terminate_all` ends every running one with its process group, which
 is what `up` does when it receives SIGTERM or SIGHUP: nothing keeps running after gpulab exits.
+Other direct children (the helm that pyhelm3 starts) get the signal too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+from pathlib import Path
 from typing import Any
 
 __all__ = ["run", "terminate_all"]
@@ -46,10 +48,31 @@ def _kill_group(child: subprocess.Popen[Any], sig: int) -> None:
         os.killpg(child.pid, sig)
 
 
+def _direct_children(proc: Path = Path("/proc")) -> list[int]:
+    """Pids whose parent is this process (Linux /proc; [] elsewhere): the children gpulab did
+    not start through `run`, such as the helm that pyhelm3 runs."""
+    me = os.getpid()
+    found: list[int] = []
+    for entry in proc.glob("[0-9]*/stat") if proc.is_dir() else ():
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(me):
+            found.append(int(entry.parent.name))
+    return found
+
+
 def terminate_all(sig: int = signal.SIGTERM) -> int:
-    """Send `sig` to every running child's process group; how many there were."""
+    """Send `sig` to every running child's process group, then to any other direct child
+    (helm run by pyhelm3); how many there were."""
     with _lock:
         children = list(_running)
     for child in children:
         _kill_group(child, sig)
-    return len(children)
+    tracked = {child.pid for child in children}
+    others = [pid for pid in _direct_children() if pid not in tracked]
+    for pid in others:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return len(children) + len(others)

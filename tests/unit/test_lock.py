@@ -101,3 +101,19 @@ def test_reads_do_not_wait_for_the_lock() -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_terminate_all_reaches_untracked_direct_children_too() -> None:
+    """A helm that pyhelm3 started is a direct child gpulab did not start through children.run:
+    SIGTERM reaches it as well."""
+    from gpulab import children
+
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert stray.pid in children._direct_children()
+        assert children.terminate_all() >= 1
+        stray.wait(timeout=10)
+        assert stray.returncode == -15  # SIGTERM
+    finally:
+        if stray.poll() is None:
+            stray.kill()
