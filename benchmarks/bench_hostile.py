@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpulab.errors import GpulabError  # noqa: E402
-from gpulab.profile import safe_yaml  # noqa: E402
-from gpulab.stacks import parse_profile  # noqa: E402
-from tests.unit.test_hostile_profiles import CORPUS  # noqa: E402
+from gpulab.errors import GpulabError
+from gpulab.profile import safe_yaml
+from gpulab.stacks import parse_profile
+from tests.unit.test_hostile_profiles import CORPUS
 
 GOAL_SECONDS = 1.0
 
