@@ -144,6 +144,17 @@ class HelmComponent(Strict):
 
     _ns = field_validator("namespace", "release")(dns_label)
 
+    @field_validator("release")
+    @classmethod
+    def _helm_limit(cls, value: str) -> str:
+        if len(value) > HELM_RELEASE_MAX:
+            raise ValueError(f"'{value}' is {len(value)} characters; Helm release names are at "
+                             f"most {HELM_RELEASE_MAX}")
+        return value
+
+
+HELM_RELEASE_MAX = 53  # helm: release names are DNS-1123 labels of at most 53 characters
+
 
 class ManifestComponent(Strict):
     """A component installed from a pinned upstream manifest URL (server-side apply)."""

@@ -115,6 +115,9 @@ BROKEN = [
      "tenants[1].workers.image: kindest/node v1.36.4 does not match kubernetes_version v1.35.8"),
     ("service-type", "service_type: LoadBalancer", "service_type: Ingress", 1,
      "tenants[0].control_plane.service_type: must be 'LoadBalancer', 'NodePort' or 'ClusterIP'"),
+    ("helm-release-too-long", "release: hami", "release: " + "h" * 54, 1,
+     "components.hami.release: '" + "h" * 54 + "' is 54 characters; Helm release names are at "
+     "most 53"),
     ("quoted-number", "count: 2", "count: '2'", 1,
      "tenants[1].gpus[0].count: must be a whole number"),
     ("float-count", "count: 2", "count: 2.0", 1,
