@@ -431,9 +431,9 @@ def up(
         with _locked(lab, f"up{_flags(profile, name)}"), _stop_signals() as received, \
                 make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
             result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
-        if result.built_anything:  # a lab that exists remembers its profile for `--name`
-            core.record_profile(lab, loaded)
-            core.record_timings(lab, result)
+            if result.built_anything:  # a lab that exists remembers its profile for `--name`
+                core.record_profile(lab, loaded)
+                core.record_timings(lab, result)
         if not json_events and not result.all_skipped:
             _emit_timings(result)
         if result.interrupted or received:

@@ -42,13 +42,25 @@ def holder(folder: Path) -> dict[str, Any] | None:
         data = json.loads((folder / LOCK_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return {"pid": 0, "host": "", "command": "unknown", "started": 0}
-    return data if isinstance(data, dict) else {"pid": 0, "command": "unknown"}
+    except (OSError, ValueError):  # being written right now, or damaged
+        data = None
+    if isinstance(data, dict):
+        return data
+    try:
+        since = (folder / LOCK_FILE).stat().st_mtime
+    except OSError:
+        return None
+    return {"pid": UNREADABLE, "host": "", "command": "unknown", "started": since}
+
+
+UNREADABLE = -1  # a lock file that says nothing (yet): another gpulab may be writing it
+UNREADABLE_GRACE = 10.0  # seconds after which an unreadable lock is stale
 
 
 def _stale(info: dict[str, Any]) -> bool:
     pid = int(info.get("pid") or 0)
+    if pid == UNREADABLE:
+        return time.time() - float(info.get("started") or 0) > UNREADABLE_GRACE
     same_host = info.get("host") in ("", socket.gethostname())
     return same_host and (pid <= 0 or not _alive(pid))
 

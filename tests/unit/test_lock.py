@@ -117,3 +117,18 @@ def test_terminate_all_reaches_untracked_direct_children_too() -> None:
     finally:
         if stray.poll() is None:
             stray.kill()
+
+
+def test_a_lock_being_written_is_not_taken_over(tmp_path: Path) -> None:
+    """Two `up` at the same moment: the second must not take the first's lock while the first
+    has created the file but not written who it is yet."""
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    (folder / LOCK_FILE).write_text("")  # created, not written yet
+    with pytest.raises(BusyError, match="in use by `gpulab unknown`"), \
+            lab_lock("lab", folder, "up"):
+        pass
+    old = time.time() - 60
+    os.utime(folder / LOCK_FILE, (old, old))  # nobody ever wrote it: stale after a while
+    with lab_lock("lab", folder, "up"):
+        assert holder(folder)["pid"] == os.getpid()
