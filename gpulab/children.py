@@ -3,7 +3,8 @@
 Each child runs in a session of its own (so a terminal's Ctrl-C does not hit it twice, and its
 own children go with it); `terminate_all` ends every running one with its process group, which
 is what `up` does when it receives SIGTERM or SIGHUP: nothing keeps running after gpulab exits.
-Other direct children (the helm that pyhelm3 starts) get the signal too.
+Other direct children (the helm that pyhelm3 starts) get the signal too, and registered stoppers
+end what runs elsewhere (a Docker runtime's `docker exec` commands inside the nodes).
 """
 
 from __future__ import annotations
@@ -14,12 +15,30 @@ import signal
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["run", "terminate_all"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["add_stopper", "remove_stopper", "run", "terminate_all"]
 
 _running: set[subprocess.Popen[Any]] = set()
+_stoppers: dict[int, Callable[[int], int]] = {}  # e.g. a Docker runtime's running execs
 _lock = threading.Lock()
+
+
+def add_stopper(stopper: Callable[[int], int]) -> int:
+    """Register work gpulab started that is not a local process (a `docker exec` runs inside a
+    container): `stopper(sig)` stops it and says how many it stopped. Returns a handle."""
+    with _lock:
+        handle = id(stopper)
+        _stoppers[handle] = stopper
+    return handle
+
+
+def remove_stopper(handle: int) -> None:
+    with _lock:
+        _stoppers.pop(handle, None)
 
 
 def run(argv: list[str], *, timeout: float | None, env: dict[str, str] | None = None,
@@ -68,11 +87,16 @@ def terminate_all(sig: int = signal.SIGTERM) -> int:
     (helm run by pyhelm3); how many there were."""
     with _lock:
         children = list(_running)
+        stoppers = list(_stoppers.values())
     for child in children:
         _kill_group(child, sig)
+    stopped = 0
+    for stopper in stoppers:
+        with contextlib.suppress(Exception):  # stopping is best effort, never a new failure
+            stopped += stopper(sig)
     tracked = {child.pid for child in children}
     others = [pid for pid in _direct_children() if pid not in tracked]
     for pid in others:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-    return len(children) + len(others)
+    return len(children) + len(others) + stopped

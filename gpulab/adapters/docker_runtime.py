@@ -23,11 +23,13 @@ import os
 import posixpath
 import re
 import shlex
+import signal
 import socket
 import struct
 import tarfile
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import docker
@@ -35,6 +37,7 @@ import docker.errors
 import requests
 from docker.types import Mount
 
+from gpulab import children
 from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
 from gpulab.errors import AdapterError, GpulabError, HostError
 
@@ -183,6 +186,19 @@ def _one_line(text: object) -> str:
         return ""
     raw = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
     return " ".join(raw.split())
+
+
+def _namespaced_pid(host_pid: int) -> int:
+    """The pid a host process has inside its container (the last `NSpid` field), or 0."""
+    try:
+        status = Path(f"/proc/{host_pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            fields = line.split()[1:]
+            return int(fields[-1]) if len(fields) > 1 else 0
+    return 0
 
 
 def _api_at_least(version: str, wanted: tuple[int, int]) -> bool:
@@ -352,9 +368,13 @@ class DockerRuntime:
         self.host = host
         self.timeout = timeout
         self._server_api: str | None = None
+        self._execs: dict[str, str] = {}  # running exec id → container
+        self._execs_lock = threading.Lock()
+        self._stopper = children.add_stopper(self.stop_execs)
 
     def close(self) -> None:
         """Release the client's connections (the runtime must not be used afterwards)."""
+        children.remove_stopper(self._stopper)
         close = getattr(self._api, "close", None)
         if callable(close):
             close()
@@ -592,6 +612,8 @@ class DockerRuntime:
         with self._mapped(what):
             exec_id = str(self._api.exec_create(name, argv, stdin=stdin is not None)["Id"])
             sock = self._api.exec_start(exec_id, socket=True)
+        with self._execs_lock:
+            self._execs[exec_id] = name
         raw = getattr(sock, "_sock", sock)  # SocketIO on unix/tcp; the socket itself over TLS
         feeder: threading.Thread | None = None
         feed_errors: list[BaseException] = []
@@ -612,12 +634,48 @@ class DockerRuntime:
             except OSError as lost:
                 raise docker_error(lost, what, host=self.host, timeout=timeout) from lost
         finally:
+            with self._execs_lock:
+                self._execs.pop(exec_id, None)
             if feeder is not None:
                 feeder.join(timeout=1)
             for closable in (sock, raw):
                 with contextlib.suppress(OSError):
                     closable.close()
         return ExecResult(self._exit_code(exec_id, what), _decode(out), _decode(err))
+
+    def stop_execs(self, sig: int = signal.SIGTERM) -> int:
+        """Send `sig` to the commands this runtime is running in containers (registered with
+        gpulab.children, so SIGTERM to `up` ends a `kubeadm join` too); how many.
+
+        The engine reports each exec's host pid: signalled directly when gpulab may (root, or
+        the same user), else inside its container by its pid there (the host's
+        /proc/<pid>/status `NSpid` line), through one more exec."""
+        with self._execs_lock:
+            running = dict(self._execs)
+        stopped = 0
+        for exec_id, container in running.items():
+            try:
+                pid = int(self._api.exec_inspect(exec_id).get("Pid") or 0)
+            except (docker.errors.DockerException, requests.exceptions.RequestException):
+                continue
+            if pid <= 0:
+                continue
+            try:
+                os.kill(pid, sig)
+                stopped += 1
+                continue
+            except ProcessLookupError:
+                continue  # ended meanwhile, or the engine runs elsewhere (a VM, a remote host)
+            except PermissionError:
+                pass
+            inner = _namespaced_pid(pid)
+            if inner:
+                with contextlib.suppress(docker.errors.DockerException,
+                                         requests.exceptions.RequestException):
+                    kill = self._api.exec_create(container, ["kill", f"-{int(sig)}", str(inner)])
+                    self._api.exec_start(kill["Id"])
+                    stopped += 1
+        return stopped
 
     def _exit_code(self, exec_id: str, what: str) -> int:
         """The exec's exit code; the engine may record it a moment after closing the stream."""

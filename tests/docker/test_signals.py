@@ -81,3 +81,38 @@ def test_a_signal_stops_up_and_everything_it_started(tmp_path: Path, runtime, si
     assert not _alive(kind_pid) and not _alive(sleeper)  # the whole group went
     assert not list(temp.glob("gpulab-kind-*"))  # temp files removed
     assert not (tmp_path / "home" / "labs" / lab / ".lock").exists()  # the lock released
+
+
+@pytest.mark.parametrize("as_other_user", [False, True])
+def test_stopping_up_also_stops_its_docker_execs(runtime, node_spec, monkeypatch,
+                                                 as_other_user: bool) -> None:
+    """A `kubeadm join` runs inside a node through `docker exec`, not as gpulab's child: the
+    runtime stops it too, directly by its host pid, or (when gpulab may not signal it) inside
+    the container by its pid there."""
+    import threading
+
+    from gpulab import children
+    from gpulab.adapters import docker_runtime
+
+    if as_other_user:
+        def refuse(pid: int, sig: int) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(docker_runtime.os, "kill", refuse)
+    spec = node_spec()
+    runtime.run_node(spec)
+    box: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: box.setdefault(
+        "result", runtime.exec(spec.name, ["sleep", "60"], timeout=90)))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not runtime._execs and time.monotonic() < deadline:  # noqa: SLF001 - test seam
+        time.sleep(0.05)
+    time.sleep(0.3)  # the exec's process is started
+    started = time.monotonic()
+    assert children.terminate_all() >= 1
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "the exec was not stopped"
+    assert time.monotonic() - started < 20
+    result = box["result"]
+    assert result.exit_code in (143, -15, 128 + 15), result  # type: ignore[attr-defined]
