@@ -106,7 +106,7 @@ def test_stopping_up_also_stops_its_docker_execs(runtime, node_spec, monkeypatch
         "result", runtime.exec(spec.name, ["sleep", "60"], timeout=90)))
     worker.start()
     deadline = time.monotonic() + 10
-    while not runtime._execs and time.monotonic() < deadline:  # noqa: SLF001 - test seam
+    while not runtime._execs and time.monotonic() < deadline:  # the exec is registered
         time.sleep(0.05)
     time.sleep(0.3)  # the exec's process is started
     started = time.monotonic()
