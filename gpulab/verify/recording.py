@@ -8,18 +8,22 @@ A stack's `record.py` writes and reads its own state files with these helpers.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import UsageError
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Iterator
 
 __all__ = [
     "MANIFEST",
     "RECORDING_FORMAT",
     "RECORDING_VERSION",
+    "decoding",
     "load_document",
+    "member_file",
     "read_json",
     "recording_stack",
     "require_version",
@@ -83,3 +87,34 @@ def require_version(path: Path, data: Any, fmt: str) -> dict[str, Any]:
             hint="replay it with the gpulab version that recorded it",
         )
     return data
+
+
+def member_file(directory: Path, manifest_path: Path, name: object) -> Path:
+    """A member's state file named in the manifest: a plain file name whose real path stays
+    inside the recording (a symlink may not lead out of it); UsageError otherwise."""
+    text = str(name)
+    if not isinstance(name, str) or Path(text).name != text or text in ("", ".", ".."):
+        raise UsageError(f"{manifest_path}: state file {text!r} must be a plain file name")
+    path = directory / text
+    root = directory.resolve()
+    real = path.resolve()
+    if real != root / text and root not in real.parents:
+        raise UsageError(f"{manifest_path}: state file {text!r} leads outside the recording "
+                         f"({real})", hint="a recording is one self-contained folder")
+    if path.exists() and not real.is_file():
+        raise UsageError(f"{path} is not a regular file")
+    return path
+
+
+@contextmanager
+def decoding(path: Path) -> Iterator[None]:
+    """Values of the wrong type in a recording file become one UsageError naming the file,
+    never a traceback."""
+    try:
+        yield
+    except (TypeError, ValueError, AttributeError, KeyError) as err:
+        raise UsageError(f"{path} does not match the recording format: "
+                         f"{type(err).__name__}: {err}",
+                         hint="was it edited by hand? re-record with gpulab verify --record") \
+            from None
+

@@ -134,7 +134,14 @@ def test_recording_round_trip(healthy: LabState, profile: KamajiHamiProfile,
     (lambda d: _patch(d / MANIFEST, version=99), "is recording version 99"),
     (lambda d: _patch(d / MANIFEST, format="something-else"), "is not a gpulab verify recording"),
     (lambda d: (d / "state-tenant-b.json").unlink(), "state-tenant-b.json not found"),
-    (lambda d: _patch(d / MANIFEST, tenants={"tenant-a": "../x.json"}), "must be a plain name"),
+    (lambda d: _patch(d / MANIFEST, tenants={"tenant-a": "../x.json"}),
+     "must be a plain file name"),
+    (lambda d: _patch(d / MANIFEST, tenants={"tenant-a": 7}), "must be a plain file name"),
+    (lambda d: _escape_by_symlink(d / "state-tenant-a.json"), "leads outside the recording"),
+    (lambda d: _replace_by_directory(d / "state-tenant-a.json"), "is not a regular file"),
+    (lambda d: _patch_state(d / "state-tenant-a.json", nodes=5),
+     "does not match the recording format"),
+    (lambda d: _patch(d / MANIFEST, checks=5), "does not match the recording format"),
 ])
 def test_bad_recordings_are_usage_errors(healthy: LabState, profile: KamajiHamiProfile,
                                          tmp_path: Path, edit: Callable[[Path], object],
@@ -151,6 +158,24 @@ def _patch(path: Path, **changes: object) -> None:
     data = json.loads(path.read_text())
     data.update(changes)
     path.write_text(json.dumps(data))
+
+
+def _patch_state(path: Path, **changes: object) -> None:
+    data = json.loads(path.read_text())
+    data["state"].update(changes)
+    path.write_text(json.dumps(data))
+
+
+def _escape_by_symlink(path: Path) -> None:
+    outside = path.parent.parent / "outside.json"
+    outside.write_text(path.read_text())
+    path.unlink()
+    path.symlink_to(outside)
+
+
+def _replace_by_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
 
 
 def test_unknown_keys_are_ignored_and_missing_ones_defaulted(

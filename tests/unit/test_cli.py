@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -176,3 +177,18 @@ def test_name_alone_finds_the_profile_a_lab_was_built_from(_isolated_home) -> No
     # an explicit --profile still wins
     other = runner.invoke(app, ["kubeconfig", "team-nlp", "--name", "teams", "-p", "kamaji-hami"])
     assert other.exit_code == 2 and "unknown tenant 'team-nlp'" in other.stderr
+
+
+def test_verify_replay_of_a_hand_edited_recording_is_one_line(tmp_path) -> None:
+    rec = tmp_path / "rec"
+    shutil.copytree(RECORDINGS / "writeup-healthy", rec)
+    state = next(rec.glob("state-*.json"))
+    data = json.loads(state.read_text())
+    data["state"]["nodes"] = 5
+    state.write_text(json.dumps(data))
+    result = runner.invoke(app, ["verify", "--replay", str(rec)])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"{state} does not match the recording format" in result.stderr
+    assert "re-record with gpulab verify --record" in result.stderr

@@ -201,3 +201,34 @@ def test_cli_plan_and_verify_on_a_lab_that_is_not_up() -> None:
     assert "lab 'ghost' is not up" in verify.stderr and "team-nlp.kubeconfig" in verify.stderr
     bad_tc = runner.invoke(app, ["verify", "-p", "vcluster-kai", "--tc", "KAI-99"])
     assert bad_tc.exit_code == 2
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"waited": "soon"}, "does not match the recording format"),
+    ({"events": 5}, "does not match the recording format"),
+])
+def test_wrong_types_in_a_kai_state_file_are_one_usage_error(
+        healthy: KaiLabState, kai_profile: VclusterKaiProfile, tmp_path: Path,
+        change: dict[str, object], expected: str) -> None:
+    write_recording(tmp_path, healthy, kai_profile)
+    path = tmp_path / "state-team-vision.json"
+    data = json.loads(path.read_text())
+    pods = data["state"]["pods"]
+    assert pods, "the healthy recording has probe pods to corrupt"
+    pods[0].update(change)
+    path.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=expected) as info:
+        read_recording(tmp_path)
+    assert "state-team-vision.json" in str(info.value)
+    assert info.value.exit_code == ExitCode.USAGE
+
+
+def test_a_kai_state_file_may_not_lead_outside_the_recording(
+        healthy: KaiLabState, kai_profile: VclusterKaiProfile, tmp_path: Path) -> None:
+    write_recording(tmp_path / "rec", healthy, kai_profile)
+    path = tmp_path / "rec" / "state-team-vision.json"
+    (tmp_path / "elsewhere.json").write_text(path.read_text())
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(UsageError, match="leads outside the recording"):
+        read_recording(tmp_path / "rec")

@@ -4,7 +4,6 @@ per tenant holding that tenant's `TenantState`. A manifest without `stack` is on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab import __version__
@@ -14,12 +13,16 @@ from gpulab.verify.recording import (
     MANIFEST,
     RECORDING_FORMAT,
     RECORDING_VERSION,
+    decoding,
+    member_file,
     read_json,
     require_version,
     write_json,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 
 __all__ = ["Recording", "read_recording", "write_recording"]
@@ -105,15 +108,20 @@ def read_recording(directory: Path) -> Recording:
     if not isinstance(files, dict):
         raise UsageError(f"{manifest_path} has no 'tenants' mapping")
     for name, file_name in files.items():
-        if Path(str(file_name)).name != file_name:
-            raise UsageError(f"{manifest_path}: tenant file {file_name!r} must be a plain name")
-        path = directory / str(file_name)
+        path = member_file(directory, manifest_path, file_name)
         data = require_version(path, read_json(path), f"{RECORDING_FORMAT}/tenant")
         state = data.get("state")
         if not isinstance(state, dict):
             raise UsageError(f"{path} has no 'state' object")
-        tenants[str(name)] = TenantState.from_dict(state)
+        with decoding(path):
+            tenants[str(name)] = TenantState.from_dict(state)
     profile = manifest.get("profile")
+    with decoding(manifest_path):
+        return _recording(manifest, tenants, profile)
+
+
+def _recording(manifest: dict[str, Any], tenants: dict[str, TenantState], profile: Any
+               ) -> Recording:
     return Recording(
         state=LabState(
             lab=str(manifest.get("lab") or ""),

@@ -8,7 +8,6 @@ holding its `TeamState`. `gpulab verify --replay DIR` reads `stack` to pick thes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab import __version__
@@ -18,11 +17,15 @@ from gpulab.verify.recording import (
     MANIFEST,
     RECORDING_FORMAT,
     RECORDING_VERSION,
+    decoding,
     load_document,
+    member_file,
     write_json,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 
 __all__ = ["STACK", "KaiRecording", "read_recording", "write_recording"]
@@ -94,15 +97,20 @@ def read_recording(directory: Path) -> KaiRecording:
         raise UsageError(f"{manifest_path} has no 'tenants' mapping")
     teams: dict[str, TeamState] = {}
     for name, file_name in files.items():
-        if Path(str(file_name)).name != file_name:
-            raise UsageError(f"{manifest_path}: team file {file_name!r} must be a plain name")
-        path = directory / str(file_name)
+        path = member_file(directory, manifest_path, file_name)
         state = load_document(path, TEAM_FORMAT).get("state")
         if not isinstance(state, dict):
             raise UsageError(f"{path} has no 'state' object")
-        teams[str(name)] = TeamState.from_dict(state)
+        with decoding(path):
+            teams[str(name)] = TeamState.from_dict(state)
     host = manifest.get("host")
     profile = manifest.get("profile")
+    with decoding(manifest_path):
+        return _recording(manifest, teams, host, profile)
+
+
+def _recording(manifest: dict[str, Any], teams: dict[str, TeamState], host: Any, profile: Any
+               ) -> KaiRecording:
     return KaiRecording(
         state=KaiLabState(
             lab=str(manifest.get("lab") or ""),
