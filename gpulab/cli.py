@@ -26,7 +26,9 @@ from gpulab.errors import ExitCode, GpulabError, ProfileError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
+    from gpulab.verify.report import VerifyReport
 
 __all__ = ["app", "main"]
 
@@ -673,6 +675,22 @@ def kubeconfig(
     _guard(body)
 
 
+def _replay(directory: Path, tc: str | None, profile: str | None, name: str | None,
+            record: Path | None) -> tuple[VerifyReport, LabProfile]:
+    """`verify --replay`: the recording judged against `--profile`, else its own profile."""
+    from gpulab import core
+    from gpulab.errors import UsageError
+
+    if record is not None:
+        raise UsageError("--record and --replay cannot be combined")
+    if name is not None:
+        raise UsageError("--name and --replay cannot be combined",
+                         hint="a replay judges the lab in the recording; --profile judges it "
+                              "against another profile")
+    against = _load(profile) if profile is not None else None
+    return core.replay_verify(directory, tc, against)
+
+
 @app.command()
 def verify(
     profile: ProfileOpt = None,
@@ -698,7 +716,8 @@ def verify(
     ] = None,
     replay: Annotated[
         Path | None, typer.Option("--replay", help="Re-evaluate a recording offline; no cluster "
-                                                    "is contacted.")
+                                                    "is contacted. Judged against the profile it "
+                                                    "was recorded with, or --profile.")
     ] = None,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -711,16 +730,13 @@ def verify(
 
     def body() -> int:
         from gpulab import core
-        from gpulab.errors import UsageError
         from gpulab.verify.report import FINDING, exit_code, report_json, table_rows, write_junit
 
         chosen = _chosen_output(output, json_out)
         machine = chosen is not Output.text
 
         if replay is not None:
-            if record is not None:
-                raise UsageError("--record and --replay cannot be combined")
-            report, recorded_profile = core.replay_verify(replay, tc)
+            report, recorded_profile = _replay(replay, tc, profile, name, record)
         else:
             loaded, lab = _resolve_lab(profile, name)
             recorded_profile = loaded.profile
@@ -761,7 +777,8 @@ def verify(
             if report.findings:
                 count = len(report.findings)
                 summary += f", {count} finding{'s' if count > 1 else ''} (not a pass)"
-            err.print(f"{summary}{' (replayed)' if report.replayed else ''}", markup=False)
+            replayed = f" (replayed against {report.judged_against})" if report.replayed else ""
+            err.print(f"{summary}{replayed}", markup=False)
             for note in report.notes:
                 err.print(f"warning: {note}", markup=False)
             if not report.ok and not report.replayed:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import GpulabError, HostError, UsageError
@@ -497,15 +497,25 @@ def verify_checks(stack: str, tc: str | None) -> list[str] | None:
     return _stack(stack).parse_checks(tc) if tc else None
 
 
-def replay_verify(directory: Path, tc: str | None) -> tuple[VerifyReport, LabProfile]:
+def replay_verify(directory: Path, tc: str | None, against: LoadedProfile | None = None
+                  ) -> tuple[VerifyReport, LabProfile]:
     """Judge a recording offline with the checks of the stack that recorded it (the manifest's
-    `stack`; recordings without one are kamaji-hami's)."""
+    `stack`; recordings without one are kamaji-hami's), against `against` when given (it must
+    be a profile of that stack), else against the profile the recording was made with."""
     from gpulab.stacks import RECORDING_DEFAULT_STACK
     from gpulab.verify.recording import recording_stack
 
     stack = recording_stack(directory) or RECORDING_DEFAULT_STACK
-    report, profile = _stack(stack).replay(directory, verify_checks(stack, tc))
-    return report, profile
+    if against is not None and against.profile.stack != stack:
+        raise UsageError(
+            f"{directory} is a {stack} recording but profile {against.source} is "
+            f"{against.profile.stack}",
+            hint=f"give a {stack} profile, or leave out --profile to judge against the one "
+                 "it was recorded with")
+    report, profile = _stack(stack).replay(directory, verify_checks(stack, tc),
+                                           against.profile if against else None)
+    judged = f"profile {against.source}" if against else "the recording's profile"
+    return replace(report, judged_against=judged), profile
 
 
 def record_verify(directory: Path, report: VerifyReport, profile: LabProfile) -> Path:

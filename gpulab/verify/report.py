@@ -92,6 +92,8 @@ class VerifyReport:
     seconds: wall time (observation for a live run; 0 for a replay).
     notes: things to tell the user that are not verdicts (cleanup problems).
     findings: known weaknesses shown on the lab (see Finding); they do not change `ok`.
+    judged_against: for a replay, the profile the verdicts were judged against ("the
+        recording's profile", or the `--profile` given).
     """
 
     lab: str
@@ -101,6 +103,7 @@ class VerifyReport:
     replayed: bool = False
     notes: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
+    judged_against: str = ""
 
     @property
     def ok(self) -> bool:
@@ -140,6 +143,7 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
         "ok": report.ok,
         "exit_code": int(exit_code(report)),
         "replayed": report.replayed,
+        "judged_against": report.judged_against or None,
         "observed_at": report.state.observed_at,
         "seconds": round(report.seconds, 3),
         "summary": report.counts(),

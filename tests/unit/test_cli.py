@@ -129,7 +129,7 @@ def test_verify_replay_healthy_passes(tmp_path) -> None:
     result = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "writeup-healthy"),
                                  "--junit", str(junit)])
     assert result.exit_code == 0, result.stderr
-    assert "16 pass (replayed)" in result.stderr
+    assert "16 pass (replayed against the recording's profile)" in result.stderr
     import xml.etree.ElementTree as ET
 
     root = ET.parse(junit).getroot()
@@ -192,3 +192,55 @@ def test_verify_replay_of_a_hand_edited_recording_is_one_line(tmp_path) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert f"{state} does not match the recording format" in result.stderr
     assert "re-record with gpulab verify --record" in result.stderr
+
+
+def _profile_variant(tmp_path, edit) -> str:
+    data = yaml.safe_load((builtin_profiles()["kamaji-hami"]).read_text())
+    edit(data)
+    path = tmp_path / "variant.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_verify_replay_judges_against_profile_when_given(tmp_path) -> None:
+    healthy = str(RECORDINGS / "writeup-healthy")
+    same = _profile_variant(tmp_path, lambda d: None)
+    result = runner.invoke(app, ["verify", "--replay", healthy, "--profile", same])
+    assert result.exit_code == 0, result.stderr
+    assert f"(replayed against profile {same})" in result.stderr
+
+    def bigger_card(data) -> None:
+        data["tenants"][0]["gpus"][0]["memory_mib"] = 40960
+    smaller = _profile_variant(tmp_path, bigger_card)
+    failed = runner.invoke(app, ["verify", "--replay", healthy, "--profile", smaller,
+                                 "-o", "json"])
+    assert failed.exit_code == 3, failed.stderr
+    doc = json.loads(failed.stdout)
+    assert doc["judged_against"] == f"profile {smaller}"
+    failing = {(r["id"], r["tenant"]) for r in doc["results"] if r["status"] != "pass"}
+    assert failing and all(tenant == "tenant-a" for _, tenant in failing)
+
+
+def test_verify_replay_against_a_profile_with_an_unrecorded_tenant_is_no_pass(tmp_path) -> None:
+    def third_tenant(data) -> None:
+        extra = dict(data["tenants"][1], name="tenant-c")
+        data["tenants"].append(extra)
+    three = _profile_variant(tmp_path, third_tenant)
+    result = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "writeup-healthy"),
+                                 "--profile", three, "-o", "json"])
+    assert result.exit_code == 3, result.stderr
+    doc = json.loads(result.stdout)
+    for_c = [r for r in doc["results"] if r["tenant"] == "tenant-c"]
+    assert len(for_c) == 8 and all(r["status"] == "error" for r in for_c)
+    assert all("tenant tenant-c is not in this observation or recording" in r["reason"]
+               for r in for_c)
+
+
+def test_verify_replay_refuses_a_profile_of_another_stack_and_name() -> None:
+    healthy = str(RECORDINGS / "writeup-healthy")
+    other = runner.invoke(app, ["verify", "--replay", healthy, "--profile", "vcluster-kai"])
+    assert other.exit_code == 2
+    assert "is a kamaji-hami recording but profile" in other.stderr
+    assert "leave out --profile" in other.stderr
+    named = runner.invoke(app, ["verify", "--replay", healthy, "--name", "x"])
+    assert named.exit_code == 2 and "--name and --replay cannot be combined" in named.stderr

@@ -9,11 +9,13 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from gpulab import core
 from gpulab.cli import app
 from gpulab.errors import ExitCode, UsageError
+from gpulab.profile.load import builtin_profiles
 from gpulab.stacks import RECORDING_DEFAULT_STACK
 from gpulab.stacks.vcluster_kai.record import read_recording, write_recording
 from gpulab.stacks.vcluster_kai.run import evaluate
@@ -145,7 +147,7 @@ def test_cli_replay_of_the_healthy_kai_lab(tmp_path: Path) -> None:
     result = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "kai-healthy"),
                                  "--junit", str(junit)])
     assert result.exit_code == 0, result.stderr
-    assert "24 pass, 1 finding (not a pass) (replayed)" in result.stderr
+    assert "24 pass, 1 finding (not a pass) (replayed against the recording's profile)" in result.stderr
     assert "KAI-F1 queue label not enforced" in result.stdout and "FINDING" in result.stdout
     assert len(ET.parse(junit).getroot().findall(".//testcase")) == 25
 
@@ -169,7 +171,7 @@ def test_cli_tc_ids_belong_to_the_recordings_stack() -> None:
         wrong.stderr)
     right = runner.invoke(app, ["verify", "--replay", str(RECORDINGS / "writeup-healthy"),
                                 "--tc", "5"])
-    assert right.exit_code == 0 and "2 pass (replayed)" in right.stderr
+    assert right.exit_code == 0 and "2 pass (replayed against the recording's profile)" in right.stderr
 
 
 def test_cli_knows_the_teams() -> None:
@@ -232,3 +234,17 @@ def test_a_kai_state_file_may_not_lead_outside_the_recording(
     path.symlink_to(tmp_path / "elsewhere.json")
     with pytest.raises(UsageError, match="leads outside the recording"):
         read_recording(tmp_path / "rec")
+
+
+def test_cli_replay_of_a_kai_recording_against_a_given_profile(tmp_path: Path) -> None:
+    data = yaml.safe_load(builtin_profiles()["vcluster-kai"].read_text())
+    path = tmp_path / "kai.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(app, ["verify", "--replay", str(RECORDINGS / "kai-healthy"),
+                                      "--profile", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["judged_against"] == f"profile {path}"
+    kamaji = CliRunner().invoke(app, ["verify", "--replay", str(RECORDINGS / "kai-healthy"),
+                                      "--profile", "kamaji-hami"])
+    assert kamaji.exit_code == 2
+    assert "is a vcluster-kai recording but profile" in kamaji.stderr

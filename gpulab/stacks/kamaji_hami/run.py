@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from gpulab.profile.base import LabProfile
     from gpulab.stacks.kamaji_hami.observe import Timeouts
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.stacks.kamaji_hami.state import LabState
@@ -137,12 +138,21 @@ def parse_checks(value: str | None) -> list[str] | None:
     return list(parsed) if parsed else None
 
 
-def replay(directory: Path, checks: list[str] | None) -> tuple[VerifyReport, KamajiHamiProfile]:
-    """Judge a kamaji-hami recording offline with the profile it was recorded with."""
+def replay(directory: Path, checks: list[str] | None, profile: LabProfile | None = None
+           ) -> tuple[VerifyReport, KamajiHamiProfile]:
+    """Judge a kamaji-hami recording offline with `profile`, else the one it was recorded with."""
     from gpulab.stacks.kamaji_hami.record import read_recording
     recording = read_recording(directory)
-    recorded = recording.profile()
-    return evaluate(recording.state, recorded, checks), recorded
+    judged = recording.profile() if profile is None else _kamaji_profile(profile)
+    return evaluate(recording.state, judged, checks), judged
+
+
+def _kamaji_profile(profile: LabProfile) -> KamajiHamiProfile:
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+
+    if not isinstance(profile, KamajiHamiProfile):  # pragma: no cover - core checks the stack
+        raise TypeError(f"not a kamaji-hami profile: {profile.stack}")
+    return profile
 
 
 def write_recording(directory: Path, report: VerifyReport, profile: KamajiHamiProfile) -> Path:

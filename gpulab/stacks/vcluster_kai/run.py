@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from gpulab.profile.base import LabProfile
     from gpulab.stacks.vcluster_kai.observe import Timeouts
     from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.state import KaiLabState
@@ -122,12 +123,22 @@ def parse_checks(value: str | None) -> list[str] | None:
     return None if parsed is None else list(parsed)
 
 
-def replay(directory: Path, checks: list[str] | None) -> tuple[VerifyReport, VclusterKaiProfile]:
-    """Judge a recording made by this stack's verify, offline."""
+def replay(directory: Path, checks: list[str] | None, profile: LabProfile | None = None
+           ) -> tuple[VerifyReport, VclusterKaiProfile]:
+    """Judge a recording made by this stack's verify, offline, with `profile`, else the one it
+    was recorded with."""
     from gpulab.stacks.vcluster_kai.record import read_recording
     recording = read_recording(directory)
-    profile = recording.profile()
-    return evaluate(recording.state, profile, checks), profile
+    judged = recording.profile() if profile is None else _kai_profile(profile)
+    return evaluate(recording.state, judged, checks), judged
+
+
+def _kai_profile(profile: LabProfile) -> VclusterKaiProfile:
+    from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+
+    if not isinstance(profile, VclusterKaiProfile):  # pragma: no cover - core checks the stack
+        raise TypeError(f"not a vcluster-kai profile: {profile.stack}")
+    return profile
 
 
 def write_recording(directory: Path, report: VerifyReport, profile: VclusterKaiProfile) -> Path:
