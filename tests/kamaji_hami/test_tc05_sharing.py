@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from gpulab.stacks.kamaji_hami.state import TenantState
 from gpulab.verify.state import PodRun
@@ -11,6 +13,8 @@ from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge, run_replace, tenant_replace, with_gpus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.stacks.kamaji_hami.state import LabState
 
@@ -88,7 +92,7 @@ def test_running_without_hami(healthy: LabState, profile: KamajiHamiProfile) -> 
     for name in ("gpu-share-1", "gpu-share-2", "gpu-share-3"):
         pod = b.verify_pod(spec, name, scheduler="default-scheduler")
         live = {**pod, "spec": {**pod["spec"], "nodeName": b.worker("tenant-a")},
-                "status": {"phase": "Running"}}
+                "status": {"phase": "Running", "containerStatuses": [b.running("app")]}}
         state = run_replace(state, "tenant-a", PodRun(name, "TC-05", created=pod, pod=live,
                                                       outcome="running"))
     result = judge(state, profile, "TC-05")
@@ -135,3 +139,93 @@ def test_pod_missing_from_recording_is_explained(healthy: LabState,
     result = judge(state, profile, "TC-05")
     assert result.status == "fail"
     assert "gpu-share-3 was not part of this observation" in result.reason
+
+
+# One fact broken at a time: the pod must be verify's own, really running, granted what it asked.
+
+def _share(state: LabState, name: str, tenant: str = "tenant-a") -> PodRun:
+    run = state.tenants[tenant].pod_run(name)
+    assert run is not None and run.pod is not None
+    return run
+
+
+def _with_pod(run: PodRun, **changes: Any) -> PodRun:
+    assert run.pod is not None
+    return replace(run, pod={**run.pod, **changes})
+
+
+def _with_meta(run: PodRun, **changes: Any) -> PodRun:
+    assert run.pod is not None
+    return _with_pod(run, metadata={**run.pod["metadata"], **changes})
+
+
+@pytest.mark.parametrize(("container", "expected"), [
+    (b.waiting("app", "CrashLoopBackOff"), "app: waiting CrashLoopBackOff (5 restarts)"),
+    ({**b.running("app"), "ready": False}, "app: running but not ready"),
+    ({"name": "app", "state": {"terminated": {"reason": "Error"}}, "restartCount": 1},
+     "app: terminated Error (1 restarts)"),
+])
+def test_a_running_pod_whose_container_does_not_run_is_no_share(
+        healthy: LabState, profile: KamajiHamiProfile, container: dict[str, Any],
+        expected: str) -> None:
+    run = _share(healthy, "gpu-share-2")
+    broken = _with_pod(run, status={"phase": "Running", "containerStatuses": [container]})
+    result = judge(run_replace(healthy, "tenant-a", broken), profile, "TC-05")
+    assert result.status == "fail"
+    assert f"gpu-share-2 is Running on {b.worker('tenant-a')} but its containers are not: " \
+           f"{expected}" in result.reason
+    assert "kubectl -n gpulab-verify logs gpu-share-2 --previous" in result.reason
+
+
+def test_per_pod_amounts_that_only_add_up_fail(healthy: LabState,
+                                               profile: KamajiHamiProfile) -> None:
+    """A100 shares are 20000 MiB and 30 cores: 30000 + 10000 + 20000 still sums to 60000."""
+    spec = profile.tenant("tenant-a")
+    state = run_replace(healthy, "tenant-a", b.placed(spec, "gpu-share-1", memory=30000))
+    state = run_replace(state, "tenant-a", b.placed(spec, "gpu-share-2", memory=10000))
+    result = judge(state, profile, "TC-05")
+    assert result.status == "fail"
+    assert ("gpu-share-1 was granted 30000 MiB and 30 cores on GPU-MOCK-0, but asked for 20000 "
+            "MiB and 30 cores") in result.reason
+    assert "gpu-share-2 was granted 10000 MiB" in result.reason
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda r: _with_meta(r, namespace="default"),
+     "the gpu-share-3 that was read is in namespace default, not verify's gpulab-verify"),
+    (lambda r: _with_meta(r, labels={}),
+     "gpulab-verify/gpu-share-3 lacks verify's label gpulab.dev/check=TC-05"),
+    (lambda r: _with_meta(r, uid="someone-elses"),
+     "gpulab-verify/gpu-share-3 has uid someone-elses, not"),
+])
+def test_a_pod_of_the_same_name_is_not_verifys(
+        healthy: LabState, profile: KamajiHamiProfile, edit: Callable[[PodRun], PodRun],
+        expected: str) -> None:
+    state = run_replace(healthy, "tenant-a", edit(_share(healthy, "gpu-share-3")))
+    result = judge(state, profile, "TC-05")
+    assert result.status == "fail"
+    assert expected in result.reason
+
+
+def test_tc03_refuses_a_same_named_pod(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    state = run_replace(healthy, "tenant-a",
+                        _with_meta(_share(healthy, "gpu-share-1"), uid="replaced"))
+    result = judge(state, profile, "TC-03")
+    assert result.status == "fail"
+    assert "gpulab-verify/gpu-share-1 has uid replaced" in result.reason
+
+
+def test_events_of_another_pod_with_the_same_name_do_not_count(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = _share(healthy, "gpu-share-1")
+    old = tuple({**e, "involvedObject": {**e["involvedObject"], "uid": "an-earlier-run"}}
+                for e in run.events)
+    state = run_replace(healthy, "tenant-a", replace(run, events=old))
+    result = judge(state, profile, "TC-03")
+    assert result.status == "fail"
+    assert "no FilteringSucceed / BindingSucceed event" in result.reason
+    own_uid = run.pod["metadata"]["uid"] if run.pod else ""
+    mine = tuple({**e, "involvedObject": {**e["involvedObject"], "uid": own_uid}}
+                 for e in run.events)
+    state = run_replace(healthy, "tenant-a", replace(run, events=mine))
+    assert judge(state, profile, "TC-03").status == "pass"

@@ -55,7 +55,11 @@ def test_pod_placed_means_overcommit(healthy: LabState, profile: KamajiHamiProfi
                                      check: str) -> None:
     name, _ = CASES[check]
     placed = b.placed(profile.tenant("tenant-a"), "gpu-share-1")
-    run = replace(placed, name=name, check=check, created=_run(healthy, name).created)
+    created = _run(healthy, name).created
+    assert created is not None and placed.pod is not None
+    live = {**placed.pod, "metadata": {**created["metadata"],
+                                       "annotations": placed.pod["metadata"]["annotations"]}}
+    run = replace(placed, name=name, check=check, created=created, pod=live)
     result = judge(run_replace(healthy, "tenant-a", run), profile, check)
     assert result.status == "fail"
     assert f"HAMi placed {name}" in result.reason
@@ -161,3 +165,16 @@ def test_skip_and_missing(healthy: LabState, profile: KamajiHamiProfile, check: 
     result = judge(state, profile, check)
     assert result.status == "error"
     assert "not in this observation or recording" in result.reason
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_a_refusal_event_of_an_earlier_pod_with_the_same_name_is_no_pass(
+        healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
+    name, _ = CASES[check]
+    run = _run(healthy, name)
+    old = tuple({**e, "involvedObject": {**e["involvedObject"], "uid": "an-earlier-run"}}
+                for e in run.events)
+    result = judge(run_replace(healthy, "tenant-a", replace(run, events=old)), profile, check)
+    assert result.status == "fail"
+    assert f"{name} is Pending with schedulerName hami-scheduler but no scheduler left an event" \
+        in result.reason

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpulab.stacks import common
 from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami import render
+from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ __all__ = [
     "Ctx",
     "explain_gpu_pod",
     "gpu_scenario",
+    "not_verifys_pod",
     "prepare",
     "system_pods_summary",
     "webhook_bypassed",
@@ -66,6 +68,22 @@ class Ctx:
                 f"read (see TC-01): {self.st.api_error}"
             )
         return self.error(f"{what} of {self.tenant} was not observed in this run or recording")
+
+    def pod_run(self, name: str) -> PodRun | None:
+        """Verify's pod `name` with only the events about it: an event whose involvedObject uid
+        is another pod's (a pod of the same name from an earlier run, or someone else's) is
+        dropped; events without a uid are kept (the observation already matched them by uid,
+        gpulab.stacks.kamaji_hami.observe._pod_events)."""
+        run = self.st.pod_run(name)
+        if run is None:
+            return None
+        uid = o.metadata(run.created or run.pod).get("uid")
+        if not uid:
+            return run
+        own = tuple(e for e in run.events
+                    if (e.get("involvedObject") or e.get("regarding") or {}).get("uid")
+                    in (None, "", uid))
+        return run if len(own) == len(run.events) else replace(run, events=own)
 
     def node(self, node_name: str) -> JsonObj | None:
         for node in self.st.nodes or ():
@@ -153,6 +171,32 @@ _REASON_HINTS = {
     "CardInsufficientCore": "the card's cores are taken by other pods",
     "CardTimeSlicingExhausted": "the card already holds `split` pods",
 }
+
+
+def not_verifys_pod(run: PodRun) -> str:
+    """Why the last snapshot of `run` is not the pod verify created ('' when it is). Verify's
+    pods are known by namespace, the `gpulab.dev/check` label render gives them and the uid the
+    create call returned; a pod with the same name that differs in any of these is not evidence."""
+    pod = run.pod
+    if pod is None:
+        return ""
+    meta = o.metadata(pod)
+    namespace = str(meta.get("namespace") or "")
+    if namespace != VERIFY_NAMESPACE:
+        return (f"the {run.name} that was read is in namespace {namespace or '(none)'}, not "
+                f"verify's {VERIFY_NAMESPACE}: it is not verify's pod")
+    label = (meta.get("labels") or {}).get("gpulab.dev/check")
+    if label != run.check:
+        return (f"{VERIFY_NAMESPACE}/{run.name} lacks verify's label gpulab.dev/check="
+                f"{run.check} (it has {label!r}): a pod of the same name that verify did not "
+                f"create; delete it (kubectl -n {VERIFY_NAMESPACE} delete pod {run.name}) and "
+                f"re-run verify")
+    created = o.metadata(run.created).get("uid")
+    if created and meta.get("uid") != created:
+        return (f"{VERIFY_NAMESPACE}/{run.name} has uid {meta.get('uid')}, not {created} that "
+                f"verify created: the pod was deleted and re-created by someone else while "
+                f"verify waited")
+    return ""
 
 
 def explain_gpu_pod(ctx: Ctx, run: PodRun | None, pod_name: str) -> str:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.kamaji_hami import objects as o
-from gpulab.stacks.kamaji_hami.checks.common import Ctx, explain_gpu_pod, webhook_bypassed
+from gpulab.stacks.kamaji_hami.checks.common import (
+    Ctx,
+    explain_gpu_pod,
+    not_verifys_pod,
+    webhook_bypassed,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,9 +36,11 @@ def refusal(ctx: Ctx, pod_name: str, expected: str, accepted_story: str,
     accepted_story: the actionable text when HAMi placed the pod anyway (over-commit allowed);
     other_reason_hint: appended when HAMi refused it for another reason than `expected`.
     """
-    run = ctx.st.pod_run(pod_name)
+    run = ctx.pod_run(pod_name)
     if run is None:
         return ctx.error(f"{pod_name} is not in this observation or recording")
+    if foreign := not_verifys_pod(run):
+        return ctx.failed(foreign)
     admitted = run.created or run.pod
     pod = run.pod or admitted
     if admitted is None or pod is None:

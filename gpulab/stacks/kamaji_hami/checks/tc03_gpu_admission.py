@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.kamaji_hami import objects as o
-from gpulab.stacks.kamaji_hami.checks.common import explain_gpu_pod, prepare_gpu, webhook_bypassed
+from gpulab.stacks.kamaji_hami.checks.common import (
+    explain_gpu_pod,
+    not_verifys_pod,
+    prepare_gpu,
+    webhook_bypassed,
+)
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
@@ -27,9 +32,11 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     if isinstance(prepared, CheckResult):
         return prepared
     ctx, _sizes = prepared
-    run = ctx.st.pod_run(POD)
+    run = ctx.pod_run(POD)
     if run is None:
         return ctx.error(f"{POD} is not in this observation or recording")
+    if foreign := not_verifys_pod(run):
+        return ctx.failed(foreign)
     admitted = run.created or run.pod
     if admitted is None:
         return ctx.failed(explain_gpu_pod(ctx, run, POD))

@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.kamaji_hami import objects as o
-from gpulab.stacks.kamaji_hami.checks.common import Ctx, explain_gpu_pod, prepare_gpu
+from gpulab.stacks.kamaji_hami.checks.common import (
+    Ctx,
+    explain_gpu_pod,
+    not_verifys_pod,
+    prepare_gpu,
+)
+from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
@@ -22,12 +28,22 @@ SHARE_PODS = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
 
 
 def share_pods_running(ctx: Ctx) -> list[str]:
-    """Why the three share pods are not all Running in the last snapshot ([] when they are)."""
+    """Why the three share pods are not all verify's own, Running and ready in the last snapshot
+    ([] when they are): a pod that is Running while its container crash-loops or is not ready
+    does not count."""
     problems = []
     for pod_name in SHARE_PODS:
-        run = ctx.st.pod_run(pod_name)
-        if run is None or o.pod_phase(run.pod) != "Running":
+        run = ctx.pod_run(pod_name)
+        foreign = not_verifys_pod(run) if run else ""
+        if foreign:
+            problems.append(foreign)
+        elif run is None or run.pod is None or o.pod_phase(run.pod) != "Running":
             problems.append(explain_gpu_pod(ctx, run, pod_name))
+        elif containers := o.container_problems(run.pod):
+            problems.append(
+                f"{pod_name} is Running on {o.pod_node(run.pod) or '-'} but its containers are "
+                f"not: {', '.join(containers)}; kubectl -n {VERIFY_NAMESPACE} logs {pod_name} "
+                f"--previous in {ctx.tenant}")
     return problems
 
 
@@ -36,7 +52,7 @@ def _placement(ctx: Ctx, sizes: SharingSizes) -> tuple[list[str], str]:
     nodes: dict[str, str] = {}
     problems: list[str] = []
     for pod_name in SHARE_PODS:
-        run = ctx.st.pod_run(pod_name)
+        run = ctx.pod_run(pod_name)
         pod = run.pod if run else None
         alloc = o.allocations(pod)
         devices = [d for container in alloc or [] for d in container]
@@ -67,6 +83,12 @@ def _placement(ctx: Ctx, sizes: SharingSizes) -> tuple[list[str], str]:
     card = cards[0]
     if card != sizes.card_id:
         problems.append(f"the pods share card {card}, not {sizes.card_id} they were pinned to")
+    for pod_name, use in uses.items():
+        if (use.memory_mib, use.cores) != (sizes.share_memory, sizes.share_cores):
+            problems.append(
+                f"{pod_name} was granted {use.memory_mib} MiB and {use.cores} cores on {card}, "
+                f"but asked for {sizes.share_memory} MiB and {sizes.share_cores} cores: HAMi "
+                f"allocated other amounts than the pod asked ({o.ALLOCATED})")
     memory = sum(u.memory_mib for u in uses.values())
     cores = sum(u.cores for u in uses.values())
     want_memory, want_cores = 3 * sizes.share_memory, 3 * sizes.share_cores
