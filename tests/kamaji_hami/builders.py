@@ -123,6 +123,7 @@ def node(spec: TenantSpec, index: int = 0, *, ready: bool = True,
     annotations = {"node.alpha.kubernetes.io/ttl": "0"}
     if spec.gpus:
         annotations[render.GPU_REGISTER_ANNOTATION] = render.gpu_register_annotation(spec, index)
+        annotations["hami.io/node-handshake"] = "Requesting_2026-11-20 10:12:47"
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -148,3 +148,39 @@ def test_tenant_without_gpus(healthy: LabState, profile: KamajiHamiProfile) -> N
 def test_unobserved_nodes_is_an_error(healthy: LabState, profile: KamajiHamiProfile) -> None:
     assert judge(tenant_replace(healthy, "tenant-a", nodes=None), profile,
                  "TC-04").status == "error"
+
+
+def test_evidence_shows_hamis_handshake(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    result = judge(healthy, profile, "TC-04")
+    assert "handshake Requesting_2026-11-20 10:12:47" in result.evidence
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, f"node {WORKER} has no hami.io/node-handshake annotation: hami-scheduler writes it "
+           "on every resync (15 s)"),
+    ("Deleted_2026-11-20 10:12:47", "is 'Deleted_2026-11-20 10:12:47', not HAMi's"),
+    ("Requesting_yesterday", "is 'Requesting_yesterday', not HAMi's"),
+    ("", "is '', not HAMi's"),
+])
+def test_a_worker_hami_has_not_handshaken_with_fails(
+        healthy: LabState, profile: KamajiHamiProfile, value: str | None, expected: str) -> None:
+    node = _node(profile)
+    annotations = node["metadata"]["annotations"]
+    if value is None:
+        del annotations["hami.io/node-handshake"]
+    else:
+        annotations["hami.io/node-handshake"] = value
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert expected in result.reason
+    assert "deploy/hami-scheduler -c vgpu-scheduler-extender" in result.reason
+    assert judge(node_replace(healthy, "tenant-a", node), profile, "TC-04",
+                 "tenant-b").status == "pass"
+
+
+def test_the_real_plugins_reported_handshake_is_accepted(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    node["metadata"]["annotations"]["hami.io/node-handshake"] = "Reported_2026-11-20 10:13:02"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "pass", result.reason

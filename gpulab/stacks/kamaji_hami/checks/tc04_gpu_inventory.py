@@ -5,6 +5,7 @@ model."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from gpulab.stacks.kamaji_hami import objects as o
@@ -21,6 +22,16 @@ __all__ = ["ID", "check"]
 
 ID = "TC-04"
 _FIELDS = (("devmem", "memory"), ("devcore", "cores"), ("type", "model"), ("count", "split"))
+# HAMi v2.10.0 pkg/device/nvidia/device.go:41. The scheduler's resync (every 15 s,
+# pkg/scheduler/scheduler.go:420-439, all nodes: the chart sets no --node-label-selector) writes
+# "Requesting_<time.DateTime>" when the value holds no "Requesting" (pkg/device/devices.go:
+# 576-606), and removes the annotation when it finds the node unhealthy (NodeCleanUp,
+# scheduler.go:478-503; nvidia/device.go:229-231). The real device plugin answers
+# "Reported_<time>"; the mock plugin never does, so the timestamp stays that of the first resync
+# and its age says nothing: after 60 s HAMi keeps the node only while allocatable nvidia.com/gpu
+# > 0, which _allocatable_problems checks.
+HANDSHAKE_ANNOTATION = "hami.io/node-handshake"
+_HANDSHAKE_STATES = ("Requesting", "Reported")
 
 
 def _allocatable_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str]:
@@ -48,6 +59,31 @@ def _allocatable_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str]:
         hint = ("the node describes other cards than the profile: its "
                 f"{render.GPU_REGISTER_ANNOTATION} annotation differs; `gpulab up` rewrites it")
     return [f"node {node_name} allocatable {wrong}: {hint}"], shown
+
+
+def _handshake_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str]:
+    """hami-scheduler's handshake mark on a GPU worker: present and well formed."""
+    if not ctx.spec.gpus:
+        return [], ""
+    node_name = o.name(node)
+    raw = o.annots(node).get(HANDSHAKE_ANNOTATION)
+    look = (f"hami-scheduler pods in kube-system: "
+            f"[{system_pods_summary(ctx.st, 'hami-scheduler')}]; kubectl -n kube-system logs "
+            f"deploy/hami-scheduler -c vgpu-scheduler-extender | grep {node_name} in {ctx.tenant}")
+    if raw is None:
+        return [f"node {node_name} has no {HANDSHAKE_ANNOTATION} annotation: hami-scheduler "
+                f"writes it on every resync (15 s), so it has not processed the node or just "
+                f"dropped it as unhealthy; {look}"], ""
+    state, _, stamp = str(raw).partition("_")
+    try:
+        datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")  # Go's time.DateTime
+    except ValueError:
+        stamp = ""
+    if state not in _HANDSHAKE_STATES or not stamp:
+        return [f"node {node_name} annotation {HANDSHAKE_ANNOTATION} is {str(raw)[:80]!r}, not "
+                f"HAMi's 'Requesting_<time>' or 'Reported_<time>': something else wrote it; "
+                f"{look}"], ""
+    return [], f"handshake {raw}"
 
 
 def _registered_problems(ctx: Ctx, node: JsonObj, index: int) -> tuple[list[str], str]:
@@ -89,8 +125,9 @@ def _registered_problems(ctx: Ctx, node: JsonObj, index: int) -> tuple[list[str]
 
 
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
-    """Allocatable GPU resources equal render.gpu_capacity and the registered devices equal
-    render.gpu_register_annotation, on every worker."""
+    """Allocatable GPU resources equal render.gpu_capacity, the registered devices equal
+    render.gpu_register_annotation and hami-scheduler's handshake mark is present, on every
+    worker."""
     ctx = prepare(lab, profile, tenant, ID)
     if isinstance(ctx, CheckResult):
         return ctx
@@ -107,8 +144,11 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
         problems += more
         regs, registered = _registered_problems(ctx, node, index)
         problems += regs
-        if not more and not regs:
-            evidence.append(f"{worker} advertises {shown}; registered: {registered}")
+        shakes, handshake = _handshake_problems(ctx, node)
+        problems += shakes
+        if not more and not regs and not shakes:
+            tail = f"; {handshake}" if handshake else ""
+            evidence.append(f"{worker} advertises {shown}; registered: {registered}{tail}")
     if problems:
         return ctx.failed(summarize_problems(problems), "; ".join(evidence))
     return ctx.passed("; ".join(evidence))
