@@ -748,9 +748,17 @@ def verify(
 
             if not machine:
                 err.print(f"verifying lab '{lab}' ...", markup=False)
-            with _locked(lab, f"verify{_flags(profile, name)}"):
-                report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
-                                     progress=progress)
+            with _locked(lab, f"verify{_flags(profile, name)}"), _stop_signals() as received:
+                try:
+                    report = core.verify(loaded.profile, lab, checks=checks, keep=keep,
+                                         progress=progress)
+                except KeyboardInterrupt:  # the verify pods are already deleted (observe_lab)
+                    what = "terminated" if received else "interrupted"
+                    left = ("its pods were left (--keep)" if keep else
+                            "verify asked each tenant to delete its pods and namespace")
+                    err.print(f"{what}: verify of lab '{lab}' stopped before judging; {left}",
+                              markup=False)
+                    return 128 + received[0] if received else int(ExitCode.INTERRUPTED)
         if record is not None:
             core.record_verify(record, report, recorded_profile)
         if junit is not None:

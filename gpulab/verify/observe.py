@@ -7,8 +7,10 @@ A stack's `observe.py` composes these into its observation; nothing here knows a
 from __future__ import annotations
 
 import copy
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +22,7 @@ from gpulab.verify import objects as o
 from gpulab.verify.state import CredentialProbe, ProbeOutcome
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway
@@ -31,6 +33,7 @@ __all__ = [
     "VERIFY_NAMESPACE",
     "Clock",
     "CrossTenantGateway",
+    "Interrupted",
     "classify_probe_error",
     "clean_all",
     "clean_object",
@@ -44,6 +47,8 @@ __all__ = [
     "one_line",
     "poll",
     "probe_credentials",
+    "stop_on_interrupt",
+    "stoppable",
 ]
 
 VERIFY_NAMESPACE = "gpulab-verify"  # every object verify creates in a cluster lives here
@@ -65,6 +70,38 @@ class Clock:
 
     now: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+
+
+class Interrupted(BaseException):
+    """Raised in a member's thread when verify is interrupted (Ctrl-C, SIGTERM), so its waits end
+    at once and the cleanup can run. Not an Exception: `guard` must not file it as a bug."""
+
+
+def stoppable(clock: Clock | None) -> tuple[Clock, threading.Event]:
+    """`clock` (default: the real one) whose sleep raises Interrupted once the returned event is
+    set (checked before and after each sleep, so a wait ends within one poll interval)."""
+    base = clock or Clock()
+    stop = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        if stop.is_set():
+            raise Interrupted
+        base.sleep(seconds)
+        if stop.is_set():
+            raise Interrupted
+
+    return Clock(now=base.now, sleep=sleep), stop
+
+
+@contextmanager
+def stop_on_interrupt(stop: threading.Event) -> Iterator[None]:
+    """Set `stop` when the block ends by an exception (Ctrl-C, SIGTERM, a bug), so the members'
+    waits end and the cleanup that follows does not wait for them."""
+    try:
+        yield
+    except BaseException:
+        stop.set()
+        raise
 
 
 def clean_object(obj: Mapping[str, Any] | None) -> JsonObj | None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import _thread
+import threading
+import time
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from gpulab import naming
 from gpulab.errors import AdapterError
@@ -326,3 +331,30 @@ def test_pod_listing_refused(profile: KamajiHamiProfile) -> None:
     assert by[("TC-08", "tenant-a")].status == "fail"
     assert "refused to list nodes or pods" in by[("TC-08", "tenant-a")].reason
     assert all(r.status == "pass" for r in report.results if r.tenant == "tenant-b")
+
+
+def test_ctrl_c_ends_the_waits_and_still_cleans_up(profile: KamajiHamiProfile) -> None:
+    """Ctrl-C while verify waits for its pods (the webhook is unreachable, so they stay Pending):
+    the waits of every tenant end at their next poll, the verify namespace is deleted in both
+    tenants, and the interrupt reaches the caller."""
+    lab = fake_lab(profile, webhook_reachable=False)
+    interrupted = threading.Event()
+
+    def started(tenant: str) -> bool:
+        return any(c[:2] == ("apply", "Pod") for c in list(lab.tenants[tenant].calls))
+
+    def sleep(seconds: float) -> None:
+        if not interrupted.is_set() and all(started(t) for t in ("tenant-a", "tenant-b")):
+            interrupted.set()
+            _thread.interrupt_main()
+        time.sleep(0.02)
+        lab.clock.sleep(seconds)
+
+    with pytest.raises(KeyboardInterrupt):
+        observe_lab(profile, b.LAB, Gateways(lab.management, lab.tenant, lab.cross),
+                    timeouts=TIMEOUTS, clock=Clock(lab.clock.now, sleep))
+        time.sleep(5)  # pragma: no cover - the interrupt arrives before this ends
+    assert lab.clock.slept < TIMEOUTS.running, "the waits did not stop at the interrupt"
+    assert interrupted.is_set()
+    for tenant in ("tenant-a", "tenant-b"):
+        assert _verify_objects(lab, tenant) == [], f"{tenant}: verify's objects left behind"

@@ -244,3 +244,21 @@ def test_verify_replay_refuses_a_profile_of_another_stack_and_name() -> None:
     assert "leave out --profile" in other.stderr
     named = runner.invoke(app, ["verify", "--replay", healthy, "--name", "x"])
     assert named.exit_code == 2 and "--name and --replay cannot be combined" in named.stderr
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_verify_interrupted_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch,
+                                                     keep: bool) -> None:
+    from gpulab import core
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core, "verify", interrupted)
+    result = runner.invoke(app, ["verify", *(["--keep"] if keep else [])])
+    assert result.exit_code == 130
+    assert "interrupted: verify of lab 'kamaji-hami' stopped before judging" in result.stderr
+    expected = ("its pods were left (--keep)" if keep
+                else "verify asked each tenant to delete its pods and namespace")
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr

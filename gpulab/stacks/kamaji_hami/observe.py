@@ -43,6 +43,8 @@ from gpulab.verify.observe import (
     one_line,
     poll,
     probe_credentials,
+    stop_on_interrupt,
+    stoppable,
 )
 from gpulab.verify.state import Listing, LogsProbe, PodRun
 
@@ -496,7 +498,7 @@ def observe_lab(
         The LabState; never raises for lab problems (they are in the state).
     """
     timeouts = timeouts or Timeouts()
-    clock = clock or Clock()
+    clock, stop = stoppable(clock)  # stopped on Ctrl-C/SIGTERM: waits end, the cleanup runs
     say_to = progress or _no_progress
     ids = {c.id for c in checks}
     wanted = pods_needed(checks)
@@ -547,9 +549,10 @@ def observe_lab(
     workers = max_workers or max(1, len(names))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpulab-verify") as pool:
         try:
-            list(pool.map(phase1, profile.tenants))
-            if "TC-08" in ids:
-                list(pool.map(phase2, profile.tenants))
+            with stop_on_interrupt(stop):
+                list(pool.map(phase1, profile.tenants))
+                if "TC-08" in ids:
+                    list(pool.map(phase2, profile.tenants))
         finally:
             list(pool.map(phase3, profile.tenants))
     return LabState(

@@ -48,6 +48,8 @@ from gpulab.verify.observe import (
     one_line,
     poll,
     probe_credentials,
+    stop_on_interrupt,
+    stoppable,
 )
 from gpulab.verify.state import Listing
 
@@ -506,7 +508,7 @@ def observe_lab(
     """Observe every team of `profile` for `checks` (phases: module docstring). Never raises for
     lab problems; they are in the returned state."""
     timeouts = timeouts or Timeouts()
-    clock = clock or Clock()
+    clock, stop = stoppable(clock)  # stopped on Ctrl-C/SIGTERM: waits end, the cleanup runs
     say_to = progress or _no_progress
     ids = {c.id for c in checks}
     wanted = pods_needed(checks)
@@ -549,23 +551,24 @@ def observe_lab(
         if not keep:
             guard(obs.fields, "cleanup", lambda: _cleanup(obs))
 
-    workers = max_workers or max(1, len(profile.teams))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpulab-verify") as pool:
+    with ThreadPoolExecutor(max_workers=max_workers or max(1, len(profile.teams)),
+                            thread_name_prefix="gpulab-verify") as pool:
         try:
-            list(pool.map(phase1, profile.teams))
-            shares = {name: obs.runs["gpu-share"] for name, obs in observations.items()
-                      if obs.runs and "gpu-share" in obs.runs}
-            try:
-                host_fields.update(_queues(host, profile, shares, timeouts=timeouts,
-                                           clock=clock))
-            except Exception as err:  # pragma: no cover - a bug: keep observing the teams
-                host_fields["queues_error"] = f"{type(err).__name__}: {err}"
-            for obs in observations.values():
-                guard(obs.fields, "snapshot", partial(_refresh_share, obs, host))
-            blocker = _capacity_blocker(observations)
-            list(pool.map(lambda t: phase3(t, blocker), profile.teams))
-            if "KAI-08" in ids:
-                list(pool.map(phase4, profile.teams))
+            with stop_on_interrupt(stop):
+                list(pool.map(phase1, profile.teams))
+                shares = {name: obs.runs["gpu-share"] for name, obs in observations.items()
+                          if obs.runs and "gpu-share" in obs.runs}
+                try:
+                    host_fields.update(_queues(host, profile, shares, timeouts=timeouts,
+                                               clock=clock))
+                except Exception as err:  # pragma: no cover - a bug: keep observing the teams
+                    host_fields["queues_error"] = f"{type(err).__name__}: {err}"
+                for obs in observations.values():
+                    guard(obs.fields, "snapshot", partial(_refresh_share, obs, host))
+                blocker = _capacity_blocker(observations)
+                list(pool.map(lambda t: phase3(t, blocker), profile.teams))
+                if "KAI-08" in ids:
+                    list(pool.map(phase4, profile.teams))
         finally:
             list(pool.map(phase5, profile.teams))
     return KaiLabState(

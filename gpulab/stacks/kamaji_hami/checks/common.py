@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gpulab.stacks import common
 from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami import render
-from gpulab.verify.observe import VERIFY_NAMESPACE
+from gpulab.verify.observe import CHECK_LABEL, VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
@@ -185,9 +185,9 @@ def not_verifys_pod(run: PodRun) -> str:
     if namespace != VERIFY_NAMESPACE:
         return (f"the {run.name} that was read is in namespace {namespace or '(none)'}, not "
                 f"verify's {VERIFY_NAMESPACE}: it is not verify's pod")
-    label = (meta.get("labels") or {}).get("gpulab.dev/check")
+    label = (meta.get("labels") or {}).get(CHECK_LABEL)
     if label != run.check:
-        return (f"{VERIFY_NAMESPACE}/{run.name} lacks verify's label gpulab.dev/check="
+        return (f"{VERIFY_NAMESPACE}/{run.name} lacks verify's label {CHECK_LABEL}="
                 f"{run.check} (it has {label!r}): a pod of the same name that verify did not "
                 f"create; delete it (kubectl -n {VERIFY_NAMESPACE} delete pod {run.name}) and "
                 f"re-run verify")
