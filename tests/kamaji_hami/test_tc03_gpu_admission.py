@@ -167,3 +167,21 @@ def test_tenant_api_down_fails(healthy: LabState, profile: KamajiHamiProfile) ->
     result = judge(state, profile, "TC-03")
     assert result.status == "fail"
     assert "see TC-01" in result.reason
+
+
+def test_a_bypass_with_hamis_webhook_server_down_blames_the_server(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    pod = b.verify_pod(spec, "gpu-share-1", scheduler=None)
+    run = replace(_first(healthy), created=pod, pod=pod, events=())
+    crashing = {"phase": "Running", "containerStatuses": [
+        b.running("kube-scheduler"), b.waiting("vgpu-scheduler-extender", "CrashLoopBackOff")]}
+    pods = [{**p, "status": crashing} if p["metadata"]["name"].startswith("hami-scheduler")
+            else p for p in b.system_pods(spec)]
+    state = tenant_replace(run_replace(healthy, "tenant-a", run), "tenant-a",
+                           system_pods=tuple(pods))
+    result = judge(state, profile, "TC-03")
+    assert result.status == "fail"
+    assert "HAMi's webhook was not called because its server is not serving" in result.reason
+    assert "vgpu-scheduler-extender: waiting CrashLoopBackOff" in result.reason
+    assert "Konnectivity" not in result.reason

@@ -141,6 +141,18 @@ def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:
             f"{pod_name} names scheduler {sched}: HAMi's webhook leaves pods that already name a "
             f"scheduler alone, so HAMi never saw it; something else set schedulerName"
         )
+    if st.system_pods is not None and not _serving(st.system_pods, "hami-scheduler"):
+        # HAMi v2.10.0's webhook is served by the hami-scheduler pod: its clientConfig is the
+        # hami-scheduler Service (charts/hami/templates/scheduler/webhook.yaml:17-21); with the
+        # pod down the call fails and failurePolicy Ignore admits the pod unchanged, whatever
+        # the tunnel does.
+        return (
+            f"{pod_name} kept schedulerName default-scheduler: HAMi's webhook was not called "
+            f"because its server is not serving: the hami-scheduler pod in kube-system is "
+            f"[{system_pods_summary(st, 'hami-scheduler')}] (failurePolicy Ignore hides this); "
+            f"kubectl -n kube-system describe pod -l app.kubernetes.io/component=hami-scheduler "
+            f"in {st.tenant}"
+        )
     return (
         f"{pod_name} kept schedulerName default-scheduler: HAMi's webhook was not called: the "
         f"tenant API server could not reach it through Konnectivity (failurePolicy Ignore hides "
@@ -148,6 +160,12 @@ def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:
         f"[{system_pods_summary(st, 'konnectivity-agent')}] and the konnectivity-server container "
         f"of its control-plane pod (TC-01)"
     )
+
+
+def _serving(pods: Iterable[JsonObj], prefix: str) -> bool:
+    """At least one pod named `prefix`* is Running with every container running and ready."""
+    return any(o.pod_phase(p) == "Running" and not o.container_problems(p)
+               for p in _pods_named(pods, prefix))
 
 
 def _lock_reason(ctx: Ctx, pod_name: str, event_text: str) -> str:
