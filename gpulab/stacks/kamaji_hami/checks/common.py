@@ -23,6 +23,7 @@ __all__ = [
     "explain_gpu_pod",
     "gpu_scenario",
     "not_verifys_pod",
+    "pods_not_serving",
     "prepare",
     "system_pods_summary",
     "webhook_bypassed",
@@ -130,6 +131,21 @@ def system_pods_summary(st: TenantState, prefix: str) -> str:
         extra = f" ({', '.join(problems)})" if problems else ""
         parts.append(f"{o.name(pod)} {o.pod_phase(pod)}{extra}")
     return "; ".join(parts)
+
+
+def pods_not_serving(st: TenantState, prefix: str) -> list[str] | None:
+    """The `prefix`* pods in kube-system that are not Running with every container running and
+    ready, as 'name Phase (container problems)'; None when none exists (or none was observed)."""
+    pods = _pods_named(st.system_pods or (), prefix)
+    if not pods:
+        return None
+    out = []
+    for pod in pods:
+        problems = o.container_problems(pod)
+        if o.pod_phase(pod) != "Running" or problems:
+            extra = f" ({', '.join(problems)})" if problems else ""
+            out.append(f"{o.name(pod)} {o.pod_phase(pod)}{extra}")
+    return out
 
 
 def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:

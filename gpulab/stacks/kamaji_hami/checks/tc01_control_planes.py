@@ -85,6 +85,16 @@ def _control_plane(ctx: Ctx) -> tuple[list[str], list[str], bool]:
             f"{spec.kubernetes_version}: the lab was built from another profile; `gpulab down` "
             f"and `gpulab up` it again"
         )
+    # "Version is the running Kubernetes version of the Tenant Control Plane" (Kamaji CRD,
+    # status.kubernetesResources.version.version): Ready at another version is not this lab.
+    running = version.get("version")
+    if running and normalize_version(str(running)) != spec.kubernetes_version:
+        problems.append(
+            f"TenantControlPlane {ns}/{spec.name} reports it runs {running} "
+            f"(status.kubernetesResources.version.version) but the profile wants "
+            f"{spec.kubernetes_version}: an upgrade has not finished or the lab was built from "
+            f"another profile; `kubectl -n {ns} get tcp {spec.name} -o yaml`"
+        )
     pods = [p for p in st.tcp_pods or () if not o.metadata(p).get("deletionTimestamp")]
     if st.tcp_pods is None:
         problems.append(f"the control-plane pods in {ns} were not observed")

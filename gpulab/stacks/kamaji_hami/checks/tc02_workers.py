@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.kamaji_hami import objects as o
-from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare, system_pods_summary
+from gpulab.stacks.kamaji_hami.checks.common import (
+    Ctx,
+    pods_not_serving,
+    prepare,
+    system_pods_summary,
+)
 from gpulab.stacks.kamaji_hami.checks.tc01_control_planes import normalize_version
 from gpulab.verify.result import CheckResult, summarize_problems
 
@@ -95,7 +100,22 @@ def _tunnel(ctx: Ctx) -> tuple[list[str], list[str]]:
         else:
             evidence.append(f"logs of {probe.namespace}/{probe.pod} on {worker} read through "
                             f"the tunnel")
+    if ctx.st.system_pods is not None:
+        problems += _agent_problems(ctx)
     return problems, evidence
+
+
+def _agent_problems(ctx: Ctx) -> list[str]:
+    """Kamaji's Konnectivity addon runs konnectivity-agent in the tenant's kube-system; a read that
+    got through does not prove an agent that is crash-looping or not ready will carry the next
+    call (the webhook's, TC-03)."""
+    broken = pods_not_serving(ctx.st, "konnectivity-agent")
+    if broken is None:
+        return [f"no konnectivity-agent pod in kube-system of {ctx.tenant}: the hosted API server "
+                f"has no tunnel to the workers; check the TenantControlPlane's "
+                f"spec.addons.konnectivity (TC-01)"]
+    return [f"{pod}: the Konnectivity agent is not running and ready; kubectl -n kube-system "
+            f"logs {pod.split(' ', 1)[0]} --previous in {ctx.tenant}" for pod in broken]
 
 
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:

@@ -1,0 +1,208 @@
+"""The adversarial corpus: the checked-in healthy recording (the write-up's lab) broken one fact at a
+time. Each variant must fail exactly the checks that read that fact, for that tenant only, with a
+reason naming the broken fact; healthy variants (reordered lists, unrelated pods and events) must
+still pass everything. Judged through the recording format, as `verify --replay` would."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from gpulab.stacks.kamaji_hami.record import read_recording
+from gpulab.stacks.kamaji_hami.run import evaluate
+from gpulab.stacks.kamaji_hami.state import TenantState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+RECORDING = Path(__file__).parents[1] / "data" / "recordings" / "writeup-healthy"
+TENANTS = ("tenant-a", "tenant-b")
+
+
+def _raw() -> dict[str, dict[str, Any]]:
+    return {t: json.loads((RECORDING / f"state-{t}.json").read_text())["state"] for t in TENANTS}
+
+
+def _judge(edit: Callable[[dict[str, Any], dict[str, Any]], None], tenant: str
+           ) -> list[tuple[str, str, str, str]]:
+    recording = read_recording(RECORDING)
+    states = _raw()
+    other = next(t for t in TENANTS if t != tenant)
+    edit(states[tenant], copy.deepcopy(states[other]))
+    lab = replace(recording.state,
+                  tenants={t: TenantState.from_dict(s) for t, s in states.items()})
+    report = evaluate(lab, recording.profile())
+    return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
+
+
+def _run(st: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for r in st["gpu_pods"] if r["name"] == name)
+
+
+def _system_pod(st: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return next(p for p in st["system_pods"] if p["metadata"]["name"].startswith(prefix))
+
+
+def _crash(pod: dict[str, Any]) -> None:
+    name = pod["status"]["containerStatuses"][-1]["name"]
+    pod["status"]["containerStatuses"][-1] = {
+        "name": name, "ready": False, "restartCount": 4,
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+
+
+def _register(st: dict[str, Any], **changes: Any) -> None:
+    annotations = st["nodes"][0]["metadata"]["annotations"]
+    cards = json.loads(annotations["hami.io/node-nvidia-register"])
+    cards[0].update(changes)
+    annotations["hami.io/node-nvidia-register"] = json.dumps(cards)
+
+
+def _events_of_another_uid(run: dict[str, Any]) -> None:
+    for event in run["events"]:
+        event["involvedObject"]["uid"] = "a-pod-of-an-earlier-run"
+
+
+def _share_pending(st: dict[str, Any]) -> None:
+    pod = _run(st, "gpu-share-3")["pod"]
+    pod["status"] = {"phase": "Pending"}
+    pod["spec"].pop("nodeName", None)
+
+
+def _grant(st: dict[str, Any], name: str, memory: int) -> None:
+    annotations = _run(st, name)["pod"]["metadata"]["annotations"]
+    card, vendor, _memory, cores = annotations["hami.io/vgpu-devices-allocated"].split(":")[0] \
+        .split(",")
+    annotations["hami.io/vgpu-devices-allocated"] = f"{card},{vendor},{memory},{cores}:;"
+
+
+def _uneven_grants(st: dict[str, Any]) -> None:
+    """tenant-a's shares are 20000 MiB each: 30000 + 10000 + 20000 still adds up to 60000."""
+    _grant(st, "gpu-share-1", 30000)
+    _grant(st, "gpu-share-2", 10000)
+
+
+# (name, edit(state, other tenant's state), checks that must fail, a phrase the reason must hold)
+BROKEN: list[tuple[str, Any, set[str], str]] = [
+    ("tcp missing", lambda st, _o: st.update(tcp=None), {"TC-01"}, "not found in the management"),
+    ("tcp not ready",
+     lambda st, _o: st["tcp"]["status"]["kubernetesResources"]["version"].update(
+         status="NotReady"), {"TC-01"}, "is NotReady, not Ready"),
+    ("tcp runs another version",
+     lambda st, _o: st["tcp"]["status"]["kubernetesResources"]["version"].update(
+         version="v1.30.0"), {"TC-01"}, "reports it runs v1.30.0"),
+    ("tcp asks for another version",
+     lambda st, _o: st["tcp"]["spec"]["kubernetes"].update(version="v1.30.0"), {"TC-01"},
+     "asks for v1.30.0"),
+    ("tenant API answers another version", lambda st, _o: st.update(api_version="v1.30.0"),
+     {"TC-01"}, "answers v1.30.0"),
+    ("worker NotReady",
+     lambda st, _o: st["nodes"][0]["status"]["conditions"][0].update(
+         status="False", reason="KubeletNotReady"), {"TC-02"}, "is NotReady"),
+    ("worker kubelet at another version",
+     lambda st, _o: st["nodes"][0]["status"]["nodeInfo"].update(kubeletVersion="v1.30.0"),
+     {"TC-02"}, "runs kubelet v1.30.0"),
+    ("calico-node not ready", lambda st, _o: st["calico"]["status"].update(numberReady=0),
+     {"TC-02"}, "calico-node is 0/1 ready"),
+    ("logs through the tunnel failed",
+     lambda st, _o: st["logs_probes"][0].update(ok=False, error="i/o timeout"), {"TC-02"},
+     "could not read the logs"),
+    ("konnectivity-agent crash-looping",
+     lambda st, _o: _crash(_system_pod(st, "konnectivity-agent")), {"TC-02"},
+     "the Konnectivity agent is not running and ready"),
+    ("konnectivity-agent missing",
+     lambda st, _o: st.update(system_pods=[
+         p for p in st["system_pods"]
+         if not p["metadata"]["name"].startswith("konnectivity-agent")]),
+     {"TC-02"}, "no konnectivity-agent pod"),
+    ("allocatable nvidia.com/gpu zero",
+     lambda st, _o: st["nodes"][0]["status"]["allocatable"].update({"nvidia.com/gpu": "0"}),
+     {"TC-04"}, "allocatable nvidia.com/gpu=0"),
+    ("registered card memory wrong", lambda st, _o: _register(st, devmem=40960), {"TC-04"},
+     "has memory 40960"),
+    ("registered card unhealthy", lambda st, _o: _register(st, health=False), {"TC-04"},
+     "is not healthy"),
+    ("hami handshake missing",
+     lambda st, _o: st["nodes"][0]["metadata"]["annotations"].pop("hami.io/node-handshake"),
+     {"TC-04"}, "no hami.io/node-handshake"),
+    ("webhook bypassed",
+     lambda st, _o: _run(st, "gpu-share-1")["created"]["spec"].update(
+         schedulerName="default-scheduler"), {"TC-03"}, "kept schedulerName default-scheduler"),
+    ("placement events of another pod",
+     lambda st, _o: _events_of_another_uid(_run(st, "gpu-share-1")), {"TC-03"},
+     "no FilteringSucceed / BindingSucceed event"),
+    ("share pod not running", lambda st, _o: _share_pending(st), {"TC-05", "TC-06"},
+     "gpu-share-3 is Pending"),
+    ("share pod crash-looping",
+     lambda st, _o: _crash(_run(st, "gpu-share-2")["pod"]), {"TC-05", "TC-06"},
+     "gpu-share-2 is Running on"),
+    ("share pod replaced by someone else's",
+     lambda st, _o: _run(st, "gpu-share-2")["pod"]["metadata"].update(uid="not-verifys"),
+     {"TC-05", "TC-06"}, "has uid not-verifys"),
+    ("per-pod grants only add up", lambda st, _o: _uneven_grants(st), {"TC-05"},
+     "gpu-share-1 was granted 30000 MiB"),
+    ("fourth pod placed (cores over-committed)",
+     lambda st, _o: _run(st, "gpu-share-4")["pod"]["spec"].update(
+         nodeName="gpulab-kamaji-hami-tenant-a-worker"), {"TC-06"}, "HAMi placed gpu-share-4"),
+    ("memory refusal event of an earlier pod",
+     lambda st, _o: _events_of_another_uid(_run(st, "gpu-mem-big")), {"TC-07"},
+     "no scheduler left an event"),
+    ("another tenant's node listed",
+     lambda st, other: st["listing"]["nodes"].append(other["nodes"][0]), {"TC-08"},
+     "lists node gpulab-kamaji-hami-tenant-b-worker of tenant-b"),
+    ("another tenant accepts the credentials",
+     lambda st, _o: st["credential_probes"][0].update(outcome="accepted", detail="200 OK"),
+     {"TC-08"}, "accepted tenant-a's admin credentials"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "failing", "phrase"), BROKEN,
+                         ids=[b[0] for b in BROKEN])
+def test_each_broken_fact_fails_exactly_its_checks(
+        name: str, edit: Any, failing: set[str], phrase: str) -> None:
+    results = _judge(edit, "tenant-a")
+    assert {(check, tenant) for check, tenant, _s, _r in results} == {
+        (check, "tenant-a") for check in failing}, results
+    assert all(status == "fail" for _c, _t, status, _r in results), results
+    assert any(phrase in reason for _c, _t, _s, reason in results), results
+
+
+def _reorder(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    for key in ("nodes", "system_pods", "gpu_pods"):
+        st[key].reverse()
+    for run in st["gpu_pods"]:
+        run["events"].reverse()
+    st["listing"]["pods"].reverse()
+
+
+def _unrelated_pod(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    pod = copy.deepcopy(st["system_pods"][0])
+    pod["metadata"].update(name="my-app-1", namespace="default", uid="u-my-app",
+                           labels={"app": "mine"})
+    st["system_pods"].append(pod)
+    st["listing"]["pods"].append(
+        {"metadata": {"name": "my-app-1", "namespace": "default", "uid": "u-my-app"}})
+
+
+def _unrelated_event(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    run = _run(st, "gpu-share-4")
+    event = copy.deepcopy(run["events"][0])
+    event["involvedObject"]["uid"] = "an-earlier-run"
+    event["message"] = "0/1 nodes are available: 1 CardInsufficientMemory"
+    run["events"].append(event)
+
+
+@pytest.mark.parametrize("edit", [_reorder, _unrelated_pod, _unrelated_event],
+                         ids=["reordered lists", "unrelated pod", "unrelated event"])
+@pytest.mark.parametrize("tenant", TENANTS)
+def test_healthy_variants_still_pass(edit: Any, tenant: str) -> None:
+    assert _judge(edit, tenant) == []
+
+
+def test_the_corpus_covers_every_check() -> None:
+    covered = set().union(*(failing for _n, _e, failing, _p in BROKEN))
+    assert covered == {f"TC-0{i}" for i in range(1, 9)}
