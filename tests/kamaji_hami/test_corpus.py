@@ -206,3 +206,22 @@ def test_healthy_variants_still_pass(edit: Any, tenant: str) -> None:
 def test_the_corpus_covers_every_check() -> None:
     covered = set().union(*(failing for _n, _e, failing, _p in BROKEN))
     assert covered == {f"TC-0{i}" for i in range(1, 9)}
+
+
+# A recording that lacks the evidence a check needs: that check is `error`, never `pass`.
+MISSING = [
+    ("nodes", {"TC-02", "TC-04"}),
+    ("system_pods", {"TC-02"}),
+    ("logs_probes", {"TC-02"}),
+    ("gpu_pods", {"TC-03", "TC-05", "TC-06", "TC-07"}),
+    ("listing", {"TC-08"}),
+    ("credential_probes", {"TC-08"}),
+]
+
+
+@pytest.mark.parametrize(("key", "erroring"), MISSING, ids=[m[0] for m in MISSING])
+def test_missing_evidence_is_an_error_never_a_pass(key: str, erroring: set[str]) -> None:
+    results = _judge(lambda st, _o: st.pop(key), "tenant-a")
+    assert {(check, status) for check, _t, status, _r in results} == {
+        (check, "error") for check in erroring}, results
+    assert all("in this run or recording" in reason for _c, _t, _s, reason in results), results

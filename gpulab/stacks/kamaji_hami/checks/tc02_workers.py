@@ -136,6 +136,8 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
         evidence += seen
     if not problems and ctx.st.logs_probes is None:
         return ctx.unobserved("the logs probe (tunnel)")
+    if not problems and ctx.st.system_pods is None:  # a failed read is already a problem
+        return ctx.unobserved("the kube-system pods (konnectivity agents)")
     if problems:
         return ctx.failed(summarize_problems(problems), "; ".join(evidence))
     return ctx.passed("; ".join(evidence))
