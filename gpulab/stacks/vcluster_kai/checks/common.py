@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.vcluster_kai import objects as ko
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.state import KaiLabState, ProbeRun, TeamState
 
-__all__ = ["Ctx", "control_plane_summary", "explain_run", "prepare", "run_or_verdict"]
+__all__ = ["Ctx", "control_plane_summary", "explain_run", "own_events", "prepare", "run_or_verdict"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,21 @@ def run_or_verdict(ctx: Ctx, name: str) -> ProbeRun | CheckResult:
     run = ctx.st.run(name)
     if run is None:
         return ctx.error(f"{name} was not part of this observation")
-    return run
+    return own_events(run)
+
+
+def own_events(run: ProbeRun) -> ProbeRun:
+    """`run` with only the events about its host pod and that pod's PodGroup: an event whose
+    involvedObject uid is another object's (a same-named pod of an earlier run, someone else's
+    PodGroup) is dropped; events without a uid are kept."""
+    uids = {str(o.metadata(x).get("uid")) for x in (run.host, run.pod_group)
+            if x and o.metadata(x).get("uid")}
+    if not uids:
+        return run
+    own = tuple(e for e in run.events
+                if str((e.get("involvedObject") or e.get("regarding") or {}).get("uid") or "")
+                in uids | {""})
+    return run if len(own) == len(run.events) else replace(run, events=own)
 
 
 _HINT_RUNNING = (

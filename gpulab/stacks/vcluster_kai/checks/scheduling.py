@@ -19,6 +19,7 @@ from gpulab.stacks.vcluster_kai.checks.common import (
     run_or_verdict,
 )
 from gpulab.verify import objects as o
+from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
@@ -259,7 +260,10 @@ def check_pod_via_kai(lab: KaiLabState, profile: VclusterKaiProfile, team: str) 
 
 
 def _running(run: ProbeRun | None) -> bool:
-    return run is not None and o.pod_phase(run.host) == "Running" and bool(o.pod_node(run.host))
+    """Running on a node with every container running and ready (a crash-looping container
+    holds its GPU share without using it)."""
+    return (run is not None and run.host is not None and o.pod_phase(run.host) == "Running"
+            and bool(o.pod_node(run.host)) and not o.container_problems(run.host))
 
 
 def check_sharing(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> CheckResult:
@@ -272,6 +276,12 @@ def check_sharing(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> C
     if isinstance(run, CheckResult):
         return run
     if not _running(run):
+        containers = o.container_problems(run.host) if run.host else []
+        if containers and o.pod_phase(run.host) == "Running":
+            return ctx.failed(
+                f"{run.name} is Running on {o.pod_node(run.host) or '-'} but its containers are "
+                f"not: {', '.join(containers)}; kubectl -n {VERIFY_NAMESPACE} logs {run.name} "
+                f"--previous in {team}'s vCluster")
         return ctx.failed(explain_run(ctx, run))
     share = kr.probe_sizes(profile, ctx.spec).share
     runs: dict[str, ProbeRun] = {team: run}
@@ -282,7 +292,10 @@ def check_sharing(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> C
         other_st = lab.team(other.name)
         other_run = other_st.run("gpu-share") if other_st else None
         if not _running(other_run):
-            state = o.pod_phase(other_run.host) if other_run else "not observed"
+            host = other_run.host if other_run else None
+            state = o.pod_phase(host) if other_run else "not observed"
+            if host is not None and state == "Running" and o.container_problems(host):
+                state += f", {', '.join(o.container_problems(host))}"
             problems.append(f"{other.name}'s gpu-share is not Running at the same moment "
                             f"({state}), so the GPU was not shared by every team (see "
                             f"{other.name}'s KAI-05)")

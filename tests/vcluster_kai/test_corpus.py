@@ -1,0 +1,147 @@
+"""The adversarial corpus for vcluster-kai: the checked-in healthy recording broken one fact at a
+time. Each variant must fail exactly the checks (and teams) that read that fact, with a reason
+naming it; reordered lists still pass; missing evidence is `error`, never `pass`. Judged through
+the recording format, as `verify --replay` would."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulab.stacks.vcluster_kai.record import read_recording
+from gpulab.stacks.vcluster_kai.run import evaluate
+from gpulab.stacks.vcluster_kai.state import TeamState
+
+RECORDING = Path(__file__).parents[1] / "data" / "recordings" / "kai-healthy"
+TEAM = "team-vision"
+TEAMS = ("team-nlp", "team-vision", "team-recommender")
+
+
+def _judge(edit: Any) -> list[tuple[str, str, str, str]]:
+    recording = read_recording(RECORDING)
+    states = {t: json.loads((RECORDING / f"state-{t}.json").read_text())["state"]
+              for t in recording.state.teams}
+    edit(states[TEAM], copy.deepcopy(states["team-nlp"]))
+    lab = replace(recording.state, teams={t: TeamState.from_dict(s) for t, s in states.items()})
+    report = evaluate(lab, recording.profile())
+    return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
+
+
+def _run(st: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for r in st["pods"] if r["name"] == name)
+
+
+def _host(st: dict[str, Any], name: str) -> dict[str, Any]:
+    host: dict[str, Any] = _run(st, name)["host"]
+    return host
+
+
+def _gpu_node(st: dict[str, Any]) -> dict[str, Any]:
+    return next(n for n in st["nodes"] if n["metadata"]["name"].endswith("-worker"))
+
+
+def _pending(st: dict[str, Any]) -> None:
+    host = _host(st, "gpu-share")
+    host["status"] = {"phase": "Pending"}
+    host["spec"].pop("nodeName")
+
+
+def _crash(st: dict[str, Any]) -> None:
+    _host(st, "gpu-share")["status"]["containerStatuses"] = [
+        {"name": "app", "ready": False, "restartCount": 3,
+         "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]
+
+
+def _only_foreign_reasons(name: str) -> Any:
+    def edit(st: dict[str, Any], _other: dict[str, Any]) -> None:
+        run = _run(st, name)
+        run["pod_group"] = None
+        run["host"]["status"].pop("conditions", None)
+        for event in run["events"]:
+            event["involvedObject"]["uid"] = "a-pod-of-an-earlier-run"
+    return edit
+
+
+ALL = set(TEAMS)
+# (name, edit, {(check, team)} that must fail, a phrase the reason must hold)
+BROKEN: list[tuple[str, Any, set[tuple[str, str]], str]] = [
+    ("vCluster API down",
+     lambda st, _o: st.update(api_version="", api_error="connection refused"),
+     {("KAI-01", TEAM)}, "did not answer: connection refused"),
+    ("GPU node not synced",
+     lambda st, _o: st.update(nodes=[n for n in st["nodes"]
+                                     if not n["metadata"]["name"].endswith("-worker")]),
+     {("KAI-02", TEAM)}, "but not the GPU node"),
+    ("GPU node without GPUs",
+     lambda st, _o: _gpu_node(st)["status"]["allocatable"].pop("nvidia.com/gpu"),
+     {("KAI-02", TEAM)}, "has nvidia.com/gpu 0"),
+    ("another scheduler", lambda st, _o: _host(st, "gpu-share")["spec"].update(
+        schedulerName="default-scheduler"), {("KAI-04", TEAM)}, "schedulerName default-scheduler"),
+    ("queue label dropped",
+     lambda st, _o: _host(st, "gpu-share")["metadata"]["labels"].pop("kai.scheduler/queue"),
+     {("KAI-04", TEAM)}, "no kai.scheduler/queue label"),
+    ("gpu-fraction changed",
+     lambda st, _o: _host(st, "gpu-share")["metadata"]["annotations"].update(
+         {"gpu-fraction": "0.9"}), {("KAI-04", TEAM)}, "gpu-fraction '0.9'"),
+    ("no PodGroup", lambda st, _o: _run(st, "gpu-share").update(pod_group=None),
+     {("KAI-04", TEAM)}, "made no PodGroup"),
+    ("share pod pending", lambda st, _o: _pending(st),
+     {("KAI-05", t) for t in TEAMS}, "gpu-share is Pending"),
+    ("share pod crash-looping", lambda st, _o: _crash(st),
+     {("KAI-05", t) for t in TEAMS}, "CrashLoopBackOff"),
+    ("over-limit reason only from another pod's events", _only_foreign_reasons("gpu-over-limit"),
+     {("KAI-06", TEAM)}, "gpu-over-limit is Pending"),
+    ("over-capacity reason only from another pod's events",
+     _only_foreign_reasons("gpu-over-capacity"), {("KAI-07", TEAM)}, "gpu-over-capacity is Pending"),
+    ("another team's pod listed",
+     lambda st, other: st["listing"]["pods"].append(other["listing"]["pods"][-1]),
+     {("KAI-08", TEAM), ("KAI-08", "team-nlp")}, "labelled gpulab.dev/tenant=team-nlp"),
+    ("another vCluster accepts the credentials",
+     lambda st, _o: st["credential_probes"][0].update(outcome="accepted", detail="200 OK"),
+     {("KAI-08", TEAM)}, "accepted team-vision's credentials"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "failing", "phrase"), BROKEN,
+                         ids=[b[0] for b in BROKEN])
+def test_each_broken_fact_fails_exactly_its_checks(
+        name: str, edit: Any, failing: set[tuple[str, str]], phrase: str) -> None:
+    results = _judge(edit)
+    assert {(check, team) for check, team, _s, _r in results} == failing, results
+    assert any(phrase in reason for _c, _t, _s, reason in results), results
+
+
+def _reorder(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    for key in ("nodes", "pods", "credential_probes"):
+        st[key].reverse()
+    for run in st["pods"]:
+        run["events"].reverse()
+    st["listing"]["pods"].reverse()
+
+
+def test_reordered_lists_still_pass() -> None:
+    assert _judge(_reorder) == []
+
+
+@pytest.mark.parametrize(("key", "erroring"), [
+    ("nodes", {"KAI-02"}),
+    ("pods", {"KAI-04", "KAI-05", "KAI-06", "KAI-07"}),
+    ("listing", {"KAI-08"}),
+    ("credential_probes", {"KAI-08"}),
+])
+def test_missing_evidence_is_an_error_never_a_pass(key: str, erroring: set[str]) -> None:
+    results = _judge(lambda st, _o: st.pop(key))
+    mine = {(check, status) for check, team, status, _r in results if team == TEAM}
+    assert mine == {(check, "error") for check in erroring}, results
+
+
+def test_the_corpus_covers_every_check() -> None:
+    covered = {check for _n, _e, failing, _p in BROKEN for check, _t in failing}
+    # KAI-03 reads the host's queues (the manifest, not a team file): tests/vcluster_kai/
+    # test_checks.py breaks them field by field.
+    assert covered == {f"KAI-0{i}" for i in range(1, 9)} - {"KAI-03"}
