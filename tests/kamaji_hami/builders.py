@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gpulab.verify.result import CheckResult
 
 LAB = "kamaji-hami"
+RUN_ID = "3f9c2a7d1e04"  # the gpulab.dev/run label of the recorded verify run
 NS = verify_observe.VERIFY_NAMESPACE
 TS = "2026-11-20T10:15:00Z"
 ENDPOINTS = {"tenant-a": "172.18.255.200:6443", "tenant-b": "172.18.255.201:6443"}
@@ -181,7 +182,8 @@ def verify_pod(spec: TenantSpec, name: str, *, scheduler: str | None = "hami-sch
     """A verify pod as the tenant API returns it on create (webhook applied)."""
     base = next(p for p in render.verify_objects(spec)[1:] if p["metadata"]["name"] == name)
     obj = copy.deepcopy(base)
-    obj["metadata"]["labels"].update({naming.LABEL_LAB: LAB, naming.LABEL_TENANT: spec.name})
+    obj["metadata"]["labels"].update({naming.LABEL_LAB: LAB, naming.LABEL_TENANT: spec.name,
+                                      naming.LABEL_RUN: RUN_ID})
     obj["metadata"]["uid"] = uid("pod", spec.name, f"{NS}-{name}")
     if scheduler:
         obj["spec"]["schedulerName"] = scheduler
@@ -312,6 +314,7 @@ def healthy_state(profile: KamajiHamiProfile) -> LabState:
         checks=("TC-01", "TC-02", "TC-03", "TC-04", "TC-05", "TC-06", "TC-07", "TC-08"),
         observed_at="2026-11-20T10:14:12+00:00",
         seconds=61.3,
+        run_id=RUN_ID,
     )
 
 

@@ -143,6 +143,10 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
     ("share pod replaced by someone else's",
      lambda st, _o: _run(st, "gpu-share-2")["pod"]["metadata"].update(uid="not-verifys"),
      {"TC-05", "TC-06"}, "has uid not-verifys"),
+    ("share pod of another verify run",
+     lambda st, _o: _run(st, "gpu-share-2")["pod"]["metadata"]["labels"].update(
+         {"gpulab.dev/run": "0123456789ab"}), {"TC-05", "TC-06"},
+     "belongs to another verify run (gpulab.dev/run='0123456789ab'"),
     ("per-pod grants only add up", lambda st, _o: _uneven_grants(st), {"TC-05"},
      "gpu-share-1 was granted 30000 MiB"),
     ("fourth pod placed (cores over-committed)",

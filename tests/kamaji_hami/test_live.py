@@ -67,6 +67,8 @@ def test_healthy_lab_passes_everything_and_cleans_up(profile: KamajiHamiProfile)
         assert run is not None and run.created is not None
         assert "managedFields" not in run.created["metadata"]
         assert run.created["metadata"]["labels"][naming.LABEL_TENANT] == tenant
+        assert run.created["metadata"]["labels"][naming.LABEL_RUN] == report.state.run_id
+        assert len(report.state.run_id) == 12
         worker = b.worker(tenant)
         assert run.notes == (f"set hami.io/bind-phase=success on gpu-share-1 and released HAMi's "
                              f"node lock on {worker} (the mock device plugin never does)",)

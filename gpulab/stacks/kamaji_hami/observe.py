@@ -18,12 +18,14 @@ an injectable clock, so tests run in no time.
 
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import GpulabError
+from gpulab.naming import LABEL_RUN
 from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.checks.registry import CHECKS, Check, pods_needed
@@ -380,6 +382,7 @@ def _create_and_wait(
 def _run_gpu_pods(
     obs: _Obs, kube: KubeGateway, spec: TenantSpec, lab: str, wanted: frozenset[str], *,
     timeouts: Timeouts, clock: Clock, complete_binds: bool, say: Callable[[str], None],
+    run_id: str,
 ) -> None:
     namespace, *pods = render.verify_objects(spec)
     pods = [p for p in pods if o.name(p) in wanted]
@@ -407,7 +410,9 @@ def _run_gpu_pods(
             say(f"{pod_name} {blocked}")
             runs[pod_name] = PodRun(pod_name, check, outcome="not-created", last_seen=blocked)
             continue
-        run = _create_and_wait(kube, labelled(pod, lab, spec.name), check, timeouts=timeouts,
+        mine = labelled(pod, lab, spec.name)
+        mine["metadata"]["labels"][LABEL_RUN] = run_id
+        run = _create_and_wait(kube, mine, check, timeouts=timeouts,
                                clock=clock, complete_binds=complete_binds, say=say)
         runs[pod_name] = run
         obs.time("TC-03" if pod_name == "gpu-share-1" else check, run.waited)
@@ -505,6 +510,7 @@ def observe_lab(
     names = [t.name for t in profile.tenants]
     observations = {name: _Obs(name) for name in names}
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    run_id = uuid.uuid4().hex[:12]  # the gpulab.dev/run label of this run's pods
     wall = clock.now()
 
     def phase1(spec: TenantSpec) -> None:
@@ -527,7 +533,7 @@ def observe_lab(
             if obs.fields.get("api_error"):
                 return
             _run_gpu_pods(obs, obs.kube, spec, lab, wanted, timeouts=timeouts, clock=clock,
-                          complete_binds=complete_binds, say=say)
+                          complete_binds=complete_binds, say=say, run_id=run_id)
 
         say("observing")
         guard(obs.fields, "observing", body)
@@ -561,5 +567,6 @@ def observe_lab(
         checks=tuple(c.id for c in CHECKS if c.id in ids),
         observed_at=started_at,
         seconds=round(clock.now() - wall, 3),
+        run_id=run_id,
     )
 

@@ -104,6 +104,7 @@ class LabState:
     checks: tuple[str, ...]  # TC ids the observation was made for, in TC order
     observed_at: str = ""  # ISO 8601 UTC, when observation started
     seconds: float = 0.0  # wall time of the observation (including cleanup)
+    run_id: str = ""  # the gpulab.dev/run label of verify's pods ("" in older recordings)
 
     def tenant(self, name: str) -> TenantState | None:
         return self.tenants.get(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gpulab.naming import LABEL_RUN
 from gpulab.stacks import common
 from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami import render
@@ -207,7 +208,7 @@ _REASON_HINTS = {
 }
 
 
-def not_verifys_pod(run: PodRun) -> str:
+def not_verifys_pod(run: PodRun, run_id: str = "") -> str:
     """Why the last snapshot of `run` is not the pod verify created ('' when it is). Verify's
     pods are known by namespace, the `gpulab.dev/check` label render gives them and the uid the
     create call returned; a pod with the same name that differs in any of these is not evidence."""
@@ -225,6 +226,11 @@ def not_verifys_pod(run: PodRun) -> str:
                 f"{run.check} (it has {label!r}): a pod of the same name that verify did not "
                 f"create; delete it (kubectl -n {VERIFY_NAMESPACE} delete pod {run.name}) and "
                 f"re-run verify")
+    other_run = (meta.get("labels") or {}).get(LABEL_RUN)
+    if run_id and other_run != run_id:
+        return (f"{VERIFY_NAMESPACE}/{run.name} belongs to another verify run ({LABEL_RUN}="
+                f"{other_run!r}, this run is {run_id!r}): a pod left by an earlier or concurrent "
+                f"verify; kubectl -n {VERIFY_NAMESPACE} delete pod {run.name}")
     created = o.metadata(run.created).get("uid")
     if created and meta.get("uid") != created:
         return (f"{VERIFY_NAMESPACE}/{run.name} has uid {meta.get('uid')}, not {created} that "

@@ -39,7 +39,7 @@ def refusal(ctx: Ctx, pod_name: str, expected: str, accepted_story: str,
     run = ctx.pod_run(pod_name)
     if run is None:
         return ctx.error(f"{pod_name} is not in this observation or recording")
-    if foreign := not_verifys_pod(run):
+    if foreign := not_verifys_pod(run, ctx.lab.run_id):
         return ctx.failed(foreign)
     admitted = run.created or run.pod
     pod = run.pod or admitted

@@ -35,7 +35,7 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     run = ctx.pod_run(POD)
     if run is None:
         return ctx.error(f"{POD} is not in this observation or recording")
-    if foreign := not_verifys_pod(run):
+    if foreign := not_verifys_pod(run, ctx.lab.run_id):
         return ctx.failed(foreign)
     admitted = run.created or run.pod
     if admitted is None:

@@ -34,7 +34,7 @@ def share_pods_running(ctx: Ctx) -> list[str]:
     problems = []
     for pod_name in SHARE_PODS:
         run = ctx.pod_run(pod_name)
-        foreign = not_verifys_pod(run) if run else ""
+        foreign = not_verifys_pod(run, ctx.lab.run_id) if run else ""
         if foreign:
             problems.append(foreign)
         elif run is None or run.pod is None or o.pod_phase(run.pod) != "Running":
