@@ -210,8 +210,10 @@ _REASON_HINTS = {
 
 def not_verifys_pod(run: PodRun, run_id: str = "") -> str:
     """Why the last snapshot of `run` is not the pod verify created ('' when it is). Verify's
-    pods are known by namespace, the `gpulab.dev/check` label render gives them and the uid the
-    create call returned; a pod with the same name that differs in any of these is not evidence."""
+    pods are known by namespace, the `gpulab.dev/check` label render gives them, the
+    `gpulab.dev/run` label of this run (`run_id`; not checked when empty, as in older
+    recordings) and the uid the create call returned; a pod with the same name that differs in
+    any of these is not evidence."""
     pod = run.pod
     if pod is None:
         return ""
