@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
 __all__ = [
     "annots",
@@ -13,6 +13,7 @@ __all__ = [
     "container_problems",
     "event_message",
     "event_source",
+    "events_about",
     "events_with",
     "int_quantity",
     "labels",
@@ -21,6 +22,7 @@ __all__ = [
     "node_ready",
     "pod_node",
     "pod_phase",
+    "pod_serving",
     "pod_summary",
     "scheduler_name",
     "short_events",
@@ -128,6 +130,12 @@ def container_problems(pod: Mapping[str, Any], wanted: Iterable[str] | None = No
     return problems
 
 
+def pod_serving(pod: Mapping[str, Any] | None) -> bool:
+    """Phase Running with every container running and ready (a crash-looping or unready
+    container does not count)."""
+    return pod is not None and pod_phase(pod) == "Running" and not container_problems(pod)
+
+
 def pod_summary(pod: Mapping[str, Any] | None) -> str:
     """'Pending, scheduler hami-scheduler, node -' style one-liner."""
     if pod is None:
@@ -151,6 +159,21 @@ def event_source(event: Mapping[str, Any]) -> str:
         or event.get("reportingController")
         or ""
     )
+
+
+_Event = TypeVar("_Event", bound="Mapping[str, Any]")
+
+
+def events_about(events: Iterable[_Event], uids: Collection[str]) -> tuple[_Event, ...]:
+    """The events about the objects with these uids: an event whose involvedObject (events.k8s.io:
+    regarding) names another uid, e.g. a same-named object of an earlier run, is dropped; events
+    without a uid are kept. No (non-empty) uid: every event."""
+    wanted = {uid for uid in uids if uid}
+    if not wanted:
+        return tuple(events)
+    return tuple(e for e in events
+                 if str((e.get("involvedObject") or e.get("regarding") or {}).get("uid") or "")
+                 in {"", *wanted})
 
 
 def events_with(

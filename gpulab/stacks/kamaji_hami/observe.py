@@ -115,11 +115,8 @@ def _pod_events(kube: KubeGateway, pod: Mapping[str, Any] | None) -> tuple[JsonO
     same name must not lend its FilteringFailed/BindingFailed to this one (matched by uid)."""
     if pod is None:
         return ()
-    uid = o.metadata(pod).get("uid")
-    return tuple(
-        e for e in clean_all(kube.events(NS, o.name(pod)))
-        if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)
-    )
+    uid = str(o.metadata(pod).get("uid") or "")
+    return clean_all(o.events_about(kube.events(NS, o.name(pod)), {uid}))
 
 
 

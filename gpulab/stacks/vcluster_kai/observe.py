@@ -114,9 +114,8 @@ def _events(host: KubeGateway, namespace: str, objs: Sequence[JsonObj | None]
     for obj in objs:
         if obj is None:
             continue
-        uid = o.metadata(obj).get("uid")
-        out += [e for e in clean_all(host.events(namespace, o.name(obj)))
-                if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)]
+        uid = str(o.metadata(obj).get("uid") or "")
+        out += clean_all(o.events_about(host.events(namespace, o.name(obj)), {uid}))
     return tuple(out)
 
 

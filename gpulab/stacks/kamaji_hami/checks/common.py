@@ -79,13 +79,19 @@ class Ctx:
         run = self.st.pod_run(name)
         if run is None:
             return None
-        uid = o.metadata(run.created or run.pod).get("uid")
-        if not uid:
-            return run
-        own = tuple(e for e in run.events
-                    if (e.get("involvedObject") or e.get("regarding") or {}).get("uid")
-                    in (None, "", uid))
+        uid = str(o.metadata(run.created or run.pod).get("uid") or "")
+        own = o.events_about(run.events, {uid})
         return run if len(own) == len(run.events) else replace(run, events=own)
+
+    def verify_run(self, name: str) -> PodRun | CheckResult:
+        """Verify's own pod `name` (Ctx.pod_run), or the verdict when it was not observed or
+        what was read is not verify's pod (not_verifys_pod)."""
+        run = self.pod_run(name)
+        if run is None:
+            return self.error(f"{name} is not in this observation or recording")
+        if foreign := not_verifys_pod(run, self.lab.run_id):
+            return self.failed(foreign)
+        return run
 
     def node(self, node_name: str) -> JsonObj | None:
         for node in self.st.nodes or ():
@@ -142,8 +148,8 @@ def pods_not_serving(st: TenantState, prefix: str) -> list[str] | None:
         return None
     out = []
     for pod in pods:
-        problems = o.container_problems(pod)
-        if o.pod_phase(pod) != "Running" or problems:
+        if not o.pod_serving(pod):
+            problems = o.container_problems(pod)
             extra = f" ({', '.join(problems)})" if problems else ""
             out.append(f"{o.name(pod)} {o.pod_phase(pod)}{extra}")
     return out
@@ -158,7 +164,8 @@ def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:
             f"{pod_name} names scheduler {sched}: HAMi's webhook leaves pods that already name a "
             f"scheduler alone, so HAMi never saw it; something else set schedulerName"
         )
-    if st.system_pods is not None and not _serving(st.system_pods, "hami-scheduler"):
+    serving = [p for p in _pods_named(st.system_pods or (), "hami-scheduler") if o.pod_serving(p)]
+    if st.system_pods is not None and not serving:
         # HAMi v2.10.0's webhook is served by the hami-scheduler pod: its clientConfig is the
         # hami-scheduler Service (charts/hami/templates/scheduler/webhook.yaml:17-21); with the
         # pod down the call fails and failurePolicy Ignore admits the pod unchanged, whatever
@@ -177,12 +184,6 @@ def webhook_bypassed(st: TenantState, pod: JsonObj) -> str:
         f"[{system_pods_summary(st, 'konnectivity-agent')}] and the konnectivity-server container "
         f"of its control-plane pod (TC-01)"
     )
-
-
-def _serving(pods: Iterable[JsonObj], prefix: str) -> bool:
-    """At least one pod named `prefix`* is Running with every container running and ready."""
-    return any(o.pod_phase(p) == "Running" and not o.container_problems(p)
-               for p in _pods_named(pods, prefix))
 
 
 def _lock_reason(ctx: Ctx, pod_name: str, event_text: str) -> str:

@@ -8,15 +8,14 @@ from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami.checks.common import (
     Ctx,
     explain_gpu_pod,
-    not_verifys_pod,
     webhook_bypassed,
 )
+from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from gpulab.verify.result import CheckResult
 
 __all__ = ["asks", "refusal"]
 
@@ -36,11 +35,9 @@ def refusal(ctx: Ctx, pod_name: str, expected: str, accepted_story: str,
     accepted_story: the actionable text when HAMi placed the pod anyway (over-commit allowed);
     other_reason_hint: appended when HAMi refused it for another reason than `expected`.
     """
-    run = ctx.pod_run(pod_name)
-    if run is None:
-        return ctx.error(f"{pod_name} is not in this observation or recording")
-    if foreign := not_verifys_pod(run, ctx.lab.run_id):
-        return ctx.failed(foreign)
+    run = ctx.verify_run(pod_name)
+    if isinstance(run, CheckResult):
+        return run
     admitted = run.created or run.pod
     pod = run.pod or admitted
     if admitted is None or pod is None:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami.checks.common import (
     explain_gpu_pod,
-    not_verifys_pod,
     prepare_gpu,
     webhook_bypassed,
 )
@@ -32,11 +31,9 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     if isinstance(prepared, CheckResult):
         return prepared
     ctx, _sizes = prepared
-    run = ctx.pod_run(POD)
-    if run is None:
-        return ctx.error(f"{POD} is not in this observation or recording")
-    if foreign := not_verifys_pod(run, ctx.lab.run_id):
-        return ctx.failed(foreign)
+    run = ctx.verify_run(POD)
+    if isinstance(run, CheckResult):
+        return run
     admitted = run.created or run.pod
     if admitted is None:
         return ctx.failed(explain_gpu_pod(ctx, run, POD))

@@ -120,13 +120,8 @@ def own_events(run: ProbeRun) -> ProbeRun:
     """`run` with only the events about its host pod and that pod's PodGroup: an event whose
     involvedObject uid is another object's (a same-named pod of an earlier run, someone else's
     PodGroup) is dropped; events without a uid are kept."""
-    uids = {str(o.metadata(x).get("uid")) for x in (run.host, run.pod_group)
-            if x and o.metadata(x).get("uid")}
-    if not uids:
-        return run
-    own = tuple(e for e in run.events
-                if str((e.get("involvedObject") or e.get("regarding") or {}).get("uid") or "")
-                in uids | {""})
+    uids = {str(o.metadata(x).get("uid") or "") for x in (run.host, run.pod_group)}
+    own = o.events_about(run.events, uids)
     return run if len(own) == len(run.events) else replace(run, events=own)
 
 

@@ -71,8 +71,7 @@ def check_api(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> Check
     where = st.api_server or f"port {ctx.spec.api_node_port}"
     if st.api_error:
         pods = st.control_plane_pods or ()
-        running = bool(pods) and all(o.pod_phase(p) == "Running" and not o.container_problems(p)
-                                     for p in pods)
+        running = bool(pods) and all(o.pod_serving(p) for p in pods)
         cause = (
             "its control plane runs on the host, so the host cannot reach the NodePort on the "
             "kind node (docs/vcluster-kai.md, 'Reaching a vCluster from the host')" if running
@@ -262,8 +261,7 @@ def check_pod_via_kai(lab: KaiLabState, profile: VclusterKaiProfile, team: str) 
 def _running(run: ProbeRun | None) -> bool:
     """Running on a node with every container running and ready (a crash-looping container
     holds its GPU share without using it)."""
-    return (run is not None and run.host is not None and o.pod_phase(run.host) == "Running"
-            and bool(o.pod_node(run.host)) and not o.container_problems(run.host))
+    return run is not None and o.pod_serving(run.host) and bool(o.pod_node(run.host))
 
 
 def check_sharing(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> CheckResult:
