@@ -177,6 +177,12 @@ def event(obj_name: str, reason: str, message: str, *, kind: str = "Warning",
 # --------------------------------------------------------------------------- verify pods
 
 
+def events_of_uid(run: PodRun, uid: str) -> PodRun:
+    """`run` with every event naming the pod of this uid (an earlier run's, or its own)."""
+    return replace(run, events=tuple(
+        {**e, "involvedObject": {**e["involvedObject"], "uid": uid}} for e in run.events))
+
+
 def verify_pod(spec: TenantSpec, name: str, *, scheduler: str | None = "hami-scheduler"
                ) -> dict[str, Any]:
     """A verify pod as the tenant API returns it on create (webhook applied)."""

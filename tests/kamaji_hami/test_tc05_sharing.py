@@ -218,14 +218,10 @@ def test_tc03_refuses_a_same_named_pod(healthy: LabState, profile: KamajiHamiPro
 def test_events_of_another_pod_with_the_same_name_do_not_count(
         healthy: LabState, profile: KamajiHamiProfile) -> None:
     run = _share(healthy, "gpu-share-1")
-    old = tuple({**e, "involvedObject": {**e["involvedObject"], "uid": "an-earlier-run"}}
-                for e in run.events)
-    state = run_replace(healthy, "tenant-a", replace(run, events=old))
+    state = run_replace(healthy, "tenant-a", b.events_of_uid(run, "an-earlier-run"))
     result = judge(state, profile, "TC-03")
     assert result.status == "fail"
     assert "no FilteringSucceed / BindingSucceed event" in result.reason
     own_uid = run.pod["metadata"]["uid"] if run.pod else ""
-    mine = tuple({**e, "involvedObject": {**e["involvedObject"], "uid": own_uid}}
-                 for e in run.events)
-    state = run_replace(healthy, "tenant-a", replace(run, events=mine))
+    state = run_replace(healthy, "tenant-a", b.events_of_uid(run, own_uid))
     assert judge(state, profile, "TC-03").status == "pass"

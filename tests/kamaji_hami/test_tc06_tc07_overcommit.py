@@ -172,9 +172,8 @@ def test_a_refusal_event_of_an_earlier_pod_with_the_same_name_is_no_pass(
         healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
     name, _ = CASES[check]
     run = _run(healthy, name)
-    old = tuple({**e, "involvedObject": {**e["involvedObject"], "uid": "an-earlier-run"}}
-                for e in run.events)
-    result = judge(run_replace(healthy, "tenant-a", replace(run, events=old)), profile, check)
+    result = judge(run_replace(healthy, "tenant-a", b.events_of_uid(run, "an-earlier-run")),
+                   profile, check)
     assert result.status == "fail"
     assert f"{name} is Pending with schedulerName hami-scheduler but no scheduler left an event" \
         in result.reason
