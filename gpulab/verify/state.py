@@ -10,14 +10,13 @@ saw. Conventions used by every field:
 - an empty tuple means "observed, and there was nothing";
 - an `..._error` string is non-empty when the API call that would fill a field failed.
 
-`to_dict`/`from_dict` define the recording format (docs/recording-format.md); unknown keys are
-ignored on read and missing ones take their defaults, so older recordings of the same major
-version still load.
+These dataclasses are the recording format's types (docs/recording-format.md): recordings are
+written with `dataclasses.asdict` and read back by pydantic in strict mode
+(gpulab.verify.recording), which also derives the published JSON Schemas from them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,40 +28,11 @@ __all__ = [
     "LogsProbe",
     "PodRun",
     "ProbeOutcome",
-    "json_objs",
-    "opt_json_obj",
-    "opt_json_objs",
-    "str_field",
 ]
 
 JsonObj = dict[str, Any]
 ProbeOutcome = Literal["rejected", "accepted", "forbidden", "error"]
 PROBE_OUTCOMES: tuple[ProbeOutcome, ...] = ("rejected", "accepted", "forbidden", "error")
-
-
-def json_objs(value: Any) -> tuple[JsonObj, ...]:
-    """Recorded API objects (non-mappings dropped)."""
-    return tuple(dict(v) for v in value or () if isinstance(v, Mapping))
-
-
-def opt_json_objs(value: Any) -> tuple[JsonObj, ...] | None:
-    return None if value is None else json_objs(value)
-
-
-def opt_json_obj(value: Any) -> JsonObj | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def str_field(data: Mapping[str, Any], key: str) -> str:
-    value = data.get(key)
-    return "" if value is None else str(value)
-
-
-def _outcome(value: str) -> ProbeOutcome:
-    for known in PROBE_OUTCOMES:
-        if value == known:
-            return known
-    return "error"
 
 
 @dataclass(frozen=True)
@@ -90,22 +60,6 @@ class PodRun:
     last_seen: str = ""
     notes: tuple[str, ...] = ()
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PodRun:
-        return cls(
-            name=str_field(data, "name"),
-            check=str_field(data, "check"),
-            created=opt_json_obj(data.get("created")),
-            create_error=str_field(data, "create_error"),
-            pod=opt_json_obj(data.get("pod")),
-            events=json_objs(data.get("events")),
-            outcome=str_field(data, "outcome") or "not-created",
-            waited=float(data.get("waited") or 0.0),
-            last_seen=str_field(data, "last_seen"),
-            notes=tuple(str(n) for n in data.get("notes") or ()),
-        )
-
-
 @dataclass(frozen=True)
 class LogsProbe:
     """Reading a pod's logs on a worker through the tenant API (proves the Konnectivity path)."""
@@ -116,18 +70,6 @@ class LogsProbe:
     ok: bool = False
     excerpt: str = ""  # last log line, shortened
     error: str = ""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LogsProbe:
-        return cls(
-            node=str_field(data, "node"),
-            namespace=str_field(data, "namespace"),
-            pod=str_field(data, "pod"),
-            ok=bool(data.get("ok")),
-            excerpt=str_field(data, "excerpt"),
-            error=str_field(data, "error"),
-        )
-
 
 @dataclass(frozen=True)
 class CredentialProbe:
@@ -142,17 +84,6 @@ class CredentialProbe:
     outcome: ProbeOutcome
     detail: str = ""
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CredentialProbe:
-        outcome = str_field(data, "outcome")
-        return cls(
-            credentials_of=str_field(data, "credentials_of"),
-            server_of=str_field(data, "server_of"),
-            outcome=_outcome(outcome),
-            detail=str_field(data, "detail"),
-        )
-
-
 @dataclass(frozen=True)
 class Listing:
     """What one tenant's API listed (nodes, pods in all namespaces) while every tenant's verify
@@ -162,11 +93,3 @@ class Listing:
     nodes: tuple[JsonObj, ...] = ()
     pods: tuple[JsonObj, ...] = ()
     error: str = ""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Listing:
-        return cls(
-            nodes=json_objs(data.get("nodes")),
-            pods=json_objs(data.get("pods")),
-            error=str_field(data, "error"),
-        )

@@ -1,42 +1,44 @@
 """The adversarial corpus: the checked-in healthy recording (the write-up's lab) broken one fact at a
 time. Each variant must fail exactly the checks that read that fact, for that tenant only, with a
-reason naming the broken fact; healthy variants (reordered lists, unrelated pods and events) must
-still pass everything. Judged through the recording format, as `verify --replay` would."""
+reason naming the broken fact; healthy variants (reordered lists, unrelated pods and events, a
+three-tenant lab with other GPU models and sizes) must still pass everything. Judged through the recording format, as `verify --replay` would."""
 
 from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from gpulab.stacks.kamaji_hami.record import read_recording
+from gpulab.stacks import load_profile
+from gpulab.stacks.kamaji_hami.record import read_recording, write_recording
 from gpulab.stacks.kamaji_hami.run import evaluate
-from gpulab.stacks.kamaji_hami.state import TenantState
+from tests.kamaji_hami import builders as b
+from tests.recordings import member_states, read_edited
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
+    from gpulab.stacks.kamaji_hami.state import LabState
 
 RECORDING = Path(__file__).parents[1] / "data" / "recordings" / "writeup-healthy"
 TENANTS = ("tenant-a", "tenant-b")
 
 
 def _raw() -> dict[str, dict[str, Any]]:
-    return {t: json.loads((RECORDING / f"state-{t}.json").read_text())["state"] for t in TENANTS}
+    return member_states(RECORDING)
 
 
 def _judge(edit: Callable[[dict[str, Any], dict[str, Any]], None], tenant: str
            ) -> list[tuple[str, str, str, str]]:
-    recording = read_recording(RECORDING)
     states = _raw()
     other = next(t for t in TENANTS if t != tenant)
     edit(states[tenant], copy.deepcopy(states[other]))
-    lab = replace(recording.state,
-                  tenants={t: TenantState.from_dict(s) for t, s in states.items()})
-    report = evaluate(lab, recording.profile())
+    recording = read_edited(RECORDING, read_recording, states)
+    report = evaluate(recording.state, recording.profile())
     return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
 
 
@@ -229,3 +231,40 @@ def test_missing_evidence_is_an_error_never_a_pass(key: str, erroring: set[str])
     assert {(check, status) for check, _t, status, _r in results} == {
         (check, "error") for check in erroring}, results
     assert all("in this run or recording" in reason for _c, _t, _s, reason in results), results
+
+
+# A lab shaped unlike the write-up: three tenants, other models and sizes, two workers for one.
+def _three_tenant_profile() -> KamajiHamiProfile:
+    profile = load_profile("kamaji-hami").profile
+    tenant_c = profile.tenant("tenant-b").model_copy(update={"name": "tenant-c"})
+    profile = profile.model_copy(update={"tenants": [*profile.tenants, tenant_c]})
+    profile = b.with_gpus(profile, "tenant-a", {
+        "model": "NVIDIA-T4", "count": 1, "memory_mib": 15360, "cores": 100, "split": 4,
+        "id_prefix": "GPU-MOCK-"})
+    return b.with_gpus(profile, "tenant-c", {
+        "model": "NVIDIA-H100-NVL", "count": 4, "memory_mib": 95830, "cores": 100, "split": 8,
+        "id_prefix": "GPU-MOCK-C"}, workers=2)
+
+
+def _round_trip(state: LabState, profile: KamajiHamiProfile, tmp_path: Path
+                ) -> list[tuple[str, str, str, str]]:
+    recording = read_recording(write_recording(tmp_path / "rec", state, profile).parent)
+    report = evaluate(recording.state, recording.profile())
+    assert {r.tenant for r in report.results} == {"tenant-a", "tenant-b", "tenant-c"}
+    assert len(report.results) == 8 * 3
+    return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
+
+
+def test_three_tenants_with_other_gpu_models_pass(tmp_path: Path) -> None:
+    profile = _three_tenant_profile()
+    assert _round_trip(b.healthy_state(profile), profile, tmp_path) == []
+
+
+def test_three_tenants_a_wrong_grant_fails_only_its_tenant(tmp_path: Path) -> None:
+    profile = _three_tenant_profile()
+    spec = profile.tenant("tenant-c")
+    wrong = b.placed(spec, "gpu-share-2", memory=1024)  # the pod asked for its share, got 1 GiB
+    state = b.run_replace(b.healthy_state(profile), "tenant-c", wrong)
+    results = _round_trip(state, profile, tmp_path)
+    assert {(check, tenant) for check, tenant, _s, _r in results} == {("TC-05", "tenant-c")}
+    assert "gpu-share-2" in results[0][3] and "1024" in results[0][3], results

@@ -46,6 +46,9 @@ NO_CAPACITY = ("0/2 nodes are available: 1 node(s) didn't have enough resources:
                "had untolerated taint {node-role.kubernetes.io/control-plane: }.")
 
 
+RUN_ID = "8b1e5c0a94d2"  # the gpulab.dev/run label of the recorded verify run
+
+
 def uid(where: str, name: str) -> str:
     return f"{where}-{name}".lower()
 
@@ -85,7 +88,7 @@ def control_plane_pod(team: TeamSpec) -> dict[str, Any]:
 def verify_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str) -> dict[str, Any]:
     pod = next(p for p in kr.verify_objects(profile, team) if p["metadata"]["name"] == name)
     out = copy.deepcopy(pod)
-    out["metadata"]["labels"][naming.LABEL_LAB] = LAB
+    out["metadata"]["labels"].update({naming.LABEL_LAB: LAB, naming.LABEL_RUN: RUN_ID})
     return out
 
 
@@ -108,8 +111,9 @@ def host_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, *, running:
     meta["labels"].update({"vcluster.loft.sh/managed-by": team.name,
                            "vcluster.loft.sh/namespace": NS})
     meta.setdefault("annotations", {}).update({
-        "vcluster.loft.sh/name": name,
-        "vcluster.loft.sh/namespace": NS,
+        kr.VC_NAME_ANNOTATION: name,
+        kr.VC_NAMESPACE_ANNOTATION: NS,
+        kr.VC_UID_ANNOTATION: uid(f"vc-{team.name}", name),
         kr.POD_GROUP_ANNOTATION: f"pg-{host_name}-{uid('host', host_name)}"[:63],
     })
     if running:
@@ -280,6 +284,7 @@ def healthy_state(profile: VclusterKaiProfile) -> KaiLabState:
         checks=CHECK_IDS,
         observed_at="2026-11-20T10:14:12+00:00",
         seconds=148.7,
+        run_id=RUN_ID,
     )
 
 

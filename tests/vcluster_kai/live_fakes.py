@@ -186,8 +186,9 @@ def _syncer(lab_ref: list[KaiLab], team: TeamSpec) -> Any:
                        "vcluster.loft.sh/managed-by": team.name,
                        "vcluster.loft.sh/namespace": meta["namespace"]},
             "annotations": {**(meta.get("annotations") or {}),
-                            "vcluster.loft.sh/name": meta["name"],
-                            "vcluster.loft.sh/namespace": meta["namespace"]},
+                            kr.VC_NAME_ANNOTATION: meta["name"],
+                            kr.VC_NAMESPACE_ANNOTATION: meta["namespace"],
+                            kr.VC_UID_ANNOTATION: meta["uid"]},
         }
         host["spec"].setdefault("schedulerName", "default-scheduler")
         host["status"] = {"phase": "Pending"}

@@ -238,9 +238,15 @@ def test_scenario_unobserved(healthy: KaiLabState, kai_profile: VclusterKaiProfi
 
 def test_a_pending_share_pod_names_kais_reason(healthy: KaiLabState,
                                                kai_profile: VclusterKaiProfile) -> None:
-    pending = b.over_limit_run(kai_profile, kai_profile.teams[0])
-    state = run_replace(healthy, NLP, "gpu-share", host=pending.host,
-                        pod_group=pending.pod_group, events=pending.events, outcome="timeout")
+    team = kai_profile.teams[0]
+    over_limit = b.over_limit_run(kai_profile, team).pod_group
+    assert over_limit is not None
+    reasons = over_limit["status"]["schedulingConditions"][0]["reasons"]
+    message = b.OVER_LIMIT.format(queue=team.queue_name)
+    host = b.host_pod(kai_profile, team, "gpu-share", running=False, message=message)
+    state = run_replace(healthy, NLP, "gpu-share", host=host,
+                        pod_group=b.pod_group(host, team.queue_name, reasons),
+                        events=(b.event(host, "Unschedulable", message),), outcome="timeout")
     result = verdict(state, kai_profile, "KAI-05")
     assert result.status == "fail"
     assert result.reason.startswith("KAI keeps gpu-share Pending: OverLimit: team-nlp quota has")
@@ -301,9 +307,11 @@ def test_over_limit_placed_means_the_limit_is_not_enforced(
 
 def test_over_limit_refused_for_another_reason(healthy: KaiLabState,
                                                kai_profile: VclusterKaiProfile) -> None:
-    capacity = b.over_capacity_run(kai_profile, kai_profile.teams[0])
-    state = run_replace(healthy, NLP, "gpu-over-limit", host=capacity.host,
-                        pod_group=capacity.pod_group, events=capacity.events)
+    host = b.host_pod(kai_profile, kai_profile.teams[0], "gpu-over-limit", running=False,
+                      message=b.NO_CAPACITY)
+    state = run_replace(healthy, NLP, "gpu-over-limit", host=host,
+                        pod_group=b.pod_group(host, NLP, [{"message": b.NO_CAPACITY}]),
+                        events=(b.event(host, "Unschedulable", b.NO_CAPACITY),))
     result = verdict(state, kai_profile, "KAI-06")
     assert result.status == "fail"
     assert "KAI gave another reason than OverLimit" in result.reason

@@ -6,8 +6,6 @@ the recording format, as `verify --replay` would."""
 from __future__ import annotations
 
 import copy
-import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +13,18 @@ import pytest
 
 from gpulab.stacks.vcluster_kai.record import read_recording
 from gpulab.stacks.vcluster_kai.run import evaluate
-from gpulab.stacks.vcluster_kai.state import TeamState
+from tests.recordings import member_states, read_edited
 
 RECORDING = Path(__file__).parents[1] / "data" / "recordings" / "kai-healthy"
 TEAM = "team-vision"
 TEAMS = ("team-nlp", "team-vision", "team-recommender")
 
 
-def _judge(edit: Any) -> list[tuple[str, str, str, str]]:
-    recording = read_recording(RECORDING)
-    states = {t: json.loads((RECORDING / f"state-{t}.json").read_text())["state"]
-              for t in recording.state.teams}
+def _judge(edit: Any, manifest: Any = None) -> list[tuple[str, str, str, str]]:
+    states = member_states(RECORDING)
     edit(states[TEAM], copy.deepcopy(states["team-nlp"]))
-    lab = replace(recording.state, teams={t: TeamState.from_dict(s) for t, s in states.items()})
-    report = evaluate(lab, recording.profile())
+    recording = read_edited(RECORDING, read_recording, states, manifest)
+    report = evaluate(recording.state, recording.profile())
     return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
 
 
@@ -39,6 +35,20 @@ def _run(st: dict[str, Any], name: str) -> dict[str, Any]:
 def _host(st: dict[str, Any], name: str) -> dict[str, Any]:
     host: dict[str, Any] = _run(st, name)["host"]
     return host
+
+
+def _host_meta(name: str, key: str, change: dict[str, Any]) -> Any:
+    """An edit of the share pod's host copy: metadata[key] updated with `change` (a value None
+    removes the entry)."""
+    def edit(st: dict[str, Any], _other: dict[str, Any]) -> None:
+        meta = _host(st, name)["metadata"]
+        target = meta if key == "" else meta.setdefault(key, {})
+        for k, v in change.items():
+            if v is None:
+                target.pop(k, None)
+            else:
+                target[k] = v
+    return edit
 
 
 def _gpu_node(st: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +111,23 @@ BROKEN: list[tuple[str, Any, set[tuple[str, str]], str]] = [
     ("another team's pod listed",
      lambda st, other: st["listing"]["pods"].append(other["listing"]["pods"][-1]),
      {("KAI-08", TEAM), ("KAI-08", "team-nlp")}, "labelled gpulab.dev/tenant=team-nlp"),
+    # The host pod read is not the copy of the pod this verify created (namespace, vCluster's
+    # name/namespace/uid annotations, verify's labels).
+    ("share pod read from another namespace",
+     _host_meta("gpu-share", "", {"namespace": "vcluster-team-nlp"}),
+     {("KAI-04", TEAM), ("KAI-05", TEAM)}, "outside vcluster-team-vision"),
+    ("host pod copied from another virtual pod",
+     _host_meta("gpu-share", "annotations", {"vcluster.loft.sh/name": "my-notebook"}),
+     {("KAI-04", TEAM), ("KAI-05", TEAM)}, "is the copy of gpulab-verify/my-notebook"),
+    ("same-named pod verify did not create",
+     _host_meta("gpu-share", "labels", {"gpulab.dev/check": None}),
+     {("KAI-04", TEAM), ("KAI-05", TEAM)}, "lacks verify's label gpulab.dev/check=KAI-05"),
+    ("pod of an earlier verify run",
+     _host_meta("gpu-share", "labels", {"gpulab.dev/run": "0123456789ab"}),
+     {("KAI-04", TEAM), ("KAI-05", TEAM)}, "belongs to another verify run"),
+    ("pod re-created while verify waited",
+     _host_meta("gpu-over-limit", "annotations", {"vcluster.loft.sh/uid": "someone-elses"}),
+     {("KAI-06", TEAM)}, "is the copy of virtual pod uid someone-elses"),
     ("another vCluster accepts the credentials",
      lambda st, _o: st["credential_probes"][0].update(outcome="accepted", detail="200 OK"),
      {("KAI-08", TEAM)}, "accepted team-vision's credentials"),
@@ -140,8 +167,54 @@ def test_missing_evidence_is_an_error_never_a_pass(key: str, erroring: set[str])
     assert mine == {(check, "error") for check in erroring}, results
 
 
+def _queue(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(q for q in manifest["host"]["queues"] if q["metadata"]["name"] == name)
+
+
+# The host's observation lives in the manifest: (name, manifest edit, failing, phrase).
+BROKEN_HOST: list[tuple[str, Any, set[tuple[str, str]], str]] = [
+    ("team queue deleted",
+     lambda m: m["host"]["queues"].remove(_queue(m, TEAM)),
+     {("KAI-03", TEAM), ("KAI-05", TEAM)}, "Queue team-vision does not exist"),
+    ("team queue moved under another parent",
+     lambda m: _queue(m, TEAM)["spec"].update(parentQueue="default-queue"),
+     {("KAI-03", TEAM)}, "parentQueue"),
+    ("team queue GPU limit raised",
+     lambda m: _queue(m, TEAM)["spec"]["resources"]["gpu"].update(limit=4),
+     {("KAI-03", TEAM)}, "limit"),
+    ("org queue quota changed",
+     lambda m: _queue(m, "ml-org")["spec"]["resources"]["gpu"].update(quota=2),
+     {("KAI-03", t) for t in TEAMS}, "Queue ml-org"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "failing", "phrase"), BROKEN_HOST,
+                         ids=[b[0] for b in BROKEN_HOST])
+def test_each_broken_host_fact_fails_exactly_its_checks(
+        name: str, edit: Any, failing: set[tuple[str, str]], phrase: str) -> None:
+    results = _judge(lambda _st, _o: None, edit)
+    assert {(check, team) for check, team, _s, _r in results} == failing, results
+    assert all(phrase in reason for _c, _t, _s, reason in results), results
+
+
+@pytest.mark.parametrize(("edit", "erroring", "phrase"), [
+    # KAI-05 reads the queues' allocation too.
+    (lambda m: m["host"].update(queues=None), "KAI-03 KAI-05", "not observed"),
+    (lambda m: m["host"].update(queues=None, queues_error="403 Forbidden"), "KAI-03 KAI-05",
+     "403 Forbidden"),
+    (lambda m: m["host"].update(gpu_users=[{"metadata": {"name": "train", "namespace": "ml"}}]),
+     "KAI-04 KAI-05 KAI-06 KAI-07", "the GPU was in use"),
+    (lambda m: m["host"].update(gpu_users=None, gpu_users_error="timeout"),
+     "KAI-04 KAI-05 KAI-06 KAI-07", "could not tell whether the GPU was idle"),
+])
+def test_missing_host_evidence_is_an_error_never_a_pass(edit: Any, erroring: str,
+                                                        phrase: str) -> None:
+    results = _judge(lambda _st, _o: None, edit)
+    assert {(check, team, status) for check, team, status, _r in results} == {
+        (check, team, "error") for check in erroring.split() for team in TEAMS}, results
+    assert all(phrase in reason for _c, _t, _s, reason in results), results
+
+
 def test_the_corpus_covers_every_check() -> None:
-    covered = {check for _n, _e, failing, _p in BROKEN for check, _t in failing}
-    # KAI-03 reads the host's queues (the manifest, not a team file): tests/vcluster_kai/
-    # test_checks.py breaks them field by field.
-    assert covered == {f"KAI-0{i}" for i in range(1, 9)} - {"KAI-03"}
+    covered = {check for _n, _e, failing, _p in BROKEN + BROKEN_HOST for check, _t in failing}
+    assert covered == {f"KAI-0{i}" for i in range(1, 9)}

@@ -11,12 +11,14 @@ from gpulab.errors import UsageError
 from gpulab.stacks.kamaji_hami.state import LabState, TenantState
 from gpulab.verify.recording import (
     MANIFEST,
+    MEMBER_FORMAT,
     RECORDING_FORMAT,
     RECORDING_VERSION,
-    decoding,
+    Manifest,
+    MemberDocument,
     member_file,
-    read_json,
-    require_version,
+    read_document,
+    schemas,
     write_json,
 )
 
@@ -25,7 +27,10 @@ if TYPE_CHECKING:
 
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 
-__all__ = ["Recording", "read_recording", "write_recording"]
+__all__ = ["STACK", "Recording", "read_recording", "recording_schemas", "write_recording"]
+
+STACK = "kamaji-hami"
+TenantDocument = MemberDocument[TenantState]
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ def write_recording(directory: Path, state: LabState, profile: KamajiHamiProfile
     for name, tenant in state.tenants.items():
         files[name] = _tenant_file(name)
         write_json(directory / files[name], {
-            "format": f"{RECORDING_FORMAT}/tenant",
+            "format": MEMBER_FORMAT,
             "version": RECORDING_VERSION,
             "tenant": name,
             "state": tenant.to_dict(),
@@ -101,37 +106,34 @@ def write_recording(directory: Path, state: LabState, profile: KamajiHamiProfile
 
 
 def read_recording(directory: Path) -> Recording:
-    """Read a directory written by `write_recording` (UsageError when it is not one)."""
+    """Read a directory written by `write_recording` (UsageError when it is not one, or when
+    any file does not match the recording format's types)."""
     manifest_path = directory / MANIFEST
-    manifest = require_version(manifest_path, read_json(manifest_path), RECORDING_FORMAT)
+    manifest = read_document(manifest_path, Manifest)
+    if manifest.stack not in (None, STACK):
+        raise UsageError(f"{manifest_path} is not a {STACK} recording (stack {manifest.stack})")
     tenants: dict[str, TenantState] = {}
-    files = manifest.get("tenants")
-    if not isinstance(files, dict):
-        raise UsageError(f"{manifest_path} has no 'tenants' mapping")
-    for name, file_name in files.items():
+    for name, file_name in manifest.tenants.items():
         path = member_file(directory, manifest_path, file_name)
-        data = require_version(path, read_json(path), f"{RECORDING_FORMAT}/tenant")
-        state = data.get("state")
-        if not isinstance(state, dict):
-            raise UsageError(f"{path} has no 'state' object")
-        with decoding(path):
-            tenants[str(name)] = TenantState.from_dict(state)
-    profile = manifest.get("profile")
-    with decoding(manifest_path):
-        return _recording(manifest, tenants, profile)
-
-
-def _recording(manifest: dict[str, Any], tenants: dict[str, TenantState], profile: Any
-               ) -> Recording:
+        document = read_document(path, TenantDocument)
+        if document.tenant != name or document.state.tenant != name:
+            raise UsageError(f"{path} holds tenant {document.state.tenant!r}, but the manifest "
+                             f"lists it for {name!r}")
+        tenants[name] = document.state
     return Recording(
         state=LabState(
-            lab=str(manifest.get("lab") or ""),
+            lab=manifest.lab,
             tenants=tenants,
-            checks=tuple(str(c) for c in manifest.get("checks") or ()),
-            observed_at=str(manifest.get("observed_at") or ""),
-            seconds=float(manifest.get("seconds") or 0.0),
-            run_id=str(manifest.get("run_id") or ""),
+            checks=manifest.checks,
+            observed_at=manifest.observed_at,
+            seconds=manifest.seconds,
+            run_id=manifest.run_id,
         ),
-        profile_data=profile if isinstance(profile, dict) else {},
-        gpulab_version=str(manifest.get("gpulab_version") or ""),
+        profile_data=manifest.profile,
+        gpulab_version=manifest.gpulab_version,
     )
+
+
+def recording_schemas() -> dict[str, Any]:
+    """The JSON Schemas of kamaji-hami's recording files (docs/schemas/recording-v1/)."""
+    return schemas(Manifest, TenantState, STACK)

@@ -1,24 +1,22 @@
 """What kamaji-hami's `verify` observed: one `TenantState` per tenant, in a `LabState`.
 
-Built from the shared pieces of `gpulab.verify.state` (see its conventions); `to_dict`/`from_dict`
-define the recording format (docs/recording-format.md).
+Built from the shared pieces of `gpulab.verify.state` (see its conventions); `to_dict` and the
+recording format's pydantic reading define it (docs/recording-format.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+# pydantic reads these dataclasses' annotations at run time (recording.read_document):
+# the names they use are imported for real, not under TYPE_CHECKING.
+from collections.abc import Mapping  # noqa: TC003
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
-from gpulab.verify.state import (
+from gpulab.verify.state import (  # noqa: TC001
     CredentialProbe,
     JsonObj,
     Listing,
     LogsProbe,
     PodRun,
-    opt_json_obj,
-    opt_json_objs,
-    str_field,
 )
 
 __all__ = ["LabState", "TenantState"]
@@ -62,38 +60,6 @@ class TenantState:
 
     def to_dict(self) -> JsonObj:
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TenantState:
-        listing = data.get("listing")
-        probes = data.get("credential_probes")
-        logs = data.get("logs_probes")
-        runs = data.get("gpu_pods")
-        cm = data.get("hami_device_configmap")
-        return cls(
-            tenant=str_field(data, "tenant"),
-            tcp=opt_json_obj(data.get("tcp")),
-            tcp_pods=opt_json_objs(data.get("tcp_pods")),
-            management_error=str_field(data, "management_error"),
-            api_version=str_field(data, "api_version"),
-            api_error=str_field(data, "api_error"),
-            nodes=opt_json_objs(data.get("nodes")),
-            nodes_error=str_field(data, "nodes_error"),
-            system_pods=opt_json_objs(data.get("system_pods")),
-            calico=opt_json_obj(data.get("calico")),
-            hami_device_configmap=None if cm is None else bool(cm),
-            system_error=str_field(data, "system_error"),
-            logs_probes=None if logs is None else tuple(LogsProbe.from_dict(p) for p in logs),
-            gpu_pods=None if runs is None else tuple(PodRun.from_dict(r) for r in runs),
-            scenario_error=str_field(data, "scenario_error"),
-            listing=Listing.from_dict(listing) if isinstance(listing, Mapping) else None,
-            credential_probes=None if probes is None
-            else tuple(CredentialProbe.from_dict(p) for p in probes),
-            timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
-            cleanup_error=str_field(data, "cleanup_error"),
-            internal_error=str_field(data, "internal_error"),
-        )
-
 
 @dataclass(frozen=True)
 class LabState:

@@ -21,6 +21,7 @@ bounded and use an injectable clock.
 
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -63,8 +64,8 @@ if TYPE_CHECKING:
 __all__ = ["KaiGateways", "Timeouts", "find_host_pod", "observe_lab"]
 
 NS = verify_observe.VERIFY_NAMESPACE
-CHECK_LABEL = "gpulab.dev/check"
-VC_NAME_ANNOTATION = "vcluster.loft.sh/name"  # the virtual name, on the host copy
+CHECK_LABEL = kr.CHECK_LABEL
+VC_NAME_ANNOTATION = kr.VC_NAME_ANNOTATION  # the virtual name, on the host copy
 
 
 @dataclass(frozen=True)
@@ -177,16 +178,19 @@ def _summary(seen: _Follow) -> str:
 
 def _follow(
     vc: KubeGateway, host: KubeGateway, team: TeamSpec, lab: str, pod: JsonObj, awaited: str, *,
-    timeout: float, timeouts: Timeouts, clock: Clock, say: Callable[[str], None],
+    run_id: str, timeout: float, timeouts: Timeouts, clock: Clock, say: Callable[[str], None],
 ) -> ProbeRun:
-    """Create `pod` in the vCluster, then wait on the host until `awaited` (running | pending |
-    grouped) or the bound."""
+    """Create `pod` in the vCluster, labelled with this run's id (vCluster copies the labels to
+    the host pod), then wait on the host until `awaited` (running | pending | grouped) or the
+    bound."""
     name = o.name(pod)
     check = o.labels(pod).get(CHECK_LABEL, "")
     host_name = kr.host_pod_name(name, NS, team.name)
     start = clock.now()
+    mine = labelled(pod, lab, team.name)
+    mine["metadata"]["labels"][naming.LABEL_RUN] = run_id
     try:
-        created = clean_object(vc.apply(labelled(pod, lab, team.name)))
+        created = clean_object(vc.apply(mine))
     except GpulabError as err:
         say(f"{name} refused by the vCluster API: {one_line(str(err), 120)}")
         return ProbeRun(name, check, create_error=one_line(str(err)), host_name=host_name,
@@ -226,6 +230,7 @@ def _snapshot(host: KubeGateway, team: TeamSpec, run: ProbeRun) -> ProbeRun:
 @dataclass
 class _Obs:
     team: TeamSpec
+    run_id: str  # the gpulab.dev/run label of this verify's pods
     fields: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     runs: dict[str, ProbeRun] | None = None
@@ -295,8 +300,8 @@ def _share(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
         return
     if "gpu-share" in wanted:
         run = _follow(vc, host, obs.team, lab, _pods_of(profile, obs.team)["gpu-share"],
-                      "running", timeout=timeouts.running, timeouts=timeouts, clock=clock,
-                      say=say)
+                      "running", run_id=obs.run_id, timeout=timeouts.running,
+                      timeouts=timeouts, clock=clock, say=say)
         obs.runs["gpu-share"] = run
     obs.time("KAI-04", clock.now() - start)
     obs.time("KAI-05", clock.now() - start)
@@ -324,7 +329,8 @@ def _probes(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
                                   host_name=kr.host_pod_name(name, NS, obs.team.name))
             say(f"{name} {all_shares_run}")
             continue
-        run = _follow(vc, host, obs.team, lab, pods[name], "pending", timeout=timeouts.refused,
+        run = _follow(vc, host, obs.team, lab, pods[name], "pending", run_id=obs.run_id,
+                      timeout=timeouts.refused,
                       timeouts=timeouts, clock=clock, say=say)
         runs[name] = run
         obs.time(check, run.waited)
@@ -343,7 +349,8 @@ def _isolation(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: s
     pods = _pods_of(profile, obs.team)
     if obs.runs is not None and "queue-foreign" in wanted and "queue-foreign" in pods:
         obs.runs["queue-foreign"] = _follow(vc, host, obs.team, lab, pods["queue-foreign"],
-                                            "grouped", timeout=timeouts.grouped,
+                                            "grouped", run_id=obs.run_id,
+                                            timeout=timeouts.grouped,
                                             timeouts=timeouts, clock=clock, say=say)
     try:
         listing = Listing(pods=tuple(listing_pod(p) for p in vc.list_objects("v1", "Pod")))
@@ -514,7 +521,8 @@ def observe_lab(
     host = gateways.host
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = clock.now()
-    observations = {team.name: _Obs(team) for team in profile.teams}
+    run_id = uuid.uuid4().hex[:12]  # the gpulab.dev/run label of this run's pods
+    observations = {team.name: _Obs(team, run_id) for team in profile.teams}
     host_fields = _observe_host(host, profile, wanted, say_to)
     if host_fields.get("gpu_users"):
         wanted = wanted - GPU_PODS
@@ -577,4 +585,5 @@ def observe_lab(
         checks=tuple(c.id for c in CHECKS if c.id in ids),
         observed_at=started_at,
         seconds=round(clock.now() - wall, 3),
+        run_id=run_id,
     )

@@ -10,16 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from gpulab import __version__
 from gpulab.errors import UsageError
 from gpulab.stacks.vcluster_kai.state import HostState, KaiLabState, TeamState
 from gpulab.verify.recording import (
     MANIFEST,
+    MEMBER_FORMAT,
     RECORDING_FORMAT,
     RECORDING_VERSION,
-    decoding,
-    load_document,
+    Manifest,
+    MemberDocument,
     member_file,
+    read_document,
+    schemas,
     write_json,
 )
 
@@ -28,10 +33,18 @@ if TYPE_CHECKING:
 
     from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 
-__all__ = ["STACK", "KaiRecording", "read_recording", "write_recording"]
+__all__ = ["STACK", "KaiManifest", "KaiRecording", "read_recording", "recording_schemas",
+           "write_recording"]
 
 STACK = "vcluster-kai"
-TEAM_FORMAT = f"{RECORDING_FORMAT}/tenant"
+TeamDocument = MemberDocument[TeamState]
+
+
+class KaiManifest(Manifest):
+    """vcluster-kai's manifest: the common one plus what verify read on the host cluster."""
+
+    host: HostState = Field(default_factory=HostState,
+                            description="the host cluster's GPU nodes, GPU users and queues")
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,7 @@ def write_recording(directory: Path, state: KaiLabState, profile: VclusterKaiPro
     for name, team in state.teams.items():
         files[name] = f"state-{name}.json"
         write_json(directory / files[name], {
-            "format": TEAM_FORMAT,
+            "format": MEMBER_FORMAT,
             "version": RECORDING_VERSION,
             "tenant": name,
             "state": team.to_dict(),
@@ -75,6 +88,7 @@ def write_recording(directory: Path, state: KaiLabState, profile: VclusterKaiPro
         "lab": state.lab,
         "observed_at": state.observed_at,
         "seconds": state.seconds,
+        "run_id": state.run_id,
         "checks": list(state.checks),
         "host": state.host.to_dict(),
         "tenants": files,
@@ -86,40 +100,36 @@ def write_recording(directory: Path, state: KaiLabState, profile: VclusterKaiPro
 
 
 def read_recording(directory: Path) -> KaiRecording:
-    """Read a directory written by `write_recording` (UsageError when it is not one)."""
+    """Read a directory written by `write_recording` (UsageError when it is not one, or when
+    any file does not match the recording format's types)."""
     manifest_path = directory / MANIFEST
-    manifest = load_document(manifest_path, RECORDING_FORMAT)
-    if manifest.get("stack") != STACK:
+    manifest = read_document(manifest_path, KaiManifest)
+    if manifest.stack != STACK:
         raise UsageError(f"{manifest_path} is not a {STACK} recording "
-                         f"(stack {manifest.get('stack') or 'kamaji-hami'})")
-    files = manifest.get("tenants")
-    if not isinstance(files, dict):
-        raise UsageError(f"{manifest_path} has no 'tenants' mapping")
+                         f"(stack {manifest.stack or 'kamaji-hami'})")
     teams: dict[str, TeamState] = {}
-    for name, file_name in files.items():
+    for name, file_name in manifest.tenants.items():
         path = member_file(directory, manifest_path, file_name)
-        state = load_document(path, TEAM_FORMAT).get("state")
-        if not isinstance(state, dict):
-            raise UsageError(f"{path} has no 'state' object")
-        with decoding(path):
-            teams[str(name)] = TeamState.from_dict(state)
-    host = manifest.get("host")
-    profile = manifest.get("profile")
-    with decoding(manifest_path):
-        return _recording(manifest, teams, host, profile)
-
-
-def _recording(manifest: dict[str, Any], teams: dict[str, TeamState], host: Any, profile: Any
-               ) -> KaiRecording:
+        document = read_document(path, TeamDocument)
+        if document.tenant != name or document.state.team != name:
+            raise UsageError(f"{path} holds team {document.state.team!r}, but the manifest "
+                             f"lists it for {name!r}")
+        teams[name] = document.state
     return KaiRecording(
         state=KaiLabState(
-            lab=str(manifest.get("lab") or ""),
-            host=HostState.from_dict(host if isinstance(host, dict) else {}),
+            lab=manifest.lab,
+            host=manifest.host,
             teams=teams,
-            checks=tuple(str(c) for c in manifest.get("checks") or ()),
-            observed_at=str(manifest.get("observed_at") or ""),
-            seconds=float(manifest.get("seconds") or 0.0),
+            checks=manifest.checks,
+            observed_at=manifest.observed_at,
+            seconds=manifest.seconds,
+            run_id=manifest.run_id,
         ),
-        profile_data=profile if isinstance(profile, dict) else {},
-        gpulab_version=str(manifest.get("gpulab_version") or ""),
+        profile_data=manifest.profile,
+        gpulab_version=manifest.gpulab_version,
     )
+
+
+def recording_schemas() -> dict[str, Any]:
+    """The JSON Schemas of vcluster-kai's recording files (docs/schemas/recording-v1/)."""
+    return schemas(KaiManifest, TeamState, STACK)

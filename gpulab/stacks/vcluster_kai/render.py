@@ -52,6 +52,13 @@ KAI_SCHEDULER = "kai-scheduler"  # the schedulerName KAI's webhooks and schedule
 FRACTION_ANNOTATION = "gpu-fraction"
 POD_GROUP_ANNOTATION = "pod-group-name"  # set by KAI's pod-grouper on the (host) pod
 GPU_RESOURCE = "nvidia.com/gpu"
+# vCluster v0.35.3 puts these on a synced pod's host copy: the virtual pod's namespace, name and
+# uid (pkg/controllers/resources/pods/translate/translator.go:40-43, set at :263-280); labels are
+# copied unchanged (pkg/util/translate/labels.go:23-29, HostLabel), so gpulab.dev/* reach the host.
+CHECK_LABEL = "gpulab.dev/check"  # which check a verify pod is for
+VC_NAMESPACE_ANNOTATION = "vcluster.loft.sh/namespace"
+VC_NAME_ANNOTATION = "vcluster.loft.sh/name"
+VC_UID_ANNOTATION = "vcluster.loft.sh/uid"
 QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
 # The chart deploys only kai-operator; the operator creates the others from the kai-config CR and
@@ -336,7 +343,7 @@ def _pod(team: TeamSpec, name: str, queue: str, *, fraction: str | None = None,
         "namespace": verify_observe.VERIFY_NAMESPACE,
         "labels": {
             naming.LABEL_MANAGED: "gpulab",
-            "gpulab.dev/check": VERIFY_PODS[name],
+            CHECK_LABEL: VERIFY_PODS[name],
             naming.LABEL_TENANT: team.name,
             QUEUE_LABEL: queue,
         },

@@ -3,24 +3,22 @@
 Same conventions as gpulab.checks.state (the kamaji-hami verify): raw API objects are the JSON the
 API returned minus `metadata.managedFields`; `None` = not observed in this run, `()` = observed and
 empty, a non-empty `..._error` = the call that would have filled a field failed. `to_dict` and
-`from_dict` define the recording format (docs/vcluster-kai.md); unknown keys are ignored on
-read and missing ones take their defaults.
+the strict reading of gpulab.verify.recording define the recording format
+(docs/recording-format.md); unknown keys are ignored on read and missing ones take their
+defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+# pydantic reads these dataclasses' annotations at run time (recording.read_document):
+# the names they use are imported for real, not under TYPE_CHECKING.
+from collections.abc import Mapping  # noqa: TC003
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
-from gpulab.verify.state import (
+from gpulab.verify.state import (  # noqa: TC001
     CredentialProbe,
     JsonObj,
     Listing,
-    json_objs,
-    opt_json_obj,
-    opt_json_objs,
-    str_field,
 )
 
 __all__ = ["HostState", "KaiLabState", "ProbeRun", "TeamState"]
@@ -52,23 +50,6 @@ class ProbeRun:
     outcome: str = "not-created"
     waited: float = 0.0
     last_seen: str = ""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProbeRun:
-        return cls(
-            name=str_field(data, "name"),
-            check=str_field(data, "check"),
-            created=opt_json_obj(data.get("created")),
-            create_error=str_field(data, "create_error"),
-            host_name=str_field(data, "host_name"),
-            host=opt_json_obj(data.get("host")),
-            pod_group=opt_json_obj(data.get("pod_group")),
-            events=json_objs(data.get("events")),
-            outcome=str_field(data, "outcome") or "not-created",
-            waited=float(data.get("waited") or 0.0),
-            last_seen=str_field(data, "last_seen"),
-        )
-
 
 @dataclass(frozen=True)
 class TeamState:
@@ -104,31 +85,6 @@ class TeamState:
     def to_dict(self) -> JsonObj:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TeamState:
-        listing = data.get("listing")
-        probes = data.get("credential_probes")
-        pods = data.get("pods")
-        return cls(
-            team=str_field(data, "team"),
-            control_plane_pods=opt_json_objs(data.get("control_plane_pods")),
-            host_error=str_field(data, "host_error"),
-            api_server=str_field(data, "api_server"),
-            api_version=str_field(data, "api_version"),
-            api_error=str_field(data, "api_error"),
-            nodes=opt_json_objs(data.get("nodes")),
-            nodes_error=str_field(data, "nodes_error"),
-            pods=None if pods is None else tuple(ProbeRun.from_dict(p) for p in pods),
-            scenario_error=str_field(data, "scenario_error"),
-            listing=Listing.from_dict(listing) if isinstance(listing, Mapping) else None,
-            credential_probes=None if probes is None
-            else tuple(CredentialProbe.from_dict(p) for p in probes),
-            timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
-            cleanup_error=str_field(data, "cleanup_error"),
-            internal_error=str_field(data, "internal_error"),
-        )
-
-
 @dataclass(frozen=True)
 class HostState:
     """What verify read on the host cluster itself.
@@ -152,19 +108,6 @@ class HostState:
     def to_dict(self) -> JsonObj:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HostState:
-        return cls(
-            gpu_nodes=opt_json_objs(data.get("gpu_nodes")),
-            nodes_error=str_field(data, "nodes_error"),
-            gpu_users=opt_json_objs(data.get("gpu_users")),
-            gpu_users_error=str_field(data, "gpu_users_error"),
-            queues=opt_json_objs(data.get("queues")),
-            queues_error=str_field(data, "queues_error"),
-            queue_wait=str_field(data, "queue_wait"),
-        )
-
-
 @dataclass(frozen=True)
 class KaiLabState:
     """One observation of a vcluster-kai lab."""
@@ -175,6 +118,7 @@ class KaiLabState:
     checks: tuple[str, ...]  # check ids observed for, in registry order
     observed_at: str = ""
     seconds: float = 0.0
+    run_id: str = ""  # the gpulab.dev/run label of verify's pods ("" in older recordings)
 
     def team(self, name: str) -> TeamState | None:
         return self.teams.get(name)

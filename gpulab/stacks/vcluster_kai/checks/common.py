@@ -5,16 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gpulab.naming import LABEL_RUN
 from gpulab.stacks.vcluster_kai import objects as ko
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import objects as o
+from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.state import KaiLabState, ProbeRun, TeamState
 
-__all__ = ["Ctx", "control_plane_summary", "explain_run", "own_events", "prepare", "run_or_verdict"]
+__all__ = ["Ctx", "control_plane_summary", "explain_run", "not_verifys_pod", "own_events",
+           "prepare", "run_or_verdict"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,55 @@ def run_or_verdict(ctx: Ctx, name: str) -> ProbeRun | CheckResult:
     run = ctx.st.run(name)
     if run is None:
         return ctx.error(f"{name} was not part of this observation")
+    if foreign := not_verifys_pod(run, ctx.spec, ctx.lab.run_id):
+        return ctx.failed(foreign)
     return own_events(run)
+
+
+def not_verifys_pod(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
+    """Why the host pod read for `run` is not the host copy of the pod verify created ('' when
+    it is, or when none was read). The copy is known by the team's host namespace, the virtual
+    namespace, name and uid vCluster annotates it with (render.VC_*_ANNOTATION), the
+    `gpulab.dev/check` label and this run's `gpulab.dev/run` label (`run_id`; not checked when
+    empty, as in older recordings); a pod that differs in any of these is not evidence."""
+    pod = run.host
+    if pod is None:
+        return ""
+    meta = o.metadata(pod)
+    name = str(meta.get("name") or "")
+    where = f"{meta.get('namespace') or '(none)'}/{name}"
+    look = f"kubectl -n {spec.namespace} get pod {name} -o yaml"
+    if meta.get("namespace") != spec.namespace:
+        return (f"the host pod read for {run.name} is {where}, outside {spec.namespace} where "
+                f"{spec.name}'s vCluster syncs its pods: it is not verify's pod")
+    annotations = o.annots(pod)
+    virtual = (annotations.get(kr.VC_NAMESPACE_ANNOTATION), annotations.get(kr.VC_NAME_ANNOTATION))
+    if virtual != (VERIFY_NAMESPACE, run.name):
+        return (f"host pod {where} is the copy of {'/'.join(str(v) for v in virtual)}, not of "
+                f"verify's {VERIFY_NAMESPACE}/{run.name} ({kr.VC_NAMESPACE_ANNOTATION}, "
+                f"{kr.VC_NAME_ANNOTATION}); {look}")
+    labels = o.labels(pod)
+    check = labels.get(CHECK_LABEL)
+    if check != run.check:
+        return (f"host pod {where} lacks verify's label {CHECK_LABEL}={run.check} (it has "
+                f"{check!r}): a pod of the same name that verify did not create; delete it in "
+                f"the vCluster (kubectl -n {VERIFY_NAMESPACE} delete pod {run.name}) and re-run "
+                f"verify")
+    other_run = labels.get(LABEL_RUN)
+    if run_id and other_run != run_id:
+        return (f"host pod {where} belongs to another verify run ({LABEL_RUN}={other_run!r}, "
+                f"this run is {run_id!r}): a pod left by an earlier or concurrent verify; "
+                f"kubectl -n {VERIFY_NAMESPACE} delete pod {run.name} in {spec.name}'s vCluster")
+    created = str(o.metadata(run.created).get("uid") or "")
+    copied = annotations.get(kr.VC_UID_ANNOTATION)
+    if created and copied != created:
+        return (f"host pod {where} is the copy of virtual pod uid {copied or '(none)'}, not "
+                f"{created} that verify created ({kr.VC_UID_ANNOTATION}): the pod was deleted "
+                f"and re-created while verify waited; {look}")
+    return ""
+
+
+CHECK_LABEL = kr.CHECK_LABEL
 
 
 def own_events(run: ProbeRun) -> ProbeRun:

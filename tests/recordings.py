@@ -1,0 +1,49 @@
+"""Edited copies of the committed recordings, read back through the real reader.
+
+The corpora break one fact at a time in a recording's JSON; going through `read_recording` (the
+strict, typed reading) proves each broken variant is still a valid recording, i.e. something a
+live run could have written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+RECORDINGS = Path(__file__).parent / "data" / "recordings"
+
+R = TypeVar("R")
+
+
+def member_states(source: Path) -> dict[str, dict[str, Any]]:
+    """Each member's raw `state` object, by the name the manifest gives it."""
+    manifest = json.loads((source / "manifest.json").read_text())
+    return {name: json.loads((source / file).read_text())["state"]
+            for name, file in manifest["tenants"].items()}
+
+
+def read_edited(source: Path, reader: Callable[[Path], R],
+                states: Mapping[str, dict[str, Any]],
+                manifest: Callable[[dict[str, Any]], None] | None = None) -> R:
+    """`reader` applied to a copy of `source` whose member states are `states` (and whose
+    manifest `manifest` edited in place)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / source.name
+        shutil.copytree(source, target)
+        files = json.loads((target / "manifest.json").read_text())
+        if manifest is not None:
+            data = json.loads((target / "manifest.json").read_text())
+            manifest(data)
+            (target / "manifest.json").write_text(json.dumps(data))
+        for name, state in states.items():
+            path = target / files["tenants"][name]
+            document = json.loads(path.read_text())
+            document["state"] = state
+            path.write_text(json.dumps(document))
+        return reader(target)
