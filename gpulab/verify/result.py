@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-__all__ = ["STATUSES", "CheckResult", "Status", "summarize_problems"]
+__all__ = ["LOOKS_FURTHER", "STATUSES", "CheckResult", "Status", "summarize_problems"]
 
 Status = Literal["pass", "fail", "error", "skip"]
+
+# A reason that already says where to look: a command, or the check that explains it.
+LOOKS_FURTHER = re.compile(
+    r"kubectl |docker |gpulab |journalctl|helm |\b(see )?(TC|KAI)-0\d\)|see (TC|KAI)-0\d")
 STATUSES: tuple[Status, ...] = ("pass", "fail", "error", "skip")
 
 
@@ -41,6 +46,13 @@ class CheckResult:
 
     def with_meta(self, *, title: str, seconds: float) -> CheckResult:
         return replace(self, title=title, seconds=seconds)
+
+    def with_next_step(self, command: str) -> CheckResult:
+        """A failure whose reason gives no command to look further gets `command` appended
+        (the check's own `kubectl ...`); other results are unchanged."""
+        if self.status != "fail" or not command or LOOKS_FURTHER.search(self.reason):
+            return self
+        return replace(self, reason=f"{self.reason}; to look further: {command}")
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,6 +15,7 @@ import pytest
 from gpulab.stacks import load_profile
 from gpulab.stacks.kamaji_hami.record import read_recording, write_recording
 from gpulab.stacks.kamaji_hami.run import evaluate
+from gpulab.verify.result import LOOKS_FURTHER
 from tests.kamaji_hami import builders as b
 from tests.recordings import member_states, read_edited
 
@@ -86,6 +87,55 @@ def _uneven_grants(st: dict[str, Any]) -> None:
     """tenant-a's shares are 20000 MiB each: 30000 + 10000 + 20000 still adds up to 60000."""
     _grant(st, "gpu-share-1", 30000)
     _grant(st, "gpu-share-2", 10000)
+
+
+def _pod_annotations(st: dict[str, Any], name: str) -> dict[str, Any]:
+    annotations: dict[str, Any] = _run(st, name)["pod"]["metadata"]["annotations"]
+    return annotations
+
+
+def _other_card(st: dict[str, Any], name: str) -> None:
+    """`name` granted card GPU-MOCK-1 (tenant-a has one card: the pinned one is GPU-MOCK-0)."""
+    annotations = _pod_annotations(st, name)
+    granted = annotations["hami.io/vgpu-devices-allocated"].replace("GPU-MOCK-0", "GPU-MOCK-1")
+    annotations["hami.io/vgpu-devices-allocated"] = granted
+
+
+def _not_placed_by_hami(st: dict[str, Any], name: str) -> None:
+    annotations = _pod_annotations(st, name)
+    for key in ("hami.io/vgpu-node", "hami.io/vgpu-devices-allocated",
+                "hami.io/vgpu-devices-to-allocate", "hami.io/bind-phase"):
+        annotations.pop(key)
+
+
+def _component_crash(st: dict[str, Any]) -> None:
+    statuses = st["tcp_pods"][0]["status"]["containerStatuses"]
+    statuses[0] = {"name": statuses[0]["name"], "ready": False, "restartCount": 6,
+                   "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+
+
+def _without_container(st: dict[str, Any], container: str) -> None:
+    pod = st["tcp_pods"][0]
+    pod["spec"]["containers"] = [c for c in pod["spec"]["containers"] if c["name"] != container]
+    pod["status"]["containerStatuses"] = [
+        c for c in pod["status"]["containerStatuses"] if c["name"] != container]
+
+
+def _placement(st: dict[str, Any], name: str, vgpu_node: str, node: str) -> None:
+    run = _run(st, name)
+    run["pod"]["metadata"]["annotations"]["hami.io/vgpu-node"] = vgpu_node
+    run["pod"]["spec"]["nodeName"] = node
+
+
+def _foreign_pod(st: dict[str, Any], other: dict[str, Any]) -> None:
+    theirs = next(p for p in other["listing"]["pods"] if p["metadata"]["name"] == "gpu-share-1")
+    st["listing"]["pods"].append(theirs)
+
+
+def _gpu_capacity_on_unknown_node(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    node = copy.deepcopy(st["listing"]["nodes"][0])
+    node["metadata"].update(name="somebody-elses-node", uid="u-elsewhere")
+    st["listing"]["nodes"].append(node)
 
 
 # (name, edit(state, other tenant's state), checks that must fail, a phrase the reason must hold)
@@ -163,6 +213,73 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
     ("another tenant accepts the credentials",
      lambda st, _o: st["credential_probes"][0].update(outcome="accepted", detail="200 OK"),
      {"TC-08"}, "accepted tenant-a's admin credentials"),
+    ("control-plane component crash-looping", lambda st, _o: _component_crash(st), {"TC-01"},
+     "CrashLoopBackOff"),
+    ("konnectivity-server container missing",
+     lambda st, _o: _without_container(st, "konnectivity-server"), {"TC-01"},
+     "konnectivity-server"),
+    ("no control-plane pod", lambda st, _o: st.update(tcp_pods=[]), {"TC-01"}, "no pod"),
+    ("tenant API down",  # what a live run records: the error, and nothing read through the API
+     lambda st, _o: st.update(api_version="", api_error="connection refused", nodes=None,
+                              system_pods=None, calico=None, logs_probes=None, gpu_pods=None,
+                              listing=None, credential_probes=None),
+     {f"TC-0{i}" for i in range(1, 9)}, "connection refused"),
+    ("worker not a node", lambda st, _o: st.update(nodes=[]), {"TC-02", "TC-04"},
+     "gpulab-kamaji-hami-tenant-a-worker"),
+    ("calico-node DaemonSet missing", lambda st, _o: st.update(calico=None), {"TC-02"},
+     "calico-node"),
+    ("no pod on the worker to read logs from", lambda st, _o: st.update(logs_probes=[]),
+     {"TC-02"}, "gpulab-kamaji-hami-tenant-a-worker"),
+    ("register annotation missing",
+     lambda st, _o: st["nodes"][0]["metadata"]["annotations"].pop("hami.io/node-nvidia-register"),
+     {"TC-04"}, "hami.io/node-nvidia-register"),
+    ("register annotation not JSON",
+     lambda st, _o: st["nodes"][0]["metadata"]["annotations"].update(
+         {"hami.io/node-nvidia-register": "GPU-MOCK-0,10,81920,100,NVIDIA-A100,0,true:"}),
+     {"TC-04"}, "is not a JSON list of devices"),
+    ("registered card of another model",
+     lambda st, _o: _register(st, type="NVIDIA-L4"), {"TC-04"}, "NVIDIA-L4"),
+    ("registered card split differs", lambda st, _o: _register(st, count=4), {"TC-04"}, "4"),
+    ("handshake of another kind",
+     lambda st, _o: st["nodes"][0]["metadata"]["annotations"].update(
+         {"hami.io/node-handshake": "Deleted_2026-11-20 10:14:30"}), {"TC-04"},
+     "Deleted_2026-11-20 10:14:30"),
+    ("allocatable gpumem of another card",
+     lambda st, _o: st["nodes"][0]["status"]["allocatable"].update(
+         {"nvidia.com/gpumem": "40960"}), {"TC-04"}, "40960"),
+    ("create refused by the API",
+     lambda st, _o: _run(st, "gpu-share-1").update(
+         created=None, pod=None, events=[], outcome="create-failed",
+         create_error='admission webhook "vgpu.hami.io" denied the request'),
+     {"TC-03", "TC-05", "TC-06"}, "denied"),
+    ("HAMi chose another tenant's worker",
+     lambda st, _o: _placement(st, "gpu-share-1", "gpulab-kamaji-hami-tenant-b-worker",
+                               "gpulab-kamaji-hami-tenant-b-worker"),
+     {"TC-03", "TC-05"}, "gpulab-kamaji-hami-tenant-b-worker"),
+    ("bound to another node than HAMi chose",
+     lambda st, _o: _run(st, "gpu-share-1")["pod"]["spec"].update(nodeName="somewhere-else"),
+     {"TC-03", "TC-05"}, "somewhere-else"),
+    ("share pod without a HAMi allocation", lambda st, _o: _not_placed_by_hami(st, "gpu-share-2"),
+     {"TC-05"}, "gpu-share-2"),
+    ("share pod on another card than pinned", lambda st, _o: _other_card(st, "gpu-share-3"),
+     {"TC-05"}, "GPU-MOCK-1"),
+    ("fourth pod refused for another reason",
+     lambda st, _o: [e.update(message=e["message"].replace("CardInsufficientCore",
+                                                            "CardNotHealth"))
+                     for e in _run(st, "gpu-share-4")["events"]], {"TC-06"}, "CardNotHealth"),
+    ("big pod placed (memory over-committed)",
+     lambda st, _o: _run(st, "gpu-mem-big")["pod"]["spec"].update(
+         nodeName="gpulab-kamaji-hami-tenant-a-worker"), {"TC-07"}, "placed gpu-mem-big"),
+    ("another tenant's pod listed", _foreign_pod, {"TC-08"}, "tenant-b"),
+    ("GPU capacity on a node that is not the tenant's", _gpu_capacity_on_unknown_node, {"TC-08"},
+     "somebody-elses-node"),
+    ("listing refused",
+     lambda st, _o: st.update(listing={"nodes": [], "pods": [], "error": "403 Forbidden"}),
+     {"TC-08"}, "403 Forbidden"),
+    ("another tenant authenticates the credentials (403)",
+     lambda st, _o: st["credential_probes"][0].update(outcome="forbidden",
+                                                      detail="403 Forbidden"),
+     {"TC-08"}, "403"),
 ]
 
 
@@ -268,3 +385,19 @@ def test_three_tenants_a_wrong_grant_fails_only_its_tenant(tmp_path: Path) -> No
     results = _round_trip(state, profile, tmp_path)
     assert {(check, tenant) for check, tenant, _s, _r in results} == {("TC-05", "tenant-c")}
     assert "gpu-share-2" in results[0][3] and "1024" in results[0][3], results
+
+
+@pytest.mark.parametrize(("name", "edit"), [(b[0], b[1]) for b in BROKEN],
+                         ids=[b[0] for b in BROKEN])
+def test_every_failure_says_where_to_look_further(name: str, edit: Any) -> None:
+    for check, _tenant, _status, reason in _judge(edit, "tenant-a"):
+        assert LOOKS_FURTHER.search(reason), f"{name}: {check} gives no command: {reason}"
+
+
+def test_the_next_step_is_a_command_for_this_lab_and_tenant() -> None:
+    row = next(b for b in BROKEN if b[0] == "HAMi chose another tenant's worker")
+    reasons = {check: reason for check, _t, _s, reason in _judge(row[1], "tenant-a")}
+    assert reasons["TC-03"].endswith(
+        '; to look further: gpulab verify --name kamaji-hami --tc TC-03 --keep, then kubectl '
+        '--kubeconfig "$(gpulab kubeconfig tenant-a --name kamaji-hami)" -n gpulab-verify '
+        'describe pod gpu-share-1')

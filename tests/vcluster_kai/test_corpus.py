@@ -13,6 +13,7 @@ import pytest
 
 from gpulab.stacks.vcluster_kai.record import read_recording
 from gpulab.stacks.vcluster_kai.run import evaluate
+from gpulab.verify.result import LOOKS_FURTHER
 from tests.recordings import member_states, read_edited
 
 RECORDING = Path(__file__).parents[1] / "data" / "recordings" / "kai-healthy"
@@ -218,3 +219,22 @@ def test_missing_host_evidence_is_an_error_never_a_pass(edit: Any, erroring: str
 def test_the_corpus_covers_every_check() -> None:
     covered = {check for _n, _e, failing, _p in BROKEN + BROKEN_HOST for check, _t in failing}
     assert covered == {f"KAI-0{i}" for i in range(1, 9)}
+
+
+@pytest.mark.parametrize(("name", "edit", "manifest"),
+                         [(b[0], b[1], None) for b in BROKEN]
+                         + [(b[0], lambda _st, _o: None, b[1]) for b in BROKEN_HOST],
+                         ids=[b[0] for b in BROKEN + BROKEN_HOST])
+def test_every_failure_says_where_to_look_further(name: str, edit: Any, manifest: Any) -> None:
+    for check, _team, status, reason in _judge(edit, manifest):
+        if status == "fail":
+            assert LOOKS_FURTHER.search(reason), f"{name}: {check} gives no command: {reason}"
+
+
+def test_the_next_step_names_the_teams_host_namespace() -> None:
+    row = next(b for b in BROKEN if b[0] == "queue label dropped")
+    (reason,) = [r for c, t, _s, r in _judge(row[1]) if (c, t) == ("KAI-04", TEAM)]
+    assert reason.endswith(
+        '; to look further: gpulab verify --name vcluster-kai --tc KAI-04 --keep, then kubectl '
+        '--kubeconfig "$(gpulab kubeconfig management --name vcluster-kai)" -n '
+        'vcluster-team-vision get pods,podgroups.scheduling.run.ai -o yaml')

@@ -64,6 +64,7 @@ def evaluate(
                                          reason=f"internal error in {check.id}: "
                                                 f"{type(err).__name__}: {err}")
             timing = tenant.timings.get(check.id, 0.0) if tenant else 0.0
+            result = result.with_next_step(check.next_step(state.lab, spec.name, profile))
             results.append(result.with_meta(title=check.title, seconds=timing))
     notes = tuple(
         f"{name}: {st.cleanup_error}" for name, st in state.tenants.items() if st.cleanup_error

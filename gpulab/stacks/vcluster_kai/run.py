@@ -60,6 +60,7 @@ def evaluate(
                                          reason=f"internal error in {check.id}: "
                                                 f"{type(err).__name__}: {err}")
             timing = st.timings.get(check.id, 0.0) if st else 0.0
+            result = result.with_next_step(check.next_step(state.lab, team.name, profile))
             results.append(result.with_meta(title=check.title, seconds=timing))
     notes = [f"{name}: {st.cleanup_error}" for name, st in state.teams.items() if st.cleanup_error]
     findings: tuple[Finding, ...] = ()

@@ -48,29 +48,38 @@ class Check:
     title: str
     run: CheckFn
     pods: tuple[str, ...] = ()
+    look: str = ""  # where to look further when it fails (next_step fills it in)
+
+    def next_step(self, lab: str, tenant: str, profile: KamajiHamiProfile) -> str:
+        """`look` for this lab and tenant: commands a user can paste."""
+        return self.look.format(
+            tenant=f'kubectl --kubeconfig "$(gpulab kubeconfig {tenant} --name {lab})"',
+            management=f'kubectl --kubeconfig "$(gpulab kubeconfig management --name {lab})"',
+            keep=f"gpulab verify --name {lab} --tc {self.id} --keep",
+            name=tenant, ns=profile.components.kamaji.tenant_namespace)
 
 
 _SHARE = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
 
 CHECKS: tuple[Check, ...] = (
-    Check("TC-01", "control planes", tc01_control_planes.check),
-    Check("TC-02", "workers", tc02_workers.check),
-    Check("TC-03", "GPU admission path", tc03_gpu_admission.check, ("gpu-share-1",)),
-    Check("TC-04", "GPU inventory", tc04_gpu_inventory.check),
-    Check("TC-05", "sharing", tc05_sharing.check, _SHARE),
-    Check("TC-06", "core over-commit", tc06_core_overcommit.check, (*_SHARE, "gpu-share-4")),
-    Check("TC-07", "memory over-commit", tc07_memory_overcommit.check, ("gpu-mem-big",)),
-    Check("TC-08", "isolation", tc08_isolation.check, ("gpu-share-1",)),
+    Check("TC-01", "control planes", tc01_control_planes.check,
+          look="{management} -n {ns} describe tenantcontrolplane {name}"),
+    Check("TC-02", "workers", tc02_workers.check,
+          look="{tenant} get nodes -o wide; {tenant} -n kube-system get pods -o wide"),
+    Check("TC-03", "GPU admission path", tc03_gpu_admission.check, ("gpu-share-1",),
+          look="{keep}, then {tenant} -n gpulab-verify describe pod gpu-share-1"),
+    Check("TC-04", "GPU inventory", tc04_gpu_inventory.check,
+          look="{tenant} get nodes -o yaml (hami.io/* annotations, allocatable)"),
+    Check("TC-05", "sharing", tc05_sharing.check, _SHARE,
+          look="{keep}, then {tenant} -n gpulab-verify get pods -o yaml"),
+    Check("TC-06", "core over-commit", tc06_core_overcommit.check, (*_SHARE, "gpu-share-4"),
+          look="{keep}, then {tenant} -n gpulab-verify describe pod gpu-share-4"),
+    Check("TC-07", "memory over-commit", tc07_memory_overcommit.check, ("gpu-mem-big",),
+          look="{keep}, then {tenant} -n gpulab-verify describe pod gpu-mem-big"),
+    Check("TC-08", "isolation", tc08_isolation.check, ("gpu-share-1",),
+          look="{tenant} get nodes,pods -A -o wide"),
 )
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
-
-
-
-
-
-
-
-
 
 
 def select(ids: Iterable[str] | None = None) -> tuple[Check, ...]:

@@ -29,18 +29,33 @@ class Check:
     title: str
     run: CheckFn
     pods: tuple[str, ...] = ()
+    look: str = ""  # where to look further when it fails (next_step fills it in)
+
+    def next_step(self, lab: str, team: str, profile: VclusterKaiProfile) -> str:
+        """`look` for this lab and team: commands a user can paste."""
+        return self.look.format(
+            team=f'kubectl --kubeconfig "$(gpulab kubeconfig {team} --name {lab})"',
+            host=f'kubectl --kubeconfig "$(gpulab kubeconfig management --name {lab})"',
+            keep=f"gpulab verify --name {lab} --tc {self.id} --keep",
+            ns=profile.team(team).namespace)
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("KAI-01", "vCluster API", c.check_api),
-    Check("KAI-02", "GPU node visible", c.check_gpu_node),
-    Check("KAI-03", "queue tree", c.check_queue_tree),
-    Check("KAI-04", "pod via KAI", c.check_pod_via_kai, ("gpu-share",)),
-    Check("KAI-05", "GPU sharing", c.check_sharing, ("gpu-share",)),
-    Check("KAI-06", "over queue limit", c.check_over_limit, ("gpu-over-limit",)),
+    Check("KAI-01", "vCluster API", c.check_api, look="{host} -n {ns} get pods,services"),
+    Check("KAI-02", "GPU node visible", c.check_gpu_node, look="{team} get nodes -o wide"),
+    Check("KAI-03", "queue tree", c.check_queue_tree,
+          look="{host} get queues.scheduling.run.ai -o yaml"),
+    Check("KAI-04", "pod via KAI", c.check_pod_via_kai, ("gpu-share",),
+          look="{keep}, then {host} -n {ns} get pods,podgroups.scheduling.run.ai -o yaml"),
+    Check("KAI-05", "GPU sharing", c.check_sharing, ("gpu-share",),
+          look="{keep}, then {host} -n {ns} get pods -o wide"),
+    Check("KAI-06", "over queue limit", c.check_over_limit, ("gpu-over-limit",),
+          look="{keep}, then {host} -n {ns} describe podgroups.scheduling.run.ai"),
     Check("KAI-07", "over GPU capacity", c.check_over_capacity,
-          ("gpu-share", "gpu-over-capacity")),
-    Check("KAI-08", "isolation", isolation.check, ("gpu-share", "queue-foreign")),
+          ("gpu-share", "gpu-over-capacity"),
+          look="{keep}, then {host} -n {ns} describe podgroups.scheduling.run.ai"),
+    Check("KAI-08", "isolation", isolation.check, ("gpu-share", "queue-foreign"),
+          look="{team} get pods -A -o wide"),
 )
 CHECK_IDS: tuple[str, ...] = tuple(check.id for check in CHECKS)
 _WHERE = " for the vcluster-kai stack"
