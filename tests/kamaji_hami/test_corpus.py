@@ -37,7 +37,7 @@ def _judge(edit: Callable[[dict[str, Any], dict[str, Any]], None], tenant: str
            ) -> list[tuple[str, str, str, str]]:
     states = _raw()
     other = next(t for t in TENANTS if t != tenant)
-    edit(states[tenant], copy.deepcopy(states[other]))
+    edit(states[tenant], states[other])  # an edit may change the other tenant's state too
     recording = read_edited(RECORDING, read_recording, states)
     report = evaluate(recording.state, recording.profile())
     return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
@@ -132,6 +132,16 @@ def _foreign_pod(st: dict[str, Any], other: dict[str, Any]) -> None:
     st["listing"]["pods"].append(theirs)
 
 
+def _created_pod_listed_under_another_name(st: dict[str, Any], other: dict[str, Any]) -> None:
+    """tenant-a lists a pod that only the uid tenant-b's create call returned gives away: tenant-b
+    no longer lists it, and the name and labels differ."""
+    created = _run(other, "gpu-share-1")["created"]["metadata"]["uid"]
+    other["listing"]["pods"] = [p for p in other["listing"]["pods"]
+                                if p["metadata"]["uid"] != created]
+    st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "renamed", "namespace": "default", "uid": created, "labels": {}}})
+
+
 def _gpu_capacity_on_unknown_node(st: dict[str, Any], _other: dict[str, Any]) -> None:
     node = copy.deepcopy(st["listing"]["nodes"][0])
     node["metadata"].update(name="somebody-elses-node", uid="u-elsewhere")
@@ -199,6 +209,14 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
      lambda st, _o: _run(st, "gpu-share-2")["pod"]["metadata"]["labels"].update(
          {"gpulab.dev/run": "0123456789ab"}), {"TC-05", "TC-06"},
      "belongs to another verify run (gpulab.dev/run='0123456789ab'"),
+    ("first share pod of another verify run",
+     lambda st, _o: _run(st, "gpu-share-1")["pod"]["metadata"]["labels"].update(
+         {"gpulab.dev/run": "0123456789ab"}), {"TC-03", "TC-05", "TC-06"},
+     "belongs to another verify run (gpulab.dev/run='0123456789ab'"),
+    ("big pod of another verify run",
+     lambda st, _o: _run(st, "gpu-mem-big")["pod"]["metadata"]["labels"].update(
+         {"gpulab.dev/run": "0123456789ab"}), {"TC-07"},
+     "belongs to another verify run (gpulab.dev/run='0123456789ab'"),
     ("per-pod grants only add up", lambda st, _o: _uneven_grants(st), {"TC-05"},
      "gpu-share-1 was granted 30000 MiB"),
     ("fourth pod placed (cores over-committed)",
@@ -214,22 +232,23 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
      lambda st, _o: st["credential_probes"][0].update(outcome="accepted", detail="200 OK"),
      {"TC-08"}, "accepted tenant-a's admin credentials"),
     ("control-plane component crash-looping", lambda st, _o: _component_crash(st), {"TC-01"},
-     "CrashLoopBackOff"),
+     "container kube-apiserver of pod tenant-a-6f8c9d7b5-x2k4q is waiting CrashLoopBackOff"),
     ("konnectivity-server container missing",
      lambda st, _o: _without_container(st, "konnectivity-server"), {"TC-01"},
-     "konnectivity-server"),
-    ("no control-plane pod", lambda st, _o: st.update(tcp_pods=[]), {"TC-01"}, "no pod"),
+     "has no konnectivity-server container"),
+    ("no control-plane pod", lambda st, _o: st.update(tcp_pods=[]), {"TC-01"},
+     "no control-plane pod of tenant-a"),
     ("tenant API down",  # what a live run records: the error, and nothing read through the API
      lambda st, _o: st.update(api_version="", api_error="connection refused", nodes=None,
                               system_pods=None, calico=None, logs_probes=None, gpu_pods=None,
                               listing=None, credential_probes=None),
      {f"TC-0{i}" for i in range(1, 9)}, "connection refused"),
     ("worker not a node", lambda st, _o: st.update(nodes=[]), {"TC-02", "TC-04"},
-     "gpulab-kamaji-hami-tenant-a-worker"),
+     "worker gpulab-kamaji-hami-tenant-a-worker is not a node of tenant-a"),
     ("calico-node DaemonSet missing", lambda st, _o: st.update(calico=None), {"TC-02"},
-     "calico-node"),
+     "DaemonSet kube-system/calico-node not found"),
     ("no pod on the worker to read logs from", lambda st, _o: st.update(logs_probes=[]),
-     {"TC-02"}, "gpulab-kamaji-hami-tenant-a-worker"),
+     {"TC-02"}, "no running pod on gpulab-kamaji-hami-tenant-a-worker to read logs from"),
     ("register annotation missing",
      lambda st, _o: st["nodes"][0]["metadata"]["annotations"].pop("hami.io/node-nvidia-register"),
      {"TC-04"}, "hami.io/node-nvidia-register"),
@@ -238,20 +257,29 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
          {"hami.io/node-nvidia-register": "GPU-MOCK-0,10,81920,100,NVIDIA-A100,0,true:"}),
      {"TC-04"}, "is not a JSON list of devices"),
     ("registered card of another model",
-     lambda st, _o: _register(st, type="NVIDIA-L4"), {"TC-04"}, "NVIDIA-L4"),
-    ("registered card split differs", lambda st, _o: _register(st, count=4), {"TC-04"}, "4"),
+     lambda st, _o: _register(st, type="NVIDIA-L4"), {"TC-04"}, "has model 'NVIDIA-L4'"),
+    ("registered card split differs", lambda st, _o: _register(st, count=4), {"TC-04"},
+     "has split 4, the profile says 10"),
     ("handshake of another kind",
      lambda st, _o: st["nodes"][0]["metadata"]["annotations"].update(
          {"hami.io/node-handshake": "Deleted_2026-11-20 10:14:30"}), {"TC-04"},
      "Deleted_2026-11-20 10:14:30"),
+    ("mock plugin registered no memory",
+     lambda st, _o: st["nodes"][0]["status"]["allocatable"].update({"nvidia.com/gpumem": "0"}),
+     {"TC-04"}, "has not registered the cards"),
+    ("node capacity nvidia.com/gpu unset",
+     lambda st, _o: (st["nodes"][0]["status"]["capacity"].pop("nvidia.com/gpu", None),
+                     st["nodes"][0]["status"]["allocatable"].update({"nvidia.com/gpu": "0"})),
+     {"TC-04"}, "capacity nvidia.com/gpu is not set"),
     ("allocatable gpumem of another card",
      lambda st, _o: st["nodes"][0]["status"]["allocatable"].update(
-         {"nvidia.com/gpumem": "40960"}), {"TC-04"}, "40960"),
+         {"nvidia.com/gpumem": "40960"}), {"TC-04"},
+     "allocatable nvidia.com/gpumem=40960 (want 81920)"),
     ("create refused by the API",
      lambda st, _o: _run(st, "gpu-share-1").update(
          created=None, pod=None, events=[], outcome="create-failed",
          create_error='admission webhook "vgpu.hami.io" denied the request'),
-     {"TC-03", "TC-05", "TC-06"}, "denied"),
+     {"TC-03", "TC-05", "TC-06"}, "the tenant API refused gpu-share-1"),
     ("HAMi chose another tenant's worker",
      lambda st, _o: _placement(st, "gpu-share-1", "gpulab-kamaji-hami-tenant-b-worker",
                                "gpulab-kamaji-hami-tenant-b-worker"),
@@ -260,26 +288,30 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
      lambda st, _o: _run(st, "gpu-share-1")["pod"]["spec"].update(nodeName="somewhere-else"),
      {"TC-03", "TC-05"}, "somewhere-else"),
     ("share pod without a HAMi allocation", lambda st, _o: _not_placed_by_hami(st, "gpu-share-2"),
-     {"TC-05"}, "gpu-share-2"),
+     {"TC-05"}, "gpu-share-2 runs without a HAMi allocation"),
     ("share pod on another card than pinned", lambda st, _o: _other_card(st, "gpu-share-3"),
-     {"TC-05"}, "GPU-MOCK-1"),
+     {"TC-05"}, "gpu-share-3 on GPU-MOCK-1"),
     ("fourth pod refused for another reason",
      lambda st, _o: [e.update(message=e["message"].replace("CardInsufficientCore",
                                                             "CardNotHealth"))
                      for e in _run(st, "gpu-share-4")["events"]], {"TC-06"}, "CardNotHealth"),
     ("big pod placed (memory over-committed)",
      lambda st, _o: _run(st, "gpu-mem-big")["pod"]["spec"].update(
-         nodeName="gpulab-kamaji-hami-tenant-a-worker"), {"TC-07"}, "placed gpu-mem-big"),
-    ("another tenant's pod listed", _foreign_pod, {"TC-08"}, "tenant-b"),
+         nodeName="gpulab-kamaji-hami-tenant-a-worker"), {"TC-07"},
+     "HAMi placed gpu-mem-big (90000 MiB, 10 cores)"),
+    ("another tenant's pod listed", _foreign_pod, {"TC-08"},
+     "lists pod gpulab-verify/gpu-share-1 of tenant-b"),
+    ("a pod tenant-b's verify created, listed under another name",
+     _created_pod_listed_under_another_name, {"TC-08"}, "lists pod default/renamed of tenant-b"),
     ("GPU capacity on a node that is not the tenant's", _gpu_capacity_on_unknown_node, {"TC-08"},
-     "somebody-elses-node"),
+     "shows 81920 nvidia.com/gpumem on nodes that are not its own (somebody-elses-node)"),
     ("listing refused",
      lambda st, _o: st.update(listing={"nodes": [], "pods": [], "error": "403 Forbidden"}),
-     {"TC-08"}, "403 Forbidden"),
+     {"TC-08"}, "refused to list nodes or pods: 403 Forbidden"),
     ("another tenant authenticates the credentials (403)",
      lambda st, _o: st["credential_probes"][0].update(outcome="forbidden",
                                                       detail="403 Forbidden"),
-     {"TC-08"}, "403"),
+     {"TC-08"}, "authenticated tenant-a's admin credentials and only RBAC refused them"),
 ]
 
 
@@ -291,7 +323,7 @@ def test_each_broken_fact_fails_exactly_its_checks(
     assert {(check, tenant) for check, tenant, _s, _r in results} == {
         (check, "tenant-a") for check in failing}, results
     assert all(status == "fail" for _c, _t, status, _r in results), results
-    assert any(phrase in reason for _c, _t, _s, reason in results), results
+    assert all(phrase in reason for _c, _t, _s, reason in results), results
 
 
 def _reorder(st: dict[str, Any], _other: dict[str, Any]) -> None:
@@ -401,3 +433,30 @@ def test_the_next_step_is_a_command_for_this_lab_and_tenant() -> None:
         '; to look further: gpulab verify --name kamaji-hami --tc TC-03 --keep, then kubectl '
         '--kubeconfig "$(gpulab kubeconfig tenant-a --name kamaji-hami)" -n gpulab-verify '
         'describe pod gpu-share-1')
+
+
+# A read that failed: the error is recorded in place of the evidence; (name, fields, verdicts).
+READ_FAILED: list[tuple[str, dict[str, Any], dict[str, str], str]] = [
+    ("management cluster unreadable",
+     {"tcp": None, "tcp_pods": None, "management_error": "connection refused"},
+     {"TC-01": "error"}, "could not read the management cluster: connection refused"),
+    ("node list refused", {"nodes": None, "nodes_error": "403 Forbidden"},
+     {"TC-02": "fail", "TC-04": "fail"}, "the tenant API refused to list nodes: 403 Forbidden"),
+    ("system reads refused",
+     {"system_pods": None, "calico": None, "hami_device_configmap": None,
+      "system_error": "403 Forbidden"},
+     {"TC-02": "fail"}, "could not read DaemonSet kube-system/calico-node: 403 Forbidden"),
+    ("verify namespace not prepared",
+     {"gpu_pods": None, "scenario_error": "could not prepare namespace gpulab-verify: 403"},
+     {"TC-03": "error", "TC-05": "error", "TC-06": "error", "TC-07": "error"},
+     "verify could not run its GPU pods in tenant-a"),
+]
+
+
+@pytest.mark.parametrize(("name", "fields", "verdicts", "phrase"), READ_FAILED,
+                         ids=[r[0] for r in READ_FAILED])
+def test_a_failed_read_is_reported_with_its_error(name: str, fields: dict[str, Any],
+                                                  verdicts: dict[str, str], phrase: str) -> None:
+    results = _judge(lambda st, _o: st.update(fields), "tenant-a")
+    assert {check: status for check, _t, status, _r in results} == verdicts, results
+    assert all(phrase in reason for _c, _t, _s, reason in results), results

@@ -23,7 +23,7 @@ TEAMS = ("team-nlp", "team-vision", "team-recommender")
 
 def _judge(edit: Any, manifest: Any = None) -> list[tuple[str, str, str, str]]:
     states = member_states(RECORDING)
-    edit(states[TEAM], copy.deepcopy(states["team-nlp"]))
+    edit(states[TEAM], states["team-nlp"])  # an edit may change the other team's state too
     recording = read_edited(RECORDING, read_recording, states, manifest)
     report = evaluate(recording.state, recording.profile())
     return [(r.id, r.tenant, r.status, r.reason) for r in report.results if r.status != "pass"]
@@ -50,6 +50,16 @@ def _host_meta(name: str, key: str, change: dict[str, Any]) -> Any:
             else:
                 target[k] = v
     return edit
+
+
+def _created_pod_listed_under_another_name(st: dict[str, Any], other: dict[str, Any]) -> None:
+    """team-vision lists a pod only the uid of team-nlp's created virtual pod gives away: team-nlp
+    no longer lists it, and the name and labels differ."""
+    created = _run(other, "gpu-share")["created"]["metadata"]["uid"]
+    other["listing"]["pods"] = [p for p in other["listing"]["pods"]
+                                if p["metadata"]["uid"] != created]
+    st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "renamed", "namespace": "default", "uid": created, "labels": {}}})
 
 
 def _gpu_node(st: dict[str, Any]) -> dict[str, Any]:
@@ -81,9 +91,6 @@ def _only_foreign_reasons(name: str) -> Any:
 ALL = set(TEAMS)
 # (name, edit, {(check, team)} that must fail, a phrase the reason must hold)
 BROKEN: list[tuple[str, Any, set[tuple[str, str]], str]] = [
-    ("vCluster API down",
-     lambda st, _o: st.update(api_version="", api_error="connection refused"),
-     {("KAI-01", TEAM)}, "did not answer: connection refused"),
     ("GPU node not synced",
      lambda st, _o: st.update(nodes=[n for n in st["nodes"]
                                      if not n["metadata"]["name"].endswith("-worker")]),
@@ -126,6 +133,15 @@ BROKEN: list[tuple[str, Any, set[tuple[str, str]], str]] = [
     ("pod of an earlier verify run",
      _host_meta("gpu-share", "labels", {"gpulab.dev/run": "0123456789ab"}),
      {("KAI-04", TEAM), ("KAI-05", TEAM)}, "belongs to another verify run"),
+    ("over-limit pod of an earlier verify run",
+     _host_meta("gpu-over-limit", "labels", {"gpulab.dev/run": "0123456789ab"}),
+     {("KAI-06", TEAM)}, "belongs to another verify run"),
+    ("over-capacity pod of an earlier verify run",
+     _host_meta("gpu-over-capacity", "labels", {"gpulab.dev/run": "0123456789ab"}),
+     {("KAI-07", TEAM)}, "belongs to another verify run"),
+    ("a pod team-nlp's verify created, listed under another name",
+     _created_pod_listed_under_another_name,
+     {("KAI-08", TEAM)}, "lists pod default/renamed of team-nlp"),
     ("pod re-created while verify waited",
      _host_meta("gpu-over-limit", "annotations", {"vcluster.loft.sh/uid": "someone-elses"}),
      {("KAI-06", TEAM)}, "is the copy of virtual pod uid someone-elses"),
@@ -156,16 +172,56 @@ def test_reordered_lists_still_pass() -> None:
     assert _judge(_reorder) == []
 
 
-@pytest.mark.parametrize(("key", "erroring"), [
+MISSING = [
+    ("api_version", {"KAI-01"}),
     ("nodes", {"KAI-02"}),
     ("pods", {"KAI-04", "KAI-05", "KAI-06", "KAI-07"}),
     ("listing", {"KAI-08"}),
     ("credential_probes", {"KAI-08"}),
-])
+]
+
+
+@pytest.mark.parametrize(("key", "erroring"), MISSING, ids=[m[0] for m in MISSING])
 def test_missing_evidence_is_an_error_never_a_pass(key: str, erroring: set[str]) -> None:
     results = _judge(lambda st, _o: st.pop(key))
     mine = {(check, status) for check, team, status, _r in results if team == TEAM}
     assert mine == {(check, "error") for check in erroring}, results
+    assert all("in this run or recording" in r for _c, t, _s, r in results if t == TEAM), results
+
+
+# A read that failed: the error is recorded in place of the evidence; (name, fields, verdicts).
+READ_FAILED: list[tuple[str, dict[str, Any], dict[str, str], str]] = [
+    ("vCluster API down",  # what a live run records: the error, nothing read through the API
+     {"api_version": "", "api_error": "connection refused", "nodes": None, "pods": None,
+      "listing": None, "credential_probes": None},
+     {f"KAI-0{i}": "fail" for i in (1, 2, 4, 5, 6, 7, 8)}, "connection refused"),
+    ("vCluster API down, its control-plane pods unreadable",
+     {"control_plane_pods": None, "host_error": "403 Forbidden", "api_version": "",
+      "api_error": "connection refused", "nodes": None, "pods": None, "listing": None,
+      "credential_probes": None},
+     {f"KAI-0{i}": "fail" for i in (1, 2, 4, 5, 6, 7, 8)}, "connection refused"),
+    ("node list refused", {"nodes": None, "nodes_error": "403 Forbidden"}, {"KAI-02": "fail"},
+     "403 Forbidden"),
+    ("verify namespace not prepared",
+     {"pods": None, "scenario_error": "could not prepare namespace gpulab-verify: 403"},
+     {"KAI-04": "error", "KAI-05": "error", "KAI-06": "error", "KAI-07": "error"},
+     "could not prepare namespace gpulab-verify"),
+]
+
+
+@pytest.mark.parametrize(("name", "fields", "verdicts", "phrase"), READ_FAILED,
+                         ids=[r[0] for r in READ_FAILED])
+def test_a_failed_read_is_reported_with_its_error(name: str, fields: dict[str, Any],
+                                                  verdicts: dict[str, str], phrase: str) -> None:
+    results = [r for r in _judge(lambda st, _o: st.update(fields)) if r[1] == TEAM]
+    assert {check: status for check, _t, status, _r in results} == verdicts, results
+    assert all(phrase in reason for _c, _t, _s, reason in results), results
+
+
+def _second_gpu_node(manifest: dict[str, Any]) -> None:
+    node = copy.deepcopy(manifest["host"]["gpu_nodes"][0])
+    node["metadata"].update(name="gpulab-vcluster-kai-worker2", uid="u-worker2")
+    manifest["host"]["gpu_nodes"].append(node)
 
 
 def _queue(manifest: dict[str, Any], name: str) -> dict[str, Any]:
@@ -183,6 +239,8 @@ BROKEN_HOST: list[tuple[str, Any, set[tuple[str, str]], str]] = [
     ("team queue GPU limit raised",
      lambda m: _queue(m, TEAM)["spec"]["resources"]["gpu"].update(limit=4),
      {("KAI-03", TEAM)}, "limit"),
+    ("host pool has a GPU node the vCluster does not list", _second_gpu_node,
+     {("KAI-02", t) for t in TEAMS}, "but not the GPU node gpulab-vcluster-kai-worker2"),
     ("org queue quota changed",
      lambda m: _queue(m, "ml-org")["spec"]["resources"]["gpu"].update(quota=2),
      {("KAI-03", t) for t in TEAMS}, "Queue ml-org"),
@@ -198,17 +256,25 @@ def test_each_broken_host_fact_fails_exactly_its_checks(
     assert all(phrase in reason for _c, _t, _s, reason in results), results
 
 
-@pytest.mark.parametrize(("edit", "erroring", "phrase"), [
+# (name, manifest edit, checks that are `error` for every team, phrase)
+HOST_MISSING: list[tuple[str, Any, str, str]] = [
     # KAI-05 reads the queues' allocation too.
-    (lambda m: m["host"].update(queues=None), "KAI-03 KAI-05", "not observed"),
-    (lambda m: m["host"].update(queues=None, queues_error="403 Forbidden"), "KAI-03 KAI-05",
-     "403 Forbidden"),
-    (lambda m: m["host"].update(gpu_users=[{"metadata": {"name": "train", "namespace": "ml"}}]),
+    ("queues not observed", lambda m: m["host"].update(queues=None), "KAI-03 KAI-05",
+     "not observed"),
+    ("queues unreadable", lambda m: m["host"].update(queues=None, queues_error="403 Forbidden"),
+     "KAI-03 KAI-05", "403 Forbidden"),
+    ("GPU in use before verify",
+     lambda m: m["host"].update(gpu_users=[{"metadata": {"name": "train", "namespace": "ml"}}]),
      "KAI-04 KAI-05 KAI-06 KAI-07", "the GPU was in use"),
-    (lambda m: m["host"].update(gpu_users=None, gpu_users_error="timeout"),
+    ("GPU users unreadable",
+     lambda m: m["host"].update(gpu_users=None, gpu_users_error="timeout"),
      "KAI-04 KAI-05 KAI-06 KAI-07", "could not tell whether the GPU was idle"),
-])
-def test_missing_host_evidence_is_an_error_never_a_pass(edit: Any, erroring: str,
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "erroring", "phrase"), HOST_MISSING,
+                         ids=[h[0] for h in HOST_MISSING])
+def test_missing_host_evidence_is_an_error_never_a_pass(name: str, edit: Any, erroring: str,
                                                         phrase: str) -> None:
     results = _judge(lambda _st, _o: None, edit)
     assert {(check, team, status) for check, team, status, _r in results} == {
@@ -218,6 +284,7 @@ def test_missing_host_evidence_is_an_error_never_a_pass(edit: Any, erroring: str
 
 def test_the_corpus_covers_every_check() -> None:
     covered = {check for _n, _e, failing, _p in BROKEN + BROKEN_HOST for check, _t in failing}
+    covered |= {check for _n, _f, verdicts, _p in READ_FAILED for check in verdicts}
     assert covered == {f"KAI-0{i}" for i in range(1, 9)}
 
 

@@ -71,6 +71,13 @@ class Ctx:
             )
         return self.error(f"{what} of {self.tenant} was not observed in this run or recording")
 
+    def nodes_missing(self) -> CheckResult:
+        """The verdict when the node list was not read: the API refused it (fail: the tenant's
+        RBAC or API is broken), the API was down (see TC-01), or it was not observed."""
+        if self.st.nodes_error:
+            return self.failed(f"the tenant API refused to list nodes: {self.st.nodes_error}")
+        return self.unobserved("the node list")
+
     def pod_run(self, name: str) -> PodRun | None:
         """Verify's pod `name` with only the events about it: an event whose involvedObject uid
         is another pod's (a pod of the same name from an earlier run, or someone else's) is

@@ -125,9 +125,7 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     if isinstance(ctx, CheckResult):
         return ctx
     if ctx.st.nodes is None:
-        if ctx.st.nodes_error:
-            return ctx.failed(f"the tenant API refused to list nodes: {ctx.st.nodes_error}")
-        return ctx.unobserved("the node list")
+        return ctx.nodes_missing()
     problems, evidence = _node_problems(ctx)
     parts = (_calico, _tunnel) if ctx.st.logs_probes is not None else (_calico,)
     for part in parts:

@@ -132,7 +132,7 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     if isinstance(ctx, CheckResult):
         return ctx
     if ctx.st.nodes is None:
-        return ctx.unobserved("the node list")
+        return ctx.nodes_missing()
     problems: list[str] = []
     evidence: list[str] = []
     for index, worker in enumerate(ctx.workers()):
