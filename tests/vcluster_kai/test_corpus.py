@@ -168,8 +168,36 @@ def _reorder(st: dict[str, Any], _other: dict[str, Any]) -> None:
     st["listing"]["pods"].reverse()
 
 
-def test_reordered_lists_still_pass() -> None:
-    assert _judge(_reorder) == []
+def _unrelated_pod(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "notebook", "namespace": "default", "uid": "u-notebook",
+        "labels": {"gpulab.dev/tenant": TEAM}}})
+    st["nodes"].append({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "cpu-only", "uid": "u-cpu-only", "labels": {}}, "status": {}})
+
+
+def _unrelated_event(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    run = _run(st, "gpu-share")
+    event = copy.deepcopy(run["events"][0])
+    event["involvedObject"]["uid"] = "an-earlier-run"
+    event.update(reason="Unschedulable", type="Warning",
+                 message="team-vision quota has reached the allowable limit of GPUs")
+    run["events"].append(event)
+
+
+def _extra_queue(manifest: dict[str, Any]) -> None:
+    queue = copy.deepcopy(_queue(manifest, TEAM))
+    queue["metadata"].update(name="research", uid="u-research")
+    manifest["host"]["queues"].append(queue)
+
+
+@pytest.mark.parametrize(("edit", "manifest"), [
+    (_reorder, None), (_unrelated_pod, None), (_unrelated_event, None),
+    (lambda _st, _o: None, _extra_queue),
+], ids=["reordered lists", "unrelated pod and node", "event of an earlier pod",
+        "another queue on the host"])
+def test_healthy_variants_still_pass(edit: Any, manifest: Any) -> None:
+    assert _judge(edit, manifest) == []
 
 
 MISSING = [
