@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpulab.stacks.kamaji_hami import render
-from gpulab.stacks.kamaji_hami.inventory import (
+from gpulab.verify.hami import (
     card_usage,
     parse_allocation,
     parse_register,

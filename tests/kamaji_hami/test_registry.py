@@ -16,7 +16,7 @@ from gpulab.stacks.kamaji_hami.checks.registry import (
     pods_needed,
     select,
 )
-from gpulab.stacks.kamaji_hami.inventory import DeviceGrant
+from gpulab.verify.hami import DeviceGrant
 from gpulab.verify.observe import classify_probe_error, cross_kubeconfig
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge, node_replace, run_replace, tenant_replace

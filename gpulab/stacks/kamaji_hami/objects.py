@@ -18,7 +18,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from gpulab.stacks.kamaji_hami.inventory import DeviceGrant, parse_allocation
+from gpulab.verify.hami import DeviceGrant, parse_allocation
 from gpulab.verify.objects import (
     annots,
     condition,

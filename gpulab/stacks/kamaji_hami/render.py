@@ -8,7 +8,6 @@ the upstream schemas in ../shared/data.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -16,11 +15,12 @@ import yaml
 from gpulab.adapters.base import ContainerSpec, HelmRelease
 from gpulab.naming import LABEL_LAB, LABEL_MANAGED, LABEL_ROLE, LABEL_TENANT, kind_cluster_name
 from gpulab.stacks.common import VERIFY_IMAGE, helm_release
+from gpulab.verify.hami import SharingSizes, share_pod, sharing_sizes
 from gpulab.verify.observe import VERIFY_NAMESPACE
 
 if TYPE_CHECKING:
     from gpulab.netcalc import AddressRange
-    from gpulab.stacks.kamaji_hami.profile import GpuSpec, KamajiHamiProfile, TenantSpec
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 __all__ = [
     "SharingSizes",
@@ -391,79 +391,11 @@ def worker_container(
     )
 
 
-@dataclass(frozen=True)
-class SharingSizes:
-    """Pod sizes verify uses on one card, derived from the card (documented in docs/checks.md).
-
-    share: three pods that must fit together on one card (TC-05);
-    a fourth share pod must not fit by cores (TC-06); `big_memory` exceeds the card (TC-07).
-    """
-
-    card_id: str
-    share_memory: int
-    share_cores: int
-    big_memory: int
-    big_cores: int
-
-    @property
-    def applicable(self) -> bool:
-        return self.share_cores > 0 and self.share_memory > 0
-
-
-def sharing_sizes(gpu: GpuSpec, card_id: str) -> SharingSizes:
-    """Rule (docs/checks.md): three share pods must fit on one card and a fourth must not.
-
-    Each share pod asks for a quarter of the card's memory (rounded down to 1000 MiB when that is
-    possible) and 30% of its cores, or a third when 30% would let a fourth fit; the big pod asks for
-    the card's memory rounded up to the next 10000 MiB and at least one of the cores left free.
-    Cards where no core size works (1, 2, 4, 5 or 8 cores) or with fewer than four slots get
-    no sizes.
-    """
-    quarter = gpu.memory_mib // 4
-    share_memory = (quarter // 1000) * 1000 or quarter
-    cores = gpu.cores
-    share_cores = (cores * 3) // 10
-    if 4 * share_cores <= cores:
-        share_cores = cores // 3
-    fits_three_not_four = 3 * share_cores <= cores < 4 * share_cores
-    if not fits_three_not_four or gpu.split < 4:
-        share_cores = 0
-    big_memory = (gpu.memory_mib // 10000 + 1) * 10000
-    big_cores = max(1, cores - 3 * share_cores)
-    return SharingSizes(card_id, share_memory, share_cores, big_memory, big_cores)
-
-
 def _verify_pod(
     name: str, memory: int, cores: int, card_id: str, check: str
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": VERIFY_NAMESPACE,
-            "labels": {LABEL_MANAGED: "gpulab", "gpulab.dev/check": check},
-            "annotations": {"nvidia.com/use-gpuuuid": card_id},
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "app",
-                    "image": VERIFY_IMAGE,
-                    "imagePullPolicy": "IfNotPresent",
-                    "resources": {
-                        "limits": {
-                            "nvidia.com/gpu": "1",
-                            "nvidia.com/gpumem": str(memory),
-                            "nvidia.com/gpucores": str(cores),
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return share_pod(name, VERIFY_NAMESPACE, {LABEL_MANAGED: "gpulab", "gpulab.dev/check": check},
+                     VERIFY_IMAGE, memory=memory, cores=cores, card_id=card_id)
 
 
 def verify_objects(tenant: TenantSpec) -> list[dict[str, Any]]:

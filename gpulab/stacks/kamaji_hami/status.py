@@ -9,8 +9,8 @@ from rich.table import Table
 
 from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_LAB, LABEL_TENANT, kind_cluster_name
-from gpulab.stacks.kamaji_hami.inventory import card_usage, usage_bar
 from gpulab.stacks.kamaji_hami.render import worker_name
+from gpulab.verify.hami import card_usage, usage_bar
 
 if TYPE_CHECKING:
     from collections.abc import Callable

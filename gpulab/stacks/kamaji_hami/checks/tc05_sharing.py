@@ -16,10 +16,10 @@ from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
-    from gpulab.stacks.kamaji_hami.inventory import DeviceGrant
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.stacks.kamaji_hami.render import SharingSizes
     from gpulab.stacks.kamaji_hami.state import LabState
+    from gpulab.verify.hami import DeviceGrant
 
 __all__ = ["ID", "SHARE_PODS", "check", "share_pods_running"]
 

@@ -1,21 +1,29 @@
-"""GPU inventory from HAMi's annotations: per card, memory and cores in use and by which pods.
+"""What gpulab knows of HAMi, for every cluster: its annotations, the card inventory they give
+(per card, memory and cores in use and by which pods), and the pod sizes that prove sharing and
+over-commit refusal on one card.
 
-Pure functions over API objects (dicts), shared by `status` and `verify`.
+Pure functions over API objects (dicts), shared by kamaji-hami's `status` and `verify` and by
+`verify --kubeconfig` (gpulab.cluster). HAMi v2.10.0 formats: the register annotation is a JSON
+list (`pkg/device/nvidia/device.go` EncodeNodeDevices), an allocation is
+`uuid,type,memMiB,cores:` per device and `;` per container (`pkg/device/devices.go`).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "ALLOCATED_ANNOTATION",
     "CardUsage",
     "DeviceGrant",
+    "SharingSizes",
     "card_usage",
     "parse_allocation",
     "parse_register",
+    "share_pod",
+    "sharing_sizes",
     "usage_bar",
 ]
 
@@ -124,3 +132,92 @@ def usage_bar(used: int, total: int, width: int = 20) -> str:
         return "[" + "?" * width + "]"
     filled = min(width, round(width * used / total))
     return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+class CardShape(Protocol):
+    """What sizing needs of a card (a profile's GpuSpec, or a card found in a cluster)."""
+
+    @property
+    def memory_mib(self) -> int: ...
+
+    @property
+    def cores(self) -> int: ...
+
+    @property
+    def split(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class SharingSizes:
+    """Pod sizes verify uses on one card, derived from the card (documented in docs/checks.md).
+
+    share: three pods that must fit together on one card (TC-05);
+    a fourth share pod must not fit by cores (TC-06); `big_memory` exceeds the card (TC-07).
+    """
+
+    card_id: str
+    share_memory: int
+    share_cores: int
+    big_memory: int
+    big_cores: int
+
+    @property
+    def applicable(self) -> bool:
+        return self.share_cores > 0 and self.share_memory > 0
+
+
+def sharing_sizes(gpu: CardShape, card_id: str) -> SharingSizes:
+    """Rule (docs/checks.md): three share pods must fit on one card and a fourth must not.
+
+    Each share pod asks for a quarter of the card's memory (rounded down to 1000 MiB when that is
+    possible) and 30% of its cores, or a third when 30% would let a fourth fit; the big pod asks for
+    the card's memory rounded up to the next 10000 MiB and at least one of the cores left free.
+    Cards where no core size works (1, 2, 4, 5 or 8 cores) or with fewer than four slots get
+    no sizes.
+    """
+    quarter = gpu.memory_mib // 4
+    share_memory = (quarter // 1000) * 1000 or quarter
+    cores = gpu.cores
+    share_cores = (cores * 3) // 10
+    if 4 * share_cores <= cores:
+        share_cores = cores // 3
+    fits_three_not_four = 3 * share_cores <= cores < 4 * share_cores
+    if not fits_three_not_four or gpu.split < 4:
+        share_cores = 0
+    big_memory = (gpu.memory_mib // 10000 + 1) * 10000
+    big_cores = max(1, cores - 3 * share_cores)
+    return SharingSizes(card_id, share_memory, share_cores, big_memory, big_cores)
+
+
+def share_pod(name: str, namespace: str, labels: dict[str, str], image: str, *, memory: int,
+              cores: int, card_id: str) -> dict[str, Any]:
+    """A pod asking HAMi for one slice (`memory` MiB, `cores` %) of card `card_id`, pinned to it
+    with `nvidia.com/use-gpuuuid`; it runs `image` (a pause image: nothing to pull)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "annotations": {"nvidia.com/use-gpuuuid": card_id},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": image,
+                    "imagePullPolicy": "IfNotPresent",
+                    "resources": {
+                        "limits": {
+                            "nvidia.com/gpu": "1",
+                            "nvidia.com/gpumem": str(memory),
+                            "nvidia.com/gpucores": str(cores),
+                        }
+                    },
+                }
+            ],
+        },
+    }
