@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpulab import __version__
-from gpulab.errors import ExitCode, GpulabError, ProfileError
+from gpulab.errors import ExitCode, GpulabError, ProfileError, UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -719,10 +719,34 @@ def verify(
                                                     "is contacted. Judged against the profile it "
                                                     "was recorded with, or --profile.")
     ] = None,
+    kubeconfig: Annotated[
+        list[Path] | None,
+        typer.Option("--kubeconfig", help="A cluster gpulab did not build (repeat for several "
+                                          "tenants); see docs/verify-any-cluster.md.")
+    ] = None,
+    context: Annotated[
+        list[str] | None,
+        typer.Option("--context", help="The kubeconfig context: once for all, or once per "
+                                       "--kubeconfig.")
+    ] = None,
+    inspect: Annotated[
+        bool, typer.Option("--inspect", help="With --kubeconfig: show what is installed and "
+                                             "the GPU cards; read-only, creates nothing.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="With --kubeconfig: also show the pods verify "
+                                             "would create, sized from the cards found.")
+    ] = False,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", help="With --kubeconfig: the namespace for "
+                                                     "verify's pods (default "
+                                                     "gpulab-verify-RUNID).")
+    ] = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Run the acceptance checks on the lab (TC-01..TC-08 for kamaji-hami, KAI-01..KAI-08 for
     vcluster-kai), with evidence or reasons, and any finding (a known gap shown on the lab).
+    With --kubeconfig: look at any cluster (--inspect, --dry-run).
 
     Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host
     cannot be reached. Findings do not change the exit code.
@@ -730,10 +754,20 @@ def verify(
 
     def body() -> int:
         from gpulab import core
-        from gpulab.verify.report import FINDING, exit_code, report_json, table_rows, write_junit
+        from gpulab.verify.report import exit_code, report_json, write_junit
 
         chosen = _chosen_output(output, json_out)
         machine = chosen is not Output.text
+        if kubeconfig or inspect or dry_run:
+            if profile is not None or name is not None:
+                raise UsageError("--kubeconfig, --inspect and --dry-run look at a cluster "
+                                 "gpulab did not build; -p/--name are for labs")
+            return _verify_cluster(kubeconfig or [], context or [], inspect=inspect,
+                                   dry_run=dry_run, namespace=namespace, replay=replay,
+                                   record=record, output=chosen, extra={
+                                       "--tc": tc, "--keep": keep, "--junit": junit})
+        if context or namespace:
+            raise UsageError("--context and --namespace go with --kubeconfig")
 
         if replay is not None:
             report, recorded_profile = _replay(replay, tc, profile, name, record)
@@ -769,32 +803,91 @@ def verify(
         if machine:
             _data(report_json(report), chosen)
         else:
-            from rich.markup import escape
-
-            table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
-            table.columns[0].no_wrap = True
-            table.columns[3].overflow = "fold"
-            colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow",
-                      FINDING: "magenta"}
-            for check, tenant, result, detail, seconds in table_rows(report):
-                table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
-                              escape(detail), seconds)
-            _emit(table)
-            counts = report.counts()
-            summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-            if report.findings:
-                count = len(report.findings)
-                summary += f", {count} finding{'s' if count > 1 else ''} (not a pass)"
-            replayed = f" (replayed against {report.judged_against})" if report.replayed else ""
-            err.print(f"{summary}{replayed}", markup=False)
-            for note in report.notes:
-                err.print(f"warning: {note}", markup=False)
-            if not report.ok and not report.replayed:
-                err.print(f"next: gpulab logs --name {report.lab} collects diagnostics; "
-                          "--keep leaves the test pods for inspection", markup=False)
+            _print_report(report)
         return int(exit_code(report))
 
     _guard(body)
+
+
+def _print_report(report: VerifyReport) -> None:
+    """The verdicts as a table on stdout, the summary, notes and next step on stderr."""
+    from rich.markup import escape
+
+    from gpulab.verify.report import FINDING, table_rows
+
+    table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
+    table.columns[0].no_wrap = True
+    table.columns[3].overflow = "fold"
+    colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow",
+              FINDING: "magenta"}
+    for check, tenant, result, detail, seconds in table_rows(report):
+        table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
+                      escape(detail), seconds)
+    _emit(table)
+    counts = report.counts()
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    if report.findings:
+        count = len(report.findings)
+        summary += f", {count} finding{'s' if count > 1 else ''} (not a pass)"
+    replayed = f" (replayed against {report.judged_against})" if report.replayed else ""
+    err.print(f"{summary}{replayed}", markup=False)
+    for note in report.notes:
+        err.print(f"warning: {note}", markup=False)
+    if not report.ok and not report.replayed:
+        err.print(f"next: gpulab logs --name {report.lab} collects diagnostics; "
+                  "--keep leaves the test pods for inspection", markup=False)
+
+
+def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bool,
+                    dry_run: bool, namespace: str | None, replay: Path | None,
+                    record: Path | None, output: Output, extra: dict[str, Any]) -> int:
+    """`verify --kubeconfig`: discovery (`--inspect`) and the derived plan (`--dry-run`) of
+    clusters gpulab did not build, or of a recording of them (`--replay`)."""
+    import uuid
+
+    from gpulab import core
+    from gpulab.cluster.inventory import inventory
+    from gpulab.cluster.plan import plan
+    from gpulab.cluster.record import read_snapshots, write_snapshots
+    from gpulab.cluster.report import inspection_data, inspection_lines, plan_lines
+    from gpulab.profile.base import dns_label
+
+    if not (inspect or dry_run):
+        raise UsageError(
+            "running the GPU checks on a cluster gpulab did not build is not available yet",
+            hint="--inspect shows what is installed and the cards; --dry-run also the pods "
+                 "verify would create (docs/verify-any-cluster.md)")
+    used = [flag for flag, value in extra.items() if value]
+    if used:
+        raise UsageError(f"{', '.join(used)} do not apply to --inspect / --dry-run")
+    if replay is not None and kubeconfigs:
+        raise UsageError("--replay reads a recording; it takes no --kubeconfig")
+    if replay is None and not kubeconfigs:
+        raise UsageError("--inspect and --dry-run need --kubeconfig FILE (or --replay DIR)")
+    if namespace is not None:
+        try:
+            dns_label(namespace)
+        except ValueError as err:
+            raise UsageError(f"--namespace {namespace!r}: {err}") from None
+    snapshots = (read_snapshots(replay) if replay is not None
+                 else core.inspect_clusters(kubeconfigs, contexts))
+    if record is not None:
+        write_snapshots(record, snapshots)
+    found = [inventory(s) for s in snapshots]
+    run_id = uuid.uuid4().hex[:12]
+    plans = [plan(f, run_id, namespace) for f in found] if dry_run else None
+    if output is not Output.text:
+        _data(inspection_data(found, plans), output)
+    else:
+        lines = [line for f in found for line in inspection_lines(f)]
+        for p in plans or ():
+            lines += plan_lines(p)
+        _emit("\n".join(lines))
+    if any(f.error for f in found):
+        return int(ExitCode.HOST)
+    if plans is not None and not all(p.runnable for p in plans):
+        return int(ExitCode.CHECKS_FAILED)
+    return int(ExitCode.OK)
 
 
 @app.command()

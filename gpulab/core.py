@@ -9,7 +9,7 @@ from gpulab.errors import GpulabError, HostError, UsageError
 from gpulab.profile.base import dns_label
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from rich.table import Table
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         KubeGateway,
         LabAdapters,
     )
+    from gpulab.cluster.state import ClusterSnapshot
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
@@ -33,9 +34,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Teardown",
     "check_ids",
+    "cluster_members",
     "collect_logs",
     "connect_runtime",
     "down",
+    "inspect_clusters",
     "lab_adapters",
     "lab_name",
     "labs",
@@ -521,3 +524,56 @@ def replay_verify(directory: Path, tc: str | None, against: LoadedProfile | None
 def record_verify(directory: Path, report: VerifyReport, profile: LabProfile) -> Path:
     """Save what a verify observed, in the recording format of the profile's stack."""
     return _stack(profile.stack).write_recording(directory, report, profile)
+
+
+# --------------------------------------------------------------------------- any cluster
+
+
+def cluster_members(kubeconfigs: Sequence[Path], contexts: Sequence[str]
+                    ) -> list[tuple[str, Path, str | None]]:
+    """(member name, kubeconfig, context) per cluster of `verify --kubeconfig`: `--context` once
+    for all files, or once per `--kubeconfig` in the same order. Names are the context, else the
+    file's stem, made unique."""
+    if contexts and len(contexts) not in (1, len(kubeconfigs)):
+        raise UsageError(f"{len(contexts)} --context for {len(kubeconfigs)} --kubeconfig",
+                         hint="give one --context for all, or one per --kubeconfig, in order")
+    out: list[tuple[str, Path, str | None]] = []
+    seen: set[str] = set()
+    for index, path in enumerate(kubeconfigs):
+        if not path.is_file():
+            raise UsageError(f"kubeconfig {path} is not a readable file",
+                             hint="pass the path of a kubeconfig (as for kubectl --kubeconfig)")
+        context = contexts[index if len(contexts) > 1 else 0] if contexts else None
+        name = context or path.stem or f"cluster-{index + 1}"
+        unique, n = name, 2
+        while unique in seen:
+            unique, n = f"{name}-{n}", n + 1
+        seen.add(unique)
+        out.append((unique, path, context))
+    return out
+
+
+def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
+                     ) -> list[ClusterSnapshot]:
+    """Read each cluster, read-only (gpulab.cluster.observe); an unusable kubeconfig is a
+    UsageError before any cluster is contacted."""
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+    from gpulab.cluster.observe import read_cluster
+    from gpulab.errors import AdapterError
+
+    clients = []
+    for name, path, context in cluster_members(kubeconfigs, contexts):
+        try:
+            clients.append((name, KubeClient(path, context=context, request_timeout=20,
+                                             retry=RetryPolicy.disabled())))
+        except AdapterError as err:
+            for _n, client in clients:
+                client.close()
+            raise UsageError(str(err).split("\n")[0],
+                             hint="check the file; --context must name one of its contexts "
+                                  "(kubectl config get-contexts)") from None
+    snapshots = []
+    for name, client in clients:
+        with client:
+            snapshots.append(read_cluster(client, name, client.server))
+    return snapshots

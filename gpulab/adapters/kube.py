@@ -279,14 +279,16 @@ def _describe(kind: str, name: str | None, namespace: str | None) -> str:
 class KubeClient:
     """A Kubernetes API server reached through its own `ApiClient` (never the global config).
 
-    `kubeconfig` loads a file (None: $KUBECONFIG or ~/.kube/config); `host` alone builds a bare
-    configuration (tests against kmock); both: the file's credentials with `host` as server.
+    `kubeconfig` loads a file (None: $KUBECONFIG or ~/.kube/config), at `context` (None: its
+    current context); `host` alone builds a bare configuration (tests against kmock); both: the
+    file's credentials with `host` as server.
     """
 
     def __init__(
         self,
         kubeconfig: Path | None = None,
         *,
+        context: str | None = None,
         host: str | None = None,
         request_timeout: float = 30,
         retry: RetryPolicy | None = None,
@@ -299,10 +301,11 @@ class KubeClient:
         else:
             try:
                 self._api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-                    config_file=str(kubeconfig) if kubeconfig else None
+                    config_file=str(kubeconfig) if kubeconfig else None, context=context
                 )
             except Exception as err:  # ConfigException, OSError, yaml errors: all mean "unusable"
                 where = str(kubeconfig) if kubeconfig else "the default kubeconfig"
+                where += f" (context {context})" if context else ""
                 raise AdapterError(
                     f"cannot load {where}: {_one_line(str(err), 200)}",
                     hint="check the file, or re-run `gpulab up` to write it again",

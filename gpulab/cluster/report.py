@@ -1,0 +1,77 @@
+"""Text and data of `verify --kubeconfig --inspect / --dry-run`: what was found, what would run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpulab.cluster.inventory import Component, Inventory
+    from gpulab.cluster.plan import VerifyPlan
+
+__all__ = ["inspection_data", "inspection_lines", "plan_lines"]
+
+
+def _component(c: Component) -> str:
+    if not c.found:
+        return f"  {c.name + ':':<20} not found"
+    ready = f", {c.ready} ready" if c.ready else ""
+    detail = f"; {c.detail}" if c.detail else ""
+    return f"  {c.name + ':':<20} {c.where}{ready}{detail}"
+
+
+def inspection_lines(found: Inventory) -> list[str]:
+    """What discovery found in one cluster, as lines for a terminal or a CI log."""
+    head = f"cluster {found.member} ({found.server or 'unknown server'}"
+    if found.error:
+        return [f"{head}): did not answer: {found.error}"]
+    lines = [f"{head}, Kubernetes {found.version})"]
+    lines += [_component(c) for c in (found.hami_scheduler, found.hami_webhook,
+                                      found.hami_device_plugin, found.kai_scheduler)]
+    if found.has_kai:
+        queues = ", ".join(found.queues) or "none"
+        lines.append(f"  {'KAI GPU sharing:':<20} {found.kai_gpu_sharing}; queues: {queues}")
+    lines.append(f"  {'tenancy:':<20} {'; '.join(found.tenancy) or 'none found'}")
+    if not found.gpu_nodes:
+        lines.append(f"  {'GPU nodes:':<20} none (no node advertises nvidia.com/gpu)")
+    for node in found.gpu_nodes:
+        state = "Ready" if node.ready else "NotReady"
+        hand = f", handshake {node.handshake}" if node.handshake else ""
+        lines.append(f"  {'GPU node:':<20} {node.name} ({state}, nvidia.com/gpu {node.gpus}, "
+                     f"{node.cards} card(s) registered by HAMi{hand})")
+    for card in found.cards:
+        health = "" if card.healthy else ", UNHEALTHY"
+        users = f" by {', '.join(card.users)}" if card.users else ""
+        lines.append(f"  {'card:':<20} {card.node}/{card.device_id} {card.model}, "
+                     f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}{health}; "
+                     f"in use {card.used_memory} MiB, {card.used_cores} cores{users}")
+    if found.gpu_users:
+        lines.append(f"  {'GPU users:':<20} {', '.join(found.gpu_users)}")
+    for unseen in found.unseen:
+        lines.append(f"  {'not readable:':<20} {unseen}")
+    return lines
+
+
+def plan_lines(plan: VerifyPlan) -> list[str]:
+    """What verify would create in one cluster, or why it refuses."""
+    if plan.refusals:
+        return [f"cluster {plan.member}: verify would refuse, creating nothing:",
+                *(f"  - {why}" for why in plan.refusals)]
+    assert plan.card is not None
+    card = plan.card
+    lines = [f"cluster {plan.member}: card {card.node}/{card.device_id} ({card.model}, "
+             f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}); namespace "
+             f"{plan.namespace}, labelled gpulab.dev/run={plan.run_id}; every pod pinned to the "
+             f"card (nvidia.com/use-gpuuuid):"]
+    lines += [f"  {p.name:<12} {p.check}  {p.memory_mib:>6} MiB {p.cores:>3} cores  -> {p.expect}"
+              for p in plan.pods]
+    lines += [f"  note: {note}" for note in plan.notes]
+    return lines
+
+
+def inspection_data(found: list[Inventory], plans: list[VerifyPlan] | None = None
+                    ) -> dict[str, Any]:
+    """The JSON/YAML document of `--inspect` (and `--dry-run`: with the plans)."""
+    data: dict[str, Any] = {"clusters": [f.to_dict() for f in found]}
+    if plans is not None:
+        data["plans"] = [p.to_dict() for p in plans]
+    return data

@@ -1,0 +1,49 @@
+"""What `verify --kubeconfig` read from one cluster: a snapshot of summaries, never Secrets.
+
+Conventions as gpulab.verify.state: `None` = not read (the call failed: its error is in
+`read_errors`), `()` = read, nothing there. Objects are summaries (`observe.summarize_*`), so a
+recording of a cluster with thousands of pods stays small and holds no pod specs beyond names,
+labels, GPU annotations and resources.
+"""
+
+from __future__ import annotations
+
+# pydantic reads these dataclasses' annotations at run time (gpulab.verify.recording).
+from collections.abc import Mapping  # noqa: TC003
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["ClusterSnapshot", "JsonObj"]
+
+JsonObj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """One cluster (one kubeconfig and context), as read by `observe.read_cluster`.
+
+    name: the member name (the context, else the kubeconfig's file name).
+    server: the API server URL; version: its `/version` gitVersion; error: it did not answer.
+    nodes: whole Nodes minus managedFields (HAMi's annotations and allocatable live there).
+    pods: summaries of every pod; workloads: Deployments, DaemonSets and StatefulSets;
+    webhooks: MutatingWebhookConfigurations; queues: KAI Queues; kai_config: KAI's `Config`
+    (None: absent or unread); tenant_control_planes: Kamaji's TenantControlPlanes.
+    read_errors: what could not be read (e.g. 403 for lack of RBAC), by what.
+    """
+
+    name: str
+    server: str = ""
+    version: str = ""
+    error: str = ""
+    nodes: tuple[JsonObj, ...] | None = None
+    pods: tuple[JsonObj, ...] | None = None
+    workloads: tuple[JsonObj, ...] | None = None
+    webhooks: tuple[JsonObj, ...] | None = None
+    queues: tuple[JsonObj, ...] | None = None
+    kai_config: JsonObj | None = None
+    tenant_control_planes: tuple[JsonObj, ...] | None = None
+    read_errors: Mapping[str, str] = field(default_factory=dict)
+    observed_at: str = ""
+
+    def to_dict(self) -> JsonObj:
+        return asdict(self)

@@ -1,0 +1,200 @@
+"""Clusters shaped unlike gpulab's labs, as API objects in a fake API server.
+
+Each `shape_*` returns a `ClusterApi` holding what such a cluster would show: HAMi's Deployment,
+webhook and device plugin as its chart v2.10.0 names them, nodes with HAMi's register annotation,
+pods holding slices (`hami.io/vgpu-devices-allocated`), KAI's Deployments, Queues and Config,
+vCluster and Kamaji control planes. `read_cluster` reads them as it would a real API server.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from tests.kamaji_hami.fakes import FakeApi
+
+CLUSTER_SCOPED = {"Node", "Namespace", "MutatingWebhookConfiguration", "Queue", "Config"}
+TS = "2026-12-01 10:00:00"
+
+
+class ClusterApi(FakeApi):
+    """FakeApi that knows which kinds are cluster-scoped, and records every call."""
+
+    @staticmethod
+    def key(obj: Any) -> tuple[str, str, str]:
+        meta = obj["metadata"]
+        scoped = obj["kind"] in CLUSTER_SCOPED
+        return obj["kind"], "" if scoped else (meta.get("namespace") or "default"), meta["name"]
+
+    def writes(self) -> list[tuple[str, ...]]:
+        return [c for c in self.calls if c[0] not in ("get", "list_objects", "server_version")]
+
+
+def card(device_id: str, model: str, memory: int, *, cores: int = 100, split: int = 10,
+         healthy: bool = True) -> dict[str, Any]:
+    return {"id": device_id, "index": 0, "count": split, "devmem": memory, "devcore": cores,
+            "type": model, "numa": 0, "mode": "hami-core", "health": healthy}
+
+
+def node(name: str, cards: list[dict[str, Any]] | None = None, *, ready: bool = True,
+         gpus: int | None = None) -> dict[str, Any]:
+    annotations: dict[str, str] = {}
+    allocatable: dict[str, str] = {"cpu": "32", "memory": "256Gi"}
+    if cards is not None:
+        annotations = {"hami.io/node-nvidia-register": json.dumps(cards),
+                       "hami.io/node-handshake": f"Reported_{TS}"}
+        allocatable["nvidia.com/gpu"] = str(sum(c["count"] for c in cards))
+        allocatable["nvidia.com/gpumem"] = str(sum(c["devmem"] for c in cards))
+    if gpus is not None:
+        allocatable["nvidia.com/gpu"] = str(gpus)
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-{name}", "annotations": annotations,
+                         "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": allocatable, "capacity": dict(allocatable),
+                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def pod(name: str, namespace: str, node_name: str = "", *, grant: str = "",
+        limits: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+        phase: str = "Running", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    notes = dict(annotations or {})
+    if grant:
+        notes.update({"hami.io/vgpu-node": node_name, "hami.io/vgpu-devices-allocated": grant,
+                      "hami.io/bind-phase": "success"})
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}",
+                         "labels": dict(labels or {}), "annotations": notes},
+            "spec": {"nodeName": node_name, "schedulerName": "hami-scheduler" if grant else
+                     "default-scheduler",
+                     "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01",
+                                     "resources": {"limits": dict(limits or {})}}]},
+            "status": {"phase": phase, "containerStatuses": [{"name": "main", "ready": True}]}}
+
+
+def workload(kind: str, name: str, namespace: str, labels: dict[str, str], images: list[str],
+             *, ready: int = 1, desired: int = 1, args: list[str] | None = None
+             ) -> dict[str, Any]:
+    status = ({"desiredNumberScheduled": desired, "numberReady": ready} if kind == "DaemonSet"
+              else {"readyReplicas": ready, "replicas": desired})
+    spec: dict[str, Any] = {"template": {"spec": {"containers": [
+        {"name": f"c{i}", "image": image, "args": list(args or [])}
+        for i, image in enumerate(images)]}}}
+    if kind != "DaemonSet":
+        spec["replicas"] = desired
+    return {"apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": spec, "status": status}
+
+
+def hami(device_plugin: str = "real", *, webhook: bool = True, nodes: int = 1
+         ) -> list[dict[str, Any]]:
+    """HAMi v2.10.0 as its chart installs it in kube-system."""
+    objs = [workload("Deployment", "hami-scheduler", "kube-system",
+                     {"app.kubernetes.io/component": "hami-scheduler",
+                      "app.kubernetes.io/name": "hami"},
+                     ["registry.k8s.io/kube-scheduler:v1.31.0", "projecthami/hami:v2.10.0"],
+                     args=["--debug", "-v=4"])]
+    if device_plugin == "real":
+        objs.append(workload("DaemonSet", "hami-device-plugin", "kube-system",
+                             {"app.kubernetes.io/component": "hami-device-plugin"},
+                             ["projecthami/hami:v2.10.0"], ready=nodes, desired=nodes))
+    elif device_plugin == "mock":
+        objs.append(workload("DaemonSet", "hami-mock-device-plugin", "kube-system",
+                             {"app": "mock-device-plugin"},
+                             ["projecthami/mock-device-plugin:v1.0.1"], ready=nodes,
+                             desired=nodes))
+    if webhook:
+        objs.append({"apiVersion": "admissionregistration.k8s.io/v1",
+                     "kind": "MutatingWebhookConfiguration", "metadata": {"name": "hami-webhook"},
+                     "webhooks": [{"name": "vgpu.hami.io", "failurePolicy": "Ignore",
+                                   "clientConfig": {"service": {"name": "hami-scheduler",
+                                                                "namespace": "kube-system"}}}]})
+    return objs
+
+
+def cluster(*objs: dict[str, Any], version: str = "v1.31.4") -> ClusterApi:
+    api = ClusterApi("cluster", version)
+    api.put(*(copy.deepcopy(o) for o in objs))
+    return api
+
+
+A100 = "NVIDIA-NVIDIA A100-SXM4-80GB"
+L4 = "NVIDIA-NVIDIA L4"
+
+
+def shape_eight_cards_one_node() -> ClusterApi:
+    """One big node, 8 A100 80GB, real device plugin; card 0 busy, card 3 unhealthy."""
+    cards = [card(f"GPU-a100-{i}", A100, 81920, healthy=i != 3) for i in range(8)]
+    return cluster(*hami("real"), node("dgx-1", cards),
+                   pod("train-llm", "research", "dgx-1", grant="GPU-a100-0,NVIDIA,40000,50:;",
+                       limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": "40000"}))
+
+
+def shape_one_card_per_node() -> ClusterApi:
+    """Three nodes with one L4 each, mock device plugin; node-2 NotReady, node-1's card busy."""
+    return cluster(*hami("mock", nodes=3),
+                   node("node-1", [card("GPU-l4-1", L4, 24576)]),
+                   node("node-2", [card("GPU-l4-2", L4, 24576)], ready=False),
+                   node("node-3", [card("GPU-l4-3", L4, 24576)]),
+                   pod("infer", "apps", "node-1", grant="GPU-l4-1,NVIDIA,8000,20:;",
+                       limits={"nvidia.com/gpu": "1"}))
+
+
+def shape_no_hami() -> ClusterApi:
+    """NVIDIA's own device plugin only: whole GPUs, nothing HAMi registered."""
+    return cluster(workload("DaemonSet", "nvidia-device-plugin-daemonset", "kube-system",
+                            {"name": "nvidia-device-plugin-ds"},
+                            ["nvcr.io/nvidia/k8s-device-plugin:v0.17.0"]),
+                   node("gpu-1", gpus=4), node("cpu-1"),
+                   pod("train", "ml", "gpu-1", limits={"nvidia.com/gpu": "2"}))
+
+
+def shape_kai_with_queues() -> ClusterApi:
+    """KAI v0.16.8 with GPU sharing on, two team queues, fractional workloads, vClusters."""
+    queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue"}
+    return cluster(
+        workload("Deployment", "kai-operator", "kai-scheduler", {"app": "kai-operator"},
+                 ["ghcr.io/kai-scheduler/kai-scheduler/operator:v0.16.8"]),
+        workload("Deployment", "kai-scheduler-default", "kai-scheduler",
+                 {"app": "kai-scheduler"},
+                 ["ghcr.io/kai-scheduler/kai-scheduler/scheduler:v0.16.8"]),
+        workload("StatefulSet", "team-a", "vcluster-team-a", {"app": "vcluster"},
+                 ["ghcr.io/loft-sh/vcluster-pro:0.35.3"]),
+        {**queue, "metadata": {"name": "org"}, "spec": {"resources": {}}},
+        {**queue, "metadata": {"name": "team-a"}, "spec": {"parentQueue": "org"}},
+        {**queue, "metadata": {"name": "team-b"}, "spec": {"parentQueue": "org"}},
+        {"apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config"},
+         "spec": {"admission": {"gpuSharing": True}}},
+        node("gpu-1", gpus=8),
+        pod("notebook-x", "vcluster-team-a", "gpu-1", annotations={"gpu-fraction": "0.5"},
+            labels={"kai.scheduler/queue": "team-a"}),
+        pod("batch", "team-b", "gpu-1", limits={"nvidia.com/gpu": "2"}, phase="Succeeded"))
+
+
+def shape_busy_and_small_split() -> ClusterApi:
+    """HAMi with two cards, none usable: one split 2, one busy."""
+    return cluster(*hami("real"),
+                   node("gpu-1", [card("GPU-t4-1", "NVIDIA-Tesla T4", 15360, split=2),
+                                  card("GPU-t4-2", "NVIDIA-Tesla T4", 15360)]),
+                   pod("serve", "prod", "gpu-1", grant="GPU-t4-2,NVIDIA,4000,25:;"))
+
+
+def shape_kamaji_management() -> ClusterApi:
+    """A Kamaji management cluster with two tenants and HAMi on its own GPU node (H100)."""
+    tcp = {"apiVersion": "kamaji.clastix.io/v1alpha1", "kind": "TenantControlPlane"}
+    return cluster(*hami("real"),
+                   {**tcp, "metadata": {"name": "tenant-a", "namespace": "tenants"}},
+                   {**tcp, "metadata": {"name": "tenant-b", "namespace": "tenants"}},
+                   node("h100-1", [card("GPU-h100-0", "NVIDIA-NVIDIA H100 NVL", 95830,
+                                        split=8)]))
+
+
+SHAPES = {
+    "eight-cards-one-node": shape_eight_cards_one_node,
+    "one-card-per-node": shape_one_card_per_node,
+    "no-hami": shape_no_hami,
+    "kai-with-queues": shape_kai_with_queues,
+    "busy-and-small-split": shape_busy_and_small_split,
+    "kamaji-management": shape_kamaji_management,
+}
