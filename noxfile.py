@@ -71,8 +71,8 @@ def typecheck(session: nox.Session) -> None:
 def e2e(session: nox.Session) -> None:
     """Opt-in: a real lab on a Docker host that can run kind and reach the internet.
 
-    up → verify (JUnit) → verify --kubeconfig (--dry-run / --inspect of the lab's clusters) →
-    down, then a check that nothing labelled for the lab is left.
+    up → verify (JUnit) → verify --kubeconfig (the tenants' GPU-01..05, or the vcluster-kai
+    host's inspection) → down, then a check that nothing labelled for the lab is left.
     Skipped, with the reason, on hosts that cannot run it.
     """
     reason = _e2e_blocker()
@@ -90,13 +90,13 @@ def e2e(session: nox.Session) -> None:
                     "--junit", str(artifacts / "verify.xml"),
                     "--record", str(artifacts / "recording"))
         # The same lab seen as "a cluster gpulab did not build" (docs/verify-any-cluster.md):
-        # the tenants (HAMi) get a plan, the vcluster-kai host (KAI) an inspection.
-        members, mode = ((["tenant-a", "tenant-b"], "--dry-run") if profile == "kamaji-hami"
-                         else (["management"], "--inspect"))
+        # the tenants (HAMi) get the GPU-01..05 run, the vcluster-kai host (KAI) an inspection.
+        members, mode = ((["tenant-a", "tenant-b"], ["--junit", str(artifacts / "cluster.xml")])
+                         if profile == "kamaji-hami" else (["management"], ["--inspect"]))
         configs = [arg for member in members for arg in (
             "--kubeconfig", session.run("gpulab", "kubeconfig", member, "--name", lab,
                                         silent=True).strip())]
-        session.run("gpulab", "verify", *configs, mode,
+        session.run("gpulab", "verify", *configs, *mode,
                     "--record", str(artifacts / "cluster-recording"))
     finally:
         session.run("gpulab", "logs", "-p", profile, "--name", lab, str(artifacts / "logs"),

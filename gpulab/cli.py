@@ -746,7 +746,8 @@ def verify(
 ) -> None:
     """Run the acceptance checks on the lab (TC-01..TC-08 for kamaji-hami, KAI-01..KAI-08 for
     vcluster-kai), with evidence or reasons, and any finding (a known gap shown on the lab).
-    With --kubeconfig: look at any cluster (--inspect, --dry-run).
+    With --kubeconfig: a HAMi cluster gpulab did not build (GPU-01..GPU-05; --inspect and
+    --dry-run only look).
 
     Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host
     cannot be reached. Findings do not change the exit code.
@@ -758,14 +759,14 @@ def verify(
 
         chosen = _chosen_output(output, json_out)
         machine = chosen is not Output.text
-        if kubeconfig or inspect or dry_run:
+        if kubeconfig or inspect or dry_run or _cluster_recording(replay):
             if profile is not None or name is not None:
                 raise UsageError("--kubeconfig, --inspect and --dry-run look at a cluster "
                                  "gpulab did not build; -p/--name are for labs")
             return _verify_cluster(kubeconfig or [], context or [], inspect=inspect,
                                    dry_run=dry_run, namespace=namespace, replay=replay,
-                                   record=record, output=chosen, extra={
-                                       "--tc": tc, "--keep": keep, "--junit": junit})
+                                   record=record, output=chosen, keep=keep, junit=junit,
+                                   tc=tc, verbose=verbose)
         if context or namespace:
             raise UsageError("--context and --namespace go with --kubeconfig")
 
@@ -809,7 +810,7 @@ def verify(
     _guard(body)
 
 
-def _print_report(report: VerifyReport) -> None:
+def _print_report(report: VerifyReport, next_step: str = "") -> None:
     """The verdicts as a table on stdout, the summary, notes and next step on stderr."""
     from rich.markup import escape
 
@@ -834,15 +835,49 @@ def _print_report(report: VerifyReport) -> None:
     for note in report.notes:
         err.print(f"warning: {note}", markup=False)
     if not report.ok and not report.replayed:
-        err.print(f"next: gpulab logs --name {report.lab} collects diagnostics; "
-                  "--keep leaves the test pods for inspection", markup=False)
+        err.print("next: " + (next_step or f"gpulab logs --name {report.lab} collects "
+                              "diagnostics; --keep leaves the test pods for inspection"),
+                  markup=False)
+
+
+def _cluster_recording(replay: Path | None) -> bool:
+    from gpulab.cluster.record import is_cluster_recording
+
+    return replay is not None and is_cluster_recording(replay)
 
 
 def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bool,
                     dry_run: bool, namespace: str | None, replay: Path | None,
-                    record: Path | None, output: Output, extra: dict[str, Any]) -> int:
-    """`verify --kubeconfig`: discovery (`--inspect`) and the derived plan (`--dry-run`) of
-    clusters gpulab did not build, or of a recording of them (`--replay`)."""
+                    record: Path | None, output: Output, keep: bool, junit: Path | None,
+                    tc: str | None, verbose: bool) -> int:
+    """`verify --kubeconfig` on clusters gpulab did not build (docs/verify-any-cluster.md):
+    discovery (`--inspect`), the derived plan (`--dry-run`), or the run and its verdicts; or the
+    same from a recording of them (`--replay`)."""
+    from gpulab.profile.base import dns_label
+
+    if tc is not None:
+        raise UsageError("--tc does not apply to --kubeconfig: every GPU-0x check runs")
+    if replay is not None and kubeconfigs:
+        raise UsageError("--replay reads a recording; it takes no --kubeconfig")
+    if replay is None and not kubeconfigs:
+        raise UsageError("--inspect and --dry-run need --kubeconfig FILE (or --replay DIR)")
+    if (inspect or dry_run) and (keep or junit):
+        raise UsageError("--keep and --junit go with a run, not with --inspect / --dry-run")
+    if namespace is not None:
+        try:
+            dns_label(namespace)
+        except ValueError as err:
+            raise UsageError(f"--namespace {namespace!r}: {err}") from None
+    if inspect or dry_run:
+        return _inspect_clusters(kubeconfigs, contexts, dry_run=dry_run, namespace=namespace,
+                                 replay=replay, record=record, output=output)
+    return _run_clusters(kubeconfigs, contexts, namespace=namespace, replay=replay,
+                         record=record, output=output, keep=keep, junit=junit, verbose=verbose)
+
+
+def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: bool,
+                      namespace: str | None, replay: Path | None, record: Path | None,
+                      output: Output) -> int:
     import uuid
 
     from gpulab import core
@@ -850,25 +885,7 @@ def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bo
     from gpulab.cluster.plan import plan
     from gpulab.cluster.record import read_snapshots, write_snapshots
     from gpulab.cluster.report import inspection_data, inspection_lines, plan_lines
-    from gpulab.profile.base import dns_label
 
-    if not (inspect or dry_run):
-        raise UsageError(
-            "running the GPU checks on a cluster gpulab did not build is not available yet",
-            hint="--inspect shows what is installed and the cards; --dry-run also the pods "
-                 "verify would create (docs/verify-any-cluster.md)")
-    used = [flag for flag, value in extra.items() if value]
-    if used:
-        raise UsageError(f"{', '.join(used)} do not apply to --inspect / --dry-run")
-    if replay is not None and kubeconfigs:
-        raise UsageError("--replay reads a recording; it takes no --kubeconfig")
-    if replay is None and not kubeconfigs:
-        raise UsageError("--inspect and --dry-run need --kubeconfig FILE (or --replay DIR)")
-    if namespace is not None:
-        try:
-            dns_label(namespace)
-        except ValueError as err:
-            raise UsageError(f"--namespace {namespace!r}: {err}") from None
     snapshots = (read_snapshots(replay) if replay is not None
                  else core.inspect_clusters(kubeconfigs, contexts))
     if record is not None:
@@ -888,6 +905,49 @@ def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bo
     if plans is not None and not all(p.runnable for p in plans):
         return int(ExitCode.CHECKS_FAILED)
     return int(ExitCode.OK)
+
+
+def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: str | None,
+                  replay: Path | None, record: Path | None, output: Output, keep: bool,
+                  junit: Path | None, verbose: bool) -> int:
+    from gpulab import core
+    from gpulab.cluster.record import write_snapshots
+    from gpulab.cluster.state import ClusterVerifyState
+    from gpulab.verify.report import exit_code, report_json, write_junit
+
+    machine = output is not Output.text
+
+    def progress(member: str, message: str) -> None:
+        if verbose and not machine:
+            err.print(f"  {member}: {message}", markup=False, highlight=False)
+
+    if replay is not None:
+        report = core.replay_clusters(replay)
+    else:
+        if not machine:
+            err.print(f"verifying {len(kubeconfigs)} cluster(s) ...", markup=False)
+        with _stop_signals() as received:
+            try:
+                report = core.verify_clusters(kubeconfigs, contexts, namespace=namespace,
+                                              keep=keep, progress=progress)
+            except KeyboardInterrupt:  # run_plan removed the namespace it was using
+                what = "terminated" if received else "interrupted"
+                err.print(f"{what}: verify stopped before judging; the namespace of the "
+                          f"cluster being verified was deleted", markup=False)
+                return 128 + received[0] if received else int(ExitCode.INTERRUPTED)
+    state = report.state
+    if record is not None and isinstance(state, ClusterVerifyState):
+        write_snapshots(record, state.snapshots, state.runs)
+    if junit is not None:
+        write_junit(report, junit)
+    if machine:
+        _data(report_json(report), output)
+    else:
+        _print_report(report, next_step="--keep leaves the namespace and pods for "
+                                        "inspection; --inspect shows what was found")
+    if isinstance(state, ClusterVerifyState) and any(s.error for s in state.snapshots):
+        return int(ExitCode.HOST)
+    return int(exit_code(report))
 
 
 @app.command()

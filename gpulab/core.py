@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         KubeGateway,
         LabAdapters,
     )
+    from gpulab.adapters.kube import KubeClient
     from gpulab.cluster.state import ClusterSnapshot
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
@@ -50,12 +51,14 @@ __all__ = [
     "record_verify",
     "recorded_profile",
     "recorded_timings",
+    "replay_clusters",
     "replay_verify",
     "status",
     "status_tables",
     "up",
     "verify",
     "verify_checks",
+    "verify_clusters",
 ]
 
 
@@ -553,27 +556,64 @@ def cluster_members(kubeconfigs: Sequence[Path], contexts: Sequence[str]
     return out
 
 
-def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
-                     ) -> list[ClusterSnapshot]:
-    """Read each cluster, read-only (gpulab.cluster.observe); an unusable kubeconfig is a
-    UsageError before any cluster is contacted."""
+def _cluster_clients(kubeconfigs: Sequence[Path], contexts: Sequence[str]
+                     ) -> list[tuple[str, str, KubeClient]]:
+    """(member, server, client) per cluster; an unusable kubeconfig is a UsageError before any
+    cluster is contacted (the clients made so far are closed)."""
     from gpulab.adapters.kube import KubeClient, RetryPolicy
-    from gpulab.cluster.observe import read_cluster
     from gpulab.errors import AdapterError
 
-    clients = []
+    clients: list[tuple[str, str, KubeClient]] = []
     for name, path, context in cluster_members(kubeconfigs, contexts):
         try:
-            clients.append((name, KubeClient(path, context=context, request_timeout=20,
-                                             retry=RetryPolicy.disabled())))
+            client = KubeClient(path, context=context, request_timeout=20,
+                                retry=RetryPolicy.disabled())
         except AdapterError as err:
-            for _n, client in clients:
-                client.close()
+            for _n, _s, made in clients:
+                made.close()
             raise UsageError(str(err).split("\n")[0],
                              hint="check the file; --context must name one of its contexts "
                                   "(kubectl config get-contexts)") from None
-    snapshots = []
-    for name, client in clients:
-        with client:
-            snapshots.append(read_cluster(client, name, client.server))
-    return snapshots
+        clients.append((name, client.server, client))
+    return clients
+
+
+def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
+                     ) -> list[ClusterSnapshot]:
+    """Read each cluster, read-only (gpulab.cluster.observe)."""
+    from gpulab.cluster.observe import read_cluster
+
+    clients = _cluster_clients(kubeconfigs, contexts)
+    try:
+        return [read_cluster(kube, name, server) for name, server, kube in clients]
+    finally:
+        for _n, _s, kube in clients:
+            kube.close()
+
+
+def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
+                    namespace: str | None, keep: bool,
+                    progress: Callable[[str, str], None] | None = None) -> VerifyReport:
+    """`verify --kubeconfig`: read, plan, run and judge every cluster (gpulab.cluster.run)."""
+    from gpulab.cluster.run import run_verify
+
+    clients = _cluster_clients(kubeconfigs, contexts)
+    try:
+        return run_verify(clients, namespace=namespace, keep=keep, progress=progress)
+    finally:
+        for _n, _s, kube in clients:
+            kube.close()
+
+
+def replay_clusters(directory: Path) -> VerifyReport:
+    """Judge a recording of `verify --kubeconfig` offline."""
+    from gpulab.cluster.record import read_recording
+    from gpulab.cluster.run import evaluate
+    from gpulab.cluster.state import ClusterVerifyState
+
+    members = read_recording(directory)
+    state = ClusterVerifyState(lab="cluster " + ", ".join(s.name for s, _r in members),
+                               snapshots=tuple(s for s, _r in members),
+                               runs=tuple(r for _s, r in members if r is not None),
+                               observed_at=members[0][0].observed_at)
+    return evaluate(state)

@@ -102,8 +102,8 @@ def read_cluster(kube: KubeGateway, name: str, server: str = "") -> ClusterSnaps
     def read(what: str, call: Callable[[], T]) -> T | None:
         try:
             return call()
-        except GpulabError as err:
-            errors[what] = one_line(str(err))
+        except GpulabError as err:  # its message: the adapters' hints are about gpulab's labs
+            errors[what] = one_line(err.message)
             return None
 
     version = read("version", kube.server_version)

@@ -7,12 +7,17 @@ recordings are (gpulab.verify.recording): a wrong type is one UsageError naming 
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
 from gpulab import __version__
-from gpulab.cluster.state import ClusterSnapshot  # noqa: TC001 - pydantic reads it at run time
+from gpulab.cluster.state import (  # noqa: TC001 - pydantic reads them at run time
+    ClusterRun,
+    ClusterSnapshot,
+)
 from gpulab.errors import UsageError
 from gpulab.verify.recording import Document, member_file, read_document, write_json
 
@@ -20,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-__all__ = ["read_snapshots", "write_snapshots"]
+__all__ = ["is_cluster_recording", "read_recording", "read_snapshots", "write_snapshots"]
 
 FORMAT = "gpulab-cluster-recording"
 VERSION = 1
@@ -43,6 +48,7 @@ class ClusterMember(Document):
     version: Literal[1]
     member: str
     snapshot: ClusterSnapshot
+    run: ClusterRun | None = None
 
 
 def _file(name: str) -> str:
@@ -50,15 +56,19 @@ def _file(name: str) -> str:
     return f"snapshot-{safe}.json"
 
 
-def write_snapshots(directory: Path, snapshots: Sequence[ClusterSnapshot]) -> Path:
-    """Save the snapshots; members first, the manifest last. Returns the manifest's path."""
+def write_snapshots(directory: Path, snapshots: Sequence[ClusterSnapshot],
+                    runs: Sequence[ClusterRun] = ()) -> Path:
+    """Save the snapshots (and what verify did in each cluster); members first, the manifest
+    last. Returns the manifest's path."""
     directory.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
+    by_member = {run.member: run for run in runs}
     for snapshot in snapshots:
         files[snapshot.name] = _file(snapshot.name)
+        run = by_member.get(snapshot.name)
         write_json(directory / files[snapshot.name], {
             "format": ClusterMember.FORMAT, "version": VERSION, "member": snapshot.name,
-            "snapshot": snapshot.to_dict()})
+            "snapshot": snapshot.to_dict(), "run": None if run is None else asdict(run)})
     path = directory / MANIFEST
     write_json(path, {"format": FORMAT, "version": VERSION, "gpulab_version": __version__,
                       "members": files})
@@ -67,16 +77,32 @@ def write_snapshots(directory: Path, snapshots: Sequence[ClusterSnapshot]) -> Pa
 
 def read_snapshots(directory: Path) -> list[ClusterSnapshot]:
     """The snapshots of a directory written by `write_snapshots` (UsageError otherwise)."""
+    return [snapshot for snapshot, _run in read_recording(directory)]
+
+
+def read_recording(directory: Path) -> list[tuple[ClusterSnapshot, ClusterRun | None]]:
+    """Each cluster's snapshot and run (None: inspected only), as `write_snapshots` saved them
+    (UsageError otherwise)."""
     manifest_path = directory / MANIFEST
     manifest = read_document(manifest_path, ClusterManifest)
     out = []
     for name, file_name in manifest.members.items():
         path = member_file(directory, manifest_path, file_name)
         member = read_document(path, ClusterMember)
-        if member.member != name or member.snapshot.name != name:
+        if member.member != name or member.snapshot.name != name or (
+                member.run is not None and member.run.member != name):
             raise UsageError(f"{path} holds cluster {member.snapshot.name!r}, but the manifest "
                              f"lists it for {name!r}")
-        out.append(member.snapshot)
+        out.append((member.snapshot, member.run))
     if not out:
         raise UsageError(f"{manifest_path} lists no cluster")
     return out
+
+
+def is_cluster_recording(directory: Path) -> bool:
+    """Whether `directory` holds a recording of `verify --kubeconfig` (not of a lab)."""
+    try:
+        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT

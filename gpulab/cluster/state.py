@@ -13,7 +13,9 @@ from collections.abc import Mapping  # noqa: TC003
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ClusterSnapshot", "JsonObj"]
+from gpulab.verify.state import PodRun  # noqa: TC001 - pydantic reads it at run time
+
+__all__ = ["ClusterRun", "ClusterSnapshot", "ClusterVerifyState", "JsonObj"]
 
 JsonObj = dict[str, Any]
 
@@ -47,3 +49,35 @@ class ClusterSnapshot:
 
     def to_dict(self) -> JsonObj:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    """What verify did in one cluster and saw of its pods (`execute.run_plan`).
+
+    namespace, run_id: where its pods lived and the `gpulab.dev/run` label they carried (the
+    plan is derived again from the snapshot on replay: same card, same pods).
+    pods: one PodRun per plan pod in plan order (None: no pod was attempted; see
+    `namespace_error`); cleanup_error: the namespace could not be removed (a note, never a
+    verdict); left: `--keep` left it on purpose.
+    """
+
+    member: str
+    namespace: str
+    run_id: str
+    pods: tuple[PodRun, ...] | None = None
+    namespace_error: str = ""
+    cleanup_error: str = ""
+    left: bool = False
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClusterVerifyState:
+    """One `verify --kubeconfig` run: every cluster's snapshot and run (the reports' state)."""
+
+    lab: str  # what reports call the subject: "cluster <names>"
+    snapshots: tuple[ClusterSnapshot, ...]
+    runs: tuple[ClusterRun, ...] = ()
+    observed_at: str = ""
+    seconds: float = 0.0

@@ -196,10 +196,9 @@ def test_cli_a_cluster_that_does_not_answer_exits_4_naming_it(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["--kubeconfig", "{cfg}"], "running the GPU checks on a cluster gpulab did not build is "
-                                "not available yet"),
+    (["--kubeconfig", "{cfg}", "--inspect", "--keep"], "--keep and --junit go with a run"),
     (["--kubeconfig", "{cfg}", "--inspect", "-p", "kamaji-hami"], "-p/--name are for labs"),
-    (["--kubeconfig", "{cfg}", "--inspect", "--tc", "5"], "--tc do not apply"),
+    (["--kubeconfig", "{cfg}", "--tc", "5"], "--tc does not apply to --kubeconfig"),
     (["--kubeconfig", "{cfg}", "--kubeconfig", "{cfg}", "--context", "a", "--context", "b",
       "--context", "c", "--inspect"], "3 --context for 2 --kubeconfig"),
     (["--kubeconfig", "{missing}", "--inspect"], "is not a readable file"),

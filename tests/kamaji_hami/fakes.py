@@ -108,6 +108,8 @@ class FakeApi:
                 return
         new = b.event(pod["metadata"]["name"], reason, message, kind=kind)
         new["involvedObject"]["uid"] = uid
+        namespace = pod["metadata"].get("namespace") or new["involvedObject"]["namespace"]
+        new["involvedObject"]["namespace"] = new["metadata"]["namespace"] = namespace
         self.event_list.append(new)
 
     # ------------------------------------------------------------------ KubeGateway

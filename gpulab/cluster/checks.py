@@ -1,0 +1,212 @@
+"""The checks of `verify --kubeconfig`, pure functions over what was found, planned and seen.
+
+They mean what the lab's TC-03..TC-07 mean (docs/checks.md), on the card the plan picked:
+
+- GPU-01 HAMi serving: its scheduler, webhook and device plugin are installed and ready;
+- GPU-02 admission: the first share pod was rewritten by HAMi's webhook (`schedulerName:
+  hami-scheduler`) and HAMi placed it on the card's node;
+- GPU-03 sharing: the three share pods run (every container ready) on that node, each granted
+  exactly one slice of the card, of the size it asked;
+- GPU-04 core over-commit: the fourth pod is not placed and HAMi names CardInsufficientCore;
+- GPU-05 memory over-commit: the big pod is not placed and HAMi names CardInsufficientMemory.
+
+A pod only counts when it is the one this run created: in the plan's namespace, with this run's
+`gpulab.dev/run` label and the uid its create call returned; events only when their
+`involvedObject.uid` is that pod's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpulab.cluster.execute import SHARE_PODS
+from gpulab.naming import LABEL_RUN
+from gpulab.verify import objects as o
+from gpulab.verify.hami import ALLOCATED_ANNOTATION, NODE_ANNOTATION, parse_allocation
+from gpulab.verify.result import CheckResult, summarize_problems
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gpulab.cluster.inventory import Inventory
+    from gpulab.cluster.plan import VerifyPlan
+    from gpulab.cluster.state import ClusterRun
+    from gpulab.verify.state import PodRun
+
+__all__ = ["CHECKS", "CHECK_IDS", "judge"]
+
+CHECKS: tuple[tuple[str, str], ...] = (
+    ("GPU-01", "HAMi serving"),
+    ("GPU-02", "admission through HAMi"),
+    ("GPU-03", "sharing one card"),
+    ("GPU-04", "core over-commit refused"),
+    ("GPU-05", "memory over-commit refused"),
+)
+CHECK_IDS = tuple(c for c, _t in CHECKS)
+
+
+def _hami_serving(found: Inventory) -> CheckResult:
+    check, member = "GPU-01", found.member
+    parts = (found.hami_scheduler, found.hami_webhook, found.hami_device_plugin)
+    missing = [f"{p.name} {'not found' if not p.found else f'not ready ({p.ready})'}"
+               for p in parts if not p.serving]
+    shown = "; ".join(f"{p.name}: {p.where} {p.ready}".strip() for p in parts if p.found)
+    if missing:
+        return CheckResult(check, member, "fail", evidence=shown, reason=(
+            f"{summarize_problems(missing)}; kubectl get deploy,ds -A -l "
+            f"app.kubernetes.io/name=hami -o wide"))
+    return CheckResult(check, member, "pass", evidence=shown)
+
+
+def _not_ours(run: PodRun, plan: VerifyPlan) -> str:
+    """Why the pod read is not the one this run created ('' when it is)."""
+    pod = run.pod
+    if pod is None:
+        return f"{run.name} was not found when read back"
+    meta = o.metadata(pod)
+    if meta.get("namespace") != plan.namespace:
+        return f"{run.name} was read from namespace {meta.get('namespace')}, not {plan.namespace}"
+    if o.labels(pod).get(LABEL_RUN) != plan.run_id:
+        return (f"{plan.namespace}/{run.name} carries {LABEL_RUN}="
+                f"{o.labels(pod).get(LABEL_RUN)!r}, not this run's {plan.run_id!r}")
+    created = o.metadata(run.created).get("uid")
+    if meta.get("uid") != created:
+        return (f"{plan.namespace}/{run.name} has uid {meta.get('uid')}, not {created} that "
+                f"verify created: it was replaced while verify waited")
+    return ""
+
+
+def _why(run: PodRun, plan: VerifyPlan) -> str:
+    """The most specific cause of a pod not being where its check wants it."""
+    look = f"kubectl -n {plan.namespace} describe pod {run.name} (run verify with --keep)"
+    if run.outcome == "not-created":
+        return f"{run.name} was not created {run.last_seen}"
+    if run.outcome == "create-failed":
+        return f"the API refused {run.name}: {run.create_error}"
+    scheduler = o.scheduler_name(run.created)
+    if scheduler != "hami-scheduler":
+        return (f"{run.name} kept schedulerName {scheduler}: HAMi's webhook (vgpu.hami.io) did "
+                f"not handle it (failurePolicy Ignore hides an unreachable webhook); {look}")
+    events = " | ".join(str(e.get("message") or "") for e in run.events[-3:]) or "no events"
+    return (f"{run.name} is {run.outcome} after {run.waited:.0f}s ({run.last_seen}); {events}; "
+            f"{look}")
+
+
+def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
+    check, member = "GPU-02", plan.member
+    run = _pod(state, "gpu-share-1")
+    assert plan.card is not None
+    node = plan.card.node
+    if run is None or run.created is None:
+        return CheckResult(check, member, "fail", reason=_why(run, plan) if run else
+                           "gpu-share-1 was not attempted")
+    if o.scheduler_name(run.created) != "hami-scheduler" or run.pod is None:
+        return CheckResult(check, member, "fail", reason=_why(run, plan))
+    if foreign := _not_ours(run, plan):
+        return CheckResult(check, member, "fail", reason=foreign)
+    chosen = o.annots(run.pod).get(NODE_ANNOTATION, "")
+    bound = o.pod_node(run.pod)
+    if chosen != node or bound != node:
+        return CheckResult(check, member, "fail", reason=(
+            f"gpu-share-1 is pinned to {plan.card.device_id} on {node}, but HAMi chose "
+            f"{chosen or 'no node'} and it is bound to {bound or 'no node'}; {_why(run, plan)}"))
+    return CheckResult(check, member, "pass", evidence=(
+        f"gpu-share-1 admitted with schedulerName hami-scheduler, placed by HAMi on {node}"))
+
+
+def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
+    check, member = "GPU-03", plan.member
+    assert plan.card is not None and plan.sizes is not None
+    card, sizes = plan.card, plan.sizes
+    problems: list[str] = []
+    for name in SHARE_PODS:
+        run = _pod(state, name)
+        if run is None or run.pod is None or run.created is None:
+            problems.append(_why(run, plan) if run else f"{name} was not attempted")
+            continue
+        if foreign := _not_ours(run, plan):
+            problems.append(foreign)
+            continue
+        if not o.pod_serving(run.pod):
+            state_text = ", ".join(o.container_problems(run.pod)) or o.pod_phase(run.pod)
+            problems.append(f"{name} is {o.pod_phase(run.pod)} but not running and ready "
+                            f"({state_text}): kubectl -n {plan.namespace} logs {name}")
+            continue
+        if o.pod_node(run.pod) != card.node:
+            problems.append(f"{name} runs on {o.pod_node(run.pod)}, not {card.node}")
+            continue
+        grants = [g for c in parse_allocation(o.annots(run.pod).get(ALLOCATED_ANNOTATION))
+                  for g in c]
+        want = (card.device_id, sizes.share_memory, sizes.share_cores)
+        got = [(g.device_id, g.memory_mib, g.cores) for g in grants]
+        if got != [want]:
+            problems.append(f"{name} was granted {got or 'nothing'} "
+                            f"({ALLOCATED_ANNOTATION}), it asked for {want}")
+    if problems:
+        return CheckResult(check, member, "fail", reason=summarize_problems(problems))
+    return CheckResult(check, member, "pass", evidence=(
+        f"gpu-share-1..3 run together on {card.node}/{card.device_id} ({card.model}), each "
+        f"granted {sizes.share_memory} MiB and {sizes.share_cores} cores: "
+        f"{3 * sizes.share_memory}/{card.memory_mib} MiB, {3 * sizes.share_cores}/{card.cores} "
+        f"cores in use"))
+
+
+def _refusal(check: str, name: str, reason: str, what: str) -> Callable[
+        [VerifyPlan, ClusterRun], CheckResult]:
+    def judge(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
+        member = plan.member
+        run = _pod(state, name)
+        if run is None or run.created is None:
+            return CheckResult(check, member, "fail", reason=(
+                _why(run, plan) + " (see GPU-03)" if run else f"{name} was not attempted"))
+        if foreign := _not_ours(run, plan):
+            return CheckResult(check, member, "fail", reason=foreign)
+        assert run.pod is not None
+        if o.pod_node(run.pod):
+            return CheckResult(check, member, "fail", reason=(
+                f"HAMi placed {name} on {o.pod_node(run.pod)}: {what} was over-committed; "
+                f"kubectl -n kube-system logs deploy/hami-scheduler -c vgpu-scheduler-extender"))
+        messages = [str(e.get("message") or "") for e in run.events]
+        if not any(reason in m for m in messages):
+            return CheckResult(check, member, "fail", reason=(
+                f"{name} is Pending but no event of its own names {reason}: {_why(run, plan)}"))
+        return CheckResult(check, member, "pass", evidence=(
+            f"{name} stays Pending; HAMi: {next(m for m in messages if reason in m)}"))
+    return judge
+
+
+_RUN_CHECKS = {
+    "GPU-02": _admission,
+    "GPU-03": _sharing,
+    "GPU-04": _refusal("GPU-04", "gpu-share-4", "CardInsufficientCore", "the card's cores"),
+    "GPU-05": _refusal("GPU-05", "gpu-mem-big", "CardInsufficientMemory", "the card's memory"),
+}
+
+
+def _pod(state: ClusterRun, name: str) -> PodRun | None:
+    return next((r for r in state.pods or () if r.name == name), None)
+
+
+def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None) -> list[CheckResult]:
+    """The five verdicts for one cluster, in GPU-01..GPU-05 order."""
+    titles = dict(CHECKS)
+    if found.error:
+        out = [CheckResult(check, found.member, "error",
+                           reason=f"the API server at {found.server} did not answer: "
+                                  f"{found.error}") for check in CHECK_IDS]
+        return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]
+    out = [_hami_serving(found)]
+    for check in CHECK_IDS[1:]:
+        if plan.refusals:
+            result = CheckResult(check, plan.member, "error",
+                                 reason=f"not run: {'; '.join(plan.refusals)}")
+        elif state is None:
+            result = CheckResult(check, plan.member, "error",
+                                 reason="not run in this observation or recording")
+        elif state.namespace_error or state.pods is None:
+            result = CheckResult(check, plan.member, "error",
+                                 reason=f"not run: {state.namespace_error or 'no pod attempted'}")
+        else:
+            result = _RUN_CHECKS[check](plan, state)
+        out.append(result)
+    return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]

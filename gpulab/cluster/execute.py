@@ -1,0 +1,185 @@
+"""The writing half of `verify --kubeconfig`: the plan's pods, in their own namespace, and
+nothing else (docs/verify-any-cluster.md, "Safe by construction").
+
+`run_plan` creates the plan's namespace (refusing one that already exists: verify only removes
+what it created), then the pods one at a time, each waited for within a bound, reads each once
+more with its events (matched by uid), and finally deletes the pods and the namespace and waits
+until the namespace is gone. The deletion runs whatever happens in between: an API error, a bug,
+Ctrl-C or SIGTERM (both arrive as KeyboardInterrupt). It never touches nodes, annotations or any
+other namespace, so it does not release HAMi's node lock either (the plan says what that means).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from gpulab.cluster.plan import CHECK_LABEL
+from gpulab.cluster.state import ClusterRun
+from gpulab.errors import GpulabError
+from gpulab.naming import LABEL_RUN
+from gpulab.verify import objects as o
+from gpulab.verify.observe import Clock, clean_all, clean_object, one_line, poll
+from gpulab.verify.state import PodRun
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gpulab.adapters.base import KubeGateway
+    from gpulab.cluster.plan import VerifyPlan
+    from gpulab.verify.state import JsonObj
+
+__all__ = ["AWAITED", "Timeouts", "run_plan"]
+
+SHARE_PODS = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
+# What each pod is waited for: running, or HAMi's refusal reason in its events.
+AWAITED = {"gpu-share-1": "running", "gpu-share-2": "running", "gpu-share-3": "running",
+           "gpu-share-4": "CardInsufficientCore", "gpu-mem-big": "CardInsufficientMemory"}
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Bounds in seconds. `running` covers HAMi's default --node-lock-timeout (5m): on such
+    clusters nobody may release the lock for verify's pods (the mock device plugin never does)."""
+
+    running: float = 400.0
+    refused: float = 90.0
+    cleanup: float = 120.0
+    interval: float = 2.0
+
+
+def _probe(kube: KubeGateway, namespace: str, name: str, uid: str, awaited: str
+           ) -> Callable[[], tuple[str | None, str]]:
+    def probe() -> tuple[str | None, str]:
+        pod = kube.get("v1", "Pod", name, namespace)
+        if pod is None or o.metadata(pod).get("uid") != uid:
+            return "gone", "the pod verify created is gone"
+        seen = o.pod_summary(pod)
+        if o.pod_phase(pod) == "Failed":
+            return "failed", seen
+        if awaited == "running":
+            return ("running" if o.pod_phase(pod) == "Running" else None), seen
+        if o.pod_node(pod):
+            return "scheduled", seen
+        events = o.events_about(kube.events(namespace, name), {uid})
+        messages = [str(e.get("message") or "") for e in events]
+        last = f"{seen}; events: {' | '.join(messages[-2:]) or 'none'}"
+        return ("refused" if any(awaited in m for m in messages) else None), last
+    return probe
+
+
+def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, *, timeouts: Timeouts,
+                     clock: Clock, say: Callable[[str], None]) -> PodRun:
+    name = o.name(obj)
+    namespace = str(o.metadata(obj).get("namespace"))
+    start = clock.now()
+    try:
+        created = clean_object(kube.apply(obj))
+    except GpulabError as err:
+        say(f"{name}: refused by the API: {one_line(err.message, 120)}")
+        return PodRun(name, check, create_error=one_line(err.message), outcome="create-failed")
+    uid = str(o.metadata(created).get("uid") or "")
+    awaited = AWAITED[name]
+    timeout = timeouts.running if awaited == "running" else timeouts.refused
+    outcome, last = poll(_probe(kube, namespace, name, uid, awaited), timeout,
+                         timeouts.interval, clock)
+    waited = round(clock.now() - start, 3)
+    say(f"{name}: {outcome} after {waited:.0f}s")
+    return PodRun(name, check, created=created, outcome=outcome, waited=waited, last_seen=last)
+
+
+def _final(kube: KubeGateway, namespace: str, run: PodRun) -> PodRun:
+    """The pod and its events (matched by uid), read once every pod was waited for."""
+    if run.created is None:
+        return run
+    uid = str(o.metadata(run.created).get("uid") or "")
+    try:
+        pod = kube.get("v1", "Pod", run.name, namespace)
+        events = clean_all(o.events_about(kube.events(namespace, run.name), {uid}))
+    except GpulabError as err:
+        return PodRun(run.name, run.check, created=run.created, outcome=run.outcome,
+                      waited=run.waited, last_seen=f"final read failed: {one_line(err.message)}")
+    return PodRun(run.name, run.check, created=run.created, pod=clean_object(pod),
+                  events=events, outcome=run.outcome, waited=run.waited, last_seen=run.last_seen)
+
+
+def _cleanup(kube: KubeGateway, plan: VerifyPlan, created: list[str], timeouts: Timeouts,
+             clock: Clock) -> str:
+    """Delete the run's pods and namespace and wait until the namespace is gone; '' when it is,
+    else what is left (one line)."""
+    errors = []
+    for name in created:
+        try:
+            kube.delete("v1", "Pod", name, plan.namespace)
+        except GpulabError as err:
+            errors.append(one_line(err.message, 160))
+    try:
+        kube.delete("v1", "Namespace", plan.namespace)
+    except GpulabError as err:
+        errors.append(one_line(err.message, 160))
+
+    def gone() -> tuple[str | None, str]:
+        return ("gone" if kube.get("v1", "Namespace", plan.namespace) is None else None), ""
+
+    outcome, _ = poll(gone, timeouts.cleanup, timeouts.interval, clock)
+    if outcome != "gone":
+        errors.append(f"namespace {plan.namespace} still exists after {timeouts.cleanup:.0f}s: "
+                      f"kubectl delete namespace {plan.namespace}")
+    return "; ".join(errors)
+
+
+def _blocked(name: str, runs: dict[str, PodRun]) -> str:
+    """Why `name` is not created: a share pod before it did not run (it could not test)."""
+    before = SHARE_PODS if name == "gpu-share-4" else SHARE_PODS[:SHARE_PODS.index(name)] \
+        if name in SHARE_PODS else ()
+    stuck = [n for n in before if runs.get(n) is None or runs[n].outcome != "running"]
+    return f"because {', '.join(stuck)} did not run" if stuck else ""
+
+
+def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None = None,
+             clock: Clock | None = None, keep: bool = False,
+             say: Callable[[str], None] = lambda _m: None) -> ClusterRun:
+    """Run `plan` (which must be runnable) in one cluster; see the module docstring."""
+    timeouts = timeouts or Timeouts()
+    clock = clock or Clock()
+    start = clock.now()
+    base = ClusterRun(plan.member, plan.namespace, plan.run_id)
+    namespace, *pods = plan.objects()
+    try:
+        existing = kube.get("v1", "Namespace", plan.namespace)
+    except GpulabError as err:
+        return replace(base, namespace_error=f"could not read namespace {plan.namespace}: "
+                                             f"{one_line(err.message)}")
+    if existing is not None:
+        owner = o.labels(existing).get(LABEL_RUN)
+        return replace(base, namespace_error=(
+            f"namespace {plan.namespace} already exists"
+            + (f" (left by verify run {owner}: kubectl delete namespace {plan.namespace})"
+               if owner else "; verify only uses a namespace it creates: pass another "
+                             "--namespace")))
+    try:
+        kube.apply(namespace)
+    except GpulabError as err:
+        return replace(base, namespace_error=f"could not create namespace {plan.namespace}: "
+                                             f"{one_line(err.message)}")
+    created: list[str] = []
+    runs: dict[str, PodRun] = {}
+    cleanup_error = ""
+    try:
+        for pod in pods:
+            name, check = o.name(pod), o.labels(pod).get(CHECK_LABEL, "")
+            if blocked := _blocked(name, runs):
+                runs[name] = PodRun(name, check, outcome="not-created", last_seen=blocked)
+                continue
+            runs[name] = _create_and_wait(kube, pod, check, timeouts=timeouts, clock=clock,
+                                          say=say)
+            if runs[name].created is not None:
+                created.append(name)
+        finals = tuple(_final(kube, plan.namespace, run) for run in runs.values())
+    finally:  # the namespace exists from here on: remove it whatever happened
+        if not keep:
+            cleanup_error = _cleanup(kube, plan, created, timeouts, clock)
+    return ClusterRun(plan.member, plan.namespace, plan.run_id, pods=finals,
+                      cleanup_error=cleanup_error, left=keep,
+                      seconds=round(clock.now() - start, 3))
+

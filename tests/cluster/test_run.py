@@ -1,0 +1,228 @@
+"""`verify --kubeconfig` runs: the plan's pods against a fake cluster where the test plays HAMi
+(tests/kamaji_hami/fakes.FakeHami: webhook, card filter in HAMi's order, node lock, kubelet), the
+verdicts, the cleanup (always, also after a crash or Ctrl-C in the middle), and replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpulab.cli import app
+from gpulab.cluster.execute import Timeouts, run_plan
+from gpulab.cluster.inventory import inventory
+from gpulab.cluster.observe import read_cluster
+from gpulab.cluster.plan import plan
+from gpulab.cluster.record import write_snapshots
+from gpulab.cluster.run import evaluate, run_verify
+from gpulab.cluster.state import ClusterVerifyState
+from gpulab.verify.observe import Clock
+from tests.cluster import builders as b
+from tests.kamaji_hami.fakes import FakeClock, FakeHami
+
+TIMEOUTS = Timeouts(running=60, refused=30, cleanup=10, interval=1)
+SERVER = "https://gpu.example:6443"
+
+
+def _verify(api: b.ClusterApi, clock: FakeClock, **kwargs: Any) -> Any:
+    return run_verify([("prod", SERVER, api)], timeouts=TIMEOUTS,
+                      clock=Clock(clock.now, clock.sleep), **kwargs)
+
+
+def _verdicts(report: Any) -> dict[str, tuple[str, str]]:
+    return {r.id: (r.status, r.reason or r.evidence) for r in report.results}
+
+
+def _namespaces(api: b.ClusterApi) -> list[str]:
+    return [name for (kind, _ns, name) in api.objects if kind == "Namespace"]
+
+
+def _pods_in(api: b.ClusterApi, namespace: str) -> list[str]:
+    return [name for (kind, ns, name) in api.objects if kind == "Pod" and ns == namespace]
+
+
+@pytest.mark.parametrize("shape", ["one-card-per-node", "eight-cards-one-node",
+                                   "kamaji-management"])
+def test_a_cluster_that_shares_passes_every_check_and_is_left_clean(shape: str) -> None:
+    api, clock = b.SHAPES[shape](), FakeClock()
+    FakeHami(api, clock).attach()
+    before = sorted(api.objects)
+    report = _verify(api, clock)
+    assert {check: status for check, (status, _t) in _verdicts(report).items()} == {
+        f"GPU-0{i}": "pass" for i in range(1, 6)}, _verdicts(report)
+    assert sorted(api.objects) == before, "the namespace and every pod are gone"
+    assert not [c for c in api.writes() if c[1] == "Node" or c[0] in ("annotate",
+                                                                       "patch_node_status")]
+    (run,) = report.state.runs
+    assert run.namespace == f"gpulab-verify-{run.run_id}"
+    assert [p.name for p in run.pods or ()] == ["gpu-share-1", "gpu-share-2", "gpu-share-3",
+                                                "gpu-share-4", "gpu-mem-big"]
+    for pod in run.pods or ():
+        assert pod.created is not None
+        assert pod.created["metadata"]["namespace"] == run.namespace
+        assert pod.created["metadata"]["labels"]["gpulab.dev/run"] == run.run_id
+    assert report.notes == ()
+
+
+def test_sharing_evidence_names_the_card_and_the_amounts() -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    verdicts = _verdicts(_verify(api, clock))
+    assert verdicts["GPU-03"][1] == (
+        "gpu-share-1..3 run together on node-3/GPU-l4-3 (NVIDIA-NVIDIA L4), each granted 6000 "
+        "MiB and 30 cores: 18000/24576 MiB, 90/100 cores in use")
+    assert "CardInsufficientCore" in verdicts["GPU-04"][1]
+    assert "CardInsufficientMemory" in verdicts["GPU-05"][1]
+
+
+def test_a_webhook_that_is_not_called_fails_admission_and_everything_after() -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock, webhook_reachable=False).attach()
+    verdicts = _verdicts(_verify(api, clock))
+    assert verdicts["GPU-01"][0] == "pass"
+    assert verdicts["GPU-02"][0] == "fail"
+    assert "kept schedulerName default-scheduler" in verdicts["GPU-02"][1]
+    assert all(verdicts[c][0] == "fail" for c in ("GPU-03", "GPU-04", "GPU-05"))
+
+
+def test_pinning_not_honoured_fails_sharing_on_the_card() -> None:
+    api, clock = b.shape_eight_cards_one_node(), FakeClock()
+    FakeHami(api, clock, honour_pinning=False).attach()
+    verdicts = _verdicts(_verify(api, clock))
+    assert verdicts["GPU-03"][0] == "fail"
+    assert "it asked for ('GPU-a100-1', 20000, 30)" in verdicts["GPU-03"][1]
+
+
+def test_a_cluster_it_refuses_gets_errors_and_nothing_is_created() -> None:
+    api, clock = b.shape_busy_and_small_split(), FakeClock()
+    FakeHami(api, clock).attach()
+    before = sorted(api.objects)
+    report = _verify(api, clock)
+    verdicts = _verdicts(report)
+    assert verdicts["GPU-01"][0] == "pass"
+    assert {verdicts[c][0] for c in ("GPU-02", "GPU-03", "GPU-04", "GPU-05")} == {"error"}
+    assert "not run: no card can be used" in verdicts["GPU-02"][1]
+    assert api.writes() == [] and sorted(api.objects) == before
+
+
+def test_an_existing_namespace_is_never_used_nor_deleted() -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-gpu"}})
+    report = _verify(api, clock, namespace="team-gpu")
+    assert "namespace team-gpu already exists" in _verdicts(report)["GPU-02"][1]
+    assert _namespaces(api) == ["team-gpu"] and api.writes() == []
+
+
+class Boom(RuntimeError):
+    """A bug in the middle of the run."""
+
+
+@pytest.mark.parametrize("failure", [Boom, KeyboardInterrupt])
+def test_the_namespace_is_removed_when_the_run_breaks_mid_way(failure: type[BaseException]
+                                                             ) -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    found = inventory(read_cluster(api, "prod", SERVER))
+    planned = plan(found, "abcdefabcdef")
+    sleeps = {"n": 0}
+
+    def sleep(seconds: float) -> None:  # the third wait of the run breaks
+        sleeps["n"] += 1
+        if sleeps["n"] == 3:
+            raise failure
+        clock.sleep(seconds)
+
+    with pytest.raises(failure):
+        run_plan(api, planned, timeouts=TIMEOUTS, clock=Clock(clock.now, sleep))
+    assert any(c[:2] == ("apply", "Pod") for c in api.calls), "it broke after creating pods"
+    assert planned.namespace not in _namespaces(api)
+    assert _pods_in(api, planned.namespace) == []
+
+
+def test_keep_leaves_the_namespace_and_says_how_to_remove_it() -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    report = _verify(api, clock, keep=True, namespace="gpu-check")
+    assert "gpu-check" in _namespaces(api) and len(_pods_in(api, "gpu-check")) == 5
+    assert report.notes == ("prod: namespace gpu-check left on purpose (--keep): kubectl "
+                            "delete namespace gpu-check",)
+
+
+def test_replay_of_a_recorded_run_gives_the_same_verdicts(tmp_path: Path) -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock, webhook_reachable=False).attach()
+    live = _verify(api, clock)
+    state = live.state
+    assert isinstance(state, ClusterVerifyState)
+    write_snapshots(tmp_path / "rec", state.snapshots, state.runs)
+    result = CliRunner().invoke(app, ["verify", "--replay", str(tmp_path / "rec"), "-o",
+                                      "json", "--junit", str(tmp_path / "v.xml")])
+    assert result.exit_code == 3, result.output
+    replayed = json.loads(result.stdout)["results"]
+    assert replayed == [r.to_dict() for r in live.results]
+    assert evaluate(state).results == live.results
+    assert 'name="GPU-02 admission through HAMi' in (tmp_path / "v.xml").read_text()
+
+
+def _healthy_state() -> ClusterVerifyState:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    state = _verify(api, clock).state
+    assert isinstance(state, ClusterVerifyState)
+    return state
+
+
+def _edit_pod(state: ClusterVerifyState, name: str, edit: Any) -> ClusterVerifyState:
+    import copy
+    from dataclasses import replace
+
+    (run,) = state.runs
+    pods = []
+    for pod in run.pods or ():
+        if pod.name != name:
+            pods.append(pod)
+            continue
+        data = {"pod": copy.deepcopy(pod.pod), "events": copy.deepcopy(list(pod.events))}
+        edit(data)
+        pods.append(replace(pod, pod=data["pod"], events=tuple(data["events"])))
+    return replace(state, runs=(replace(run, pods=tuple(pods)),))
+
+
+BROKEN: list[tuple[str, str, Any, str, str]] = [
+    ("share pod of another run", "gpu-share-2",
+     lambda d: d["pod"]["metadata"]["labels"].update({"gpulab.dev/run": "0" * 12}),
+     "GPU-03", "not this run's"),
+    ("share pod replaced", "gpu-share-3",
+     lambda d: d["pod"]["metadata"].update(uid="someone-elses"), "GPU-03",
+     "has uid someone-elses"),
+    ("share pod crash-looping", "gpu-share-1",
+     lambda d: d["pod"]["status"].update(containerStatuses=[
+         {"name": "app", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]),
+     "GPU-03", "not running and ready"),
+    ("grant of another size", "gpu-share-2",
+     lambda d: d["pod"]["metadata"]["annotations"].update(
+         {"hami.io/vgpu-devices-allocated": "GPU-l4-3,NVIDIA,9000,30:;"}), "GPU-03",
+     "('GPU-l4-3', 9000, 30)"),
+    ("fourth pod placed", "gpu-share-4",
+     lambda d: d["pod"]["spec"].update(nodeName="node-3"), "GPU-04",
+     "HAMi placed gpu-share-4 on node-3"),
+    ("refusal only in no event of its own", "gpu-mem-big", lambda d: d.update(events=[]),
+     "GPU-05", "no event of its own names CardInsufficientMemory"),
+    ("first pod placed elsewhere", "gpu-share-1",
+     lambda d: d["pod"]["metadata"]["annotations"].update({"hami.io/vgpu-node": "node-1"}),
+     "GPU-02", "but HAMi chose node-1"),
+]
+
+
+@pytest.mark.parametrize(("name", "pod", "edit", "check", "words"), BROKEN,
+                         ids=[row[0] for row in BROKEN])
+def test_each_broken_fact_fails_its_check(name: str, pod: str, edit: Any, check: str,
+                                          words: str) -> None:
+    verdicts = _verdicts(evaluate(_edit_pod(_healthy_state(), pod, edit)))
+    failing = {c for c, (status, _t) in verdicts.items() if status != "pass"}
+    assert check in failing, verdicts
+    assert words in verdicts[check][1], verdicts[check]
