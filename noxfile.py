@@ -71,7 +71,7 @@ def typecheck(session: nox.Session) -> None:
 def e2e(session: nox.Session) -> None:
     """Opt-in: a real lab on a Docker host that can run kind and reach the internet.
 
-    up → verify (JUnit) → verify --kubeconfig (the tenants' GPU-01..05, or the vcluster-kai
+    up → verify (JUnit) → verify --kubeconfig (the tenants' GPU-01..06, or the vcluster-kai
     host's inspection) → down, then a check that nothing labelled for the lab is left.
     Skipped, with the reason, on hosts that cannot run it.
     """
@@ -90,7 +90,7 @@ def e2e(session: nox.Session) -> None:
                     "--junit", str(artifacts / "verify.xml"),
                     "--record", str(artifacts / "recording"))
         # The same lab seen as "a cluster gpulab did not build" (docs/verify-any-cluster.md):
-        # the tenants (HAMi) get the GPU-01..05 run, the vcluster-kai host (KAI) an inspection.
+        # the tenants (HAMi) get the GPU-01..06 run, the vcluster-kai host (KAI) an inspection.
         members, mode = ((["tenant-a", "tenant-b"], ["--junit", str(artifacts / "cluster.xml")])
                          if profile == "kamaji-hami" else (["management"], ["--inspect"]))
         configs = [arg for member in members for arg in (

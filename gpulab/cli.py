@@ -746,7 +746,7 @@ def verify(
 ) -> None:
     """Run the acceptance checks on the lab (TC-01..TC-08 for kamaji-hami, KAI-01..KAI-08 for
     vcluster-kai), with evidence or reasons, and any finding (a known gap shown on the lab).
-    With --kubeconfig: a HAMi cluster gpulab did not build (GPU-01..GPU-05; --inspect and
+    With --kubeconfig: a HAMi cluster gpulab did not build (GPU-01..GPU-06; --inspect and
     --dry-run only look).
 
     Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host

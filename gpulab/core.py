@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
     from gpulab.stacks import Stack
+    from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
@@ -595,14 +596,46 @@ def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
                     namespace: str | None, keep: bool,
                     progress: Callable[[str, str], None] | None = None) -> VerifyReport:
     """`verify --kubeconfig`: read, plan, run and judge every cluster (gpulab.cluster.run)."""
+    import tempfile
+    from pathlib import Path
+
     from gpulab.cluster.run import run_verify
 
+    members = {name: (path, context) for name, path, context in
+               cluster_members(kubeconfigs, contexts)}
     clients = _cluster_clients(kubeconfigs, contexts)
     try:
-        return run_verify(clients, namespace=namespace, keep=keep, progress=progress)
+        with tempfile.TemporaryDirectory(prefix="gpulab-verify-") as scratch:
+            cross = _cross_gateway(members, Path(scratch)) if len(members) > 1 else None
+            return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
+                              cross=cross)
     finally:
         for _n, _s, kube in clients:
             kube.close()
+
+
+def _cross_gateway(members: dict[str, tuple[Path, str | None]], scratch: Path
+                   ) -> CrossTenantGateway:
+    """GPU-06's credential probe: one member's user presented to another's API server (URL and
+    CA), each kubeconfig taken at its `--context` (written to `scratch`, 0600, then removed)."""
+    import yaml
+
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+    from gpulab.paths import write_secret
+    from gpulab.verify.observe import kubeconfig_cross_gateway
+
+    def kubeconfig_of(member: str) -> Path:
+        path, context = members[member]
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if context:
+            config["current-context"] = context
+        return write_secret(scratch / f"{member}.kubeconfig",
+                            yaml.safe_dump(config).encode())
+
+    def gateway(path: Path) -> KubeClient:
+        return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
+
+    return kubeconfig_cross_gateway(kubeconfig_of, gateway, scratch)
 
 
 def replay_clusters(directory: Path) -> VerifyReport:

@@ -8,7 +8,10 @@ They mean what the lab's TC-03..TC-07 mean (docs/checks.md), on the card the pla
 - GPU-03 sharing: the three share pods run (every container ready) on that node, each granted
   exactly one slice of the card, of the size it asked;
 - GPU-04 core over-commit: the fourth pod is not placed and HAMi names CardInsufficientCore;
-- GPU-05 memory over-commit: the big pod is not placed and HAMi names CardInsufficientMemory.
+- GPU-05 memory over-commit: the big pod is not placed and HAMi names CardInsufficientMemory;
+- GPU-06 isolation (several clusters): while this run's pods existed, no other cluster's
+  credentials could list them (none listed, or refused), and the other API servers rejected
+  this cluster's credentials (401 or a TLS alert; not asked when both name one API server).
 
 A pod only counts when it is the one this run created: in the plan's namespace, with this run's
 `gpulab.dev/run` label and the uid its create call returned; events only when their
@@ -41,6 +44,7 @@ CHECKS: tuple[tuple[str, str], ...] = (
     ("GPU-03", "sharing one card"),
     ("GPU-04", "core over-commit refused"),
     ("GPU-05", "memory over-commit refused"),
+    ("GPU-06", "isolation between clusters"),
 )
 CHECK_IDS = tuple(c for c, _t in CHECKS)
 
@@ -175,11 +179,56 @@ def _refusal(check: str, name: str, reason: str, what: str) -> Callable[
     return judge
 
 
+def _isolation(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
+    check, member = "GPU-06", plan.member
+    if state.isolation is None:
+        return CheckResult(check, member, "skip",
+                           reason="one cluster: isolation needs a --kubeconfig per tenant")
+    failures: list[str] = []
+    errors: list[str] = []
+    shown: list[str] = []
+    look = f"kubectl -n {plan.namespace} get pods (with the other kubeconfig)"
+    for probe in state.isolation:
+        if probe.listed:
+            failures.append(f"{probe.other}'s credentials list this run's pods "
+                            f"{', '.join(probe.listed)} in {plan.namespace} (same uid): the "
+                            f"clusters are not isolated; {look}")
+        elif probe.listing_error:
+            errors.append(f"{probe.other}'s listing failed: {probe.listing_error}")
+        else:
+            shown.append(f"{probe.other} sees none of them"
+                         + (f" (refused: {probe.refused})" if probe.refused else ""))
+        cred = probe.credentials
+        if probe.same_server:
+            shown.append(f"{probe.other} is the same API server: credentials not compared")
+        elif cred is None:
+            errors.append(f"{member}'s credentials were not presented to {probe.other}")
+        elif cred.outcome == "accepted":
+            failures.append(f"{probe.other}'s API server accepted {member}'s credentials "
+                            f"({cred.detail}): they share a certificate authority or token "
+                            f"issuer")
+        elif cred.outcome == "forbidden":
+            failures.append(f"{probe.other}'s API server authenticated {member}'s credentials "
+                            f"and only RBAC refused them ({cred.detail})")
+        elif cred.outcome == "error":
+            errors.append(f"{member}'s credentials at {probe.other}: no verdict ({cred.detail})")
+        else:
+            shown.append(f"{probe.other} rejects {member}'s credentials")
+    if failures:
+        return CheckResult(check, member, "fail", evidence="; ".join(shown),
+                           reason=summarize_problems(failures))
+    if errors:
+        return CheckResult(check, member, "error", evidence="; ".join(shown),
+                           reason=summarize_problems(errors))
+    return CheckResult(check, member, "pass", evidence="; ".join(shown))
+
+
 _RUN_CHECKS = {
     "GPU-02": _admission,
     "GPU-03": _sharing,
     "GPU-04": _refusal("GPU-04", "gpu-share-4", "CardInsufficientCore", "the card's cores"),
     "GPU-05": _refusal("GPU-05", "gpu-mem-big", "CardInsufficientMemory", "the card's memory"),
+    "GPU-06": _isolation,
 }
 
 
@@ -188,7 +237,7 @@ def _pod(state: ClusterRun, name: str) -> PodRun | None:
 
 
 def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None) -> list[CheckResult]:
-    """The five verdicts for one cluster, in GPU-01..GPU-05 order."""
+    """The verdicts for one cluster, in GPU-01..GPU-06 order."""
     titles = dict(CHECKS)
     if found.error:
         out = [CheckResult(check, found.member, "error",

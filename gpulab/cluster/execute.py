@@ -15,11 +15,18 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpulab.cluster.plan import CHECK_LABEL
-from gpulab.cluster.state import ClusterRun
+from gpulab.cluster.state import ClusterRun, IsolationProbe
 from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_RUN
 from gpulab.verify import objects as o
-from gpulab.verify.observe import Clock, clean_all, clean_object, one_line, poll
+from gpulab.verify.observe import (
+    Clock,
+    clean_all,
+    clean_object,
+    one_line,
+    poll,
+    probe_credentials,
+)
 from gpulab.verify.state import PodRun
 
 if TYPE_CHECKING:
@@ -27,9 +34,10 @@ if TYPE_CHECKING:
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.cluster.plan import VerifyPlan
+    from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.state import JsonObj
 
-__all__ = ["AWAITED", "Timeouts", "run_plan"]
+__all__ = ["AWAITED", "Timeouts", "probe_isolation", "run_plan"]
 
 SHARE_PODS = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
 # What each pod is waited for: running, or HAMi's refusal reason in its events.
@@ -138,8 +146,14 @@ def _blocked(name: str, runs: dict[str, PodRun]) -> str:
 
 def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None = None,
              clock: Clock | None = None, keep: bool = False,
-             say: Callable[[str], None] = lambda _m: None) -> ClusterRun:
-    """Run `plan` (which must be runnable) in one cluster; see the module docstring."""
+             say: Callable[[str], None] = lambda _m: None,
+             while_running: Callable[[tuple[PodRun, ...]], tuple[IsolationProbe, ...]]
+             | None = None) -> ClusterRun:
+    """Run `plan` (which must be runnable) in one cluster; see the module docstring.
+
+    while_running: called with the pods as read back, before the cleanup, so other clusters can
+    look for them (GPU-06); its probes are kept in the run.
+    """
     timeouts = timeouts or Timeouts()
     clock = clock or Clock()
     start = clock.now()
@@ -176,10 +190,39 @@ def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None =
             if runs[name].created is not None:
                 created.append(name)
         finals = tuple(_final(kube, plan.namespace, run) for run in runs.values())
+        isolation = while_running(finals) if while_running is not None else None
     finally:  # the namespace exists from here on: remove it whatever happened
         if not keep:
             cleanup_error = _cleanup(kube, plan, created, timeouts, clock)
     return ClusterRun(plan.member, plan.namespace, plan.run_id, pods=finals,
                       cleanup_error=cleanup_error, left=keep,
-                      seconds=round(clock.now() - start, 3))
+                      seconds=round(clock.now() - start, 3), isolation=isolation)
+
+
+def probe_isolation(member: str, namespace: str, pods: tuple[PodRun, ...],
+                    others: list[tuple[str, str, KubeGateway]], server: str,
+                    cross: CrossTenantGateway | None) -> tuple[IsolationProbe, ...]:
+    """What each other cluster sees of `member`'s pods (listing `namespace` with its own
+    credentials: refused or none of them is isolation), and whether it accepts `member`'s
+    credentials (skipped when both name one API server). Read-only."""
+    ours = {str(o.metadata(p.created).get("uid")): p.name for p in pods if p.created}
+    out = []
+    for other, other_server, kube in others:
+        same = other_server.rstrip("/") == server.rstrip("/")
+        listed: tuple[str, ...] = ()
+        refused = listing_error = ""
+        try:
+            items = kube.list_objects("v1", "Pod", namespace)
+            listed = tuple(sorted(ours[u] for u in (str(o.metadata(i).get("uid")) for i in items)
+                                  if u in ours))
+        except GpulabError as err:
+            if " 403" in err.message or "Forbidden" in err.message:
+                refused = one_line(err.message)
+            else:
+                listing_error = one_line(err.message)
+        credentials = None
+        if not same and cross is not None:
+            credentials = probe_credentials(cross, member, other)
+        out.append(IsolationProbe(other, same, listed, refused, listing_error, credentials))
+    return tuple(out)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING
 
 from gpulab.cluster.checks import judge
-from gpulab.cluster.execute import Timeouts, run_plan
+from gpulab.cluster.execute import Timeouts, probe_isolation, run_plan
 from gpulab.cluster.inventory import inventory
 from gpulab.cluster.observe import read_cluster
 from gpulab.cluster.plan import plan
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.cluster.state import ClusterRun, ClusterSnapshot
+    from gpulab.verify.observe import CrossTenantGateway
 
 __all__ = ["evaluate", "run_verify"]
 
@@ -30,7 +32,7 @@ def _subject(snapshots: Sequence[ClusterSnapshot]) -> str:
 
 def evaluate(state: ClusterVerifyState, *, namespace: str | None = None,
              replayed: bool = True) -> VerifyReport:
-    """The verdicts of GPU-01..GPU-05 per cluster over a run (live or recorded): the plan is
+    """The verdicts of GPU-01..GPU-06 per cluster over a run (live or recorded): the plan is
     derived again from each snapshot, with the run's id and namespace, so it is the one the run
     followed."""
     runs = {run.member: run for run in state.runs}
@@ -54,9 +56,12 @@ def _saying(say: Callable[[str, str], None], member: str) -> Callable[[str], Non
 def run_verify(clients: Sequence[tuple[str, str, KubeGateway]], *,
                namespace: str | None = None, keep: bool = False,
                timeouts: Timeouts | None = None, clock: Clock | None = None,
-               progress: Callable[[str, str], None] | None = None) -> VerifyReport:
+               progress: Callable[[str, str], None] | None = None,
+               cross: CrossTenantGateway | None = None) -> VerifyReport:
     """Read every cluster, then run each runnable plan (one cluster after the other; each run
-    removes its namespace before the next starts, also when interrupted), and judge."""
+    removes its namespace before the next starts, also when interrupted), and judge. With
+    several clusters, each run's pods are looked for from the others while they exist, and each
+    cluster's credentials are presented to the others (`cross`, GPU-06)."""
     clock = clock or Clock()
     say = progress or (lambda _m, _t: None)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -64,14 +69,17 @@ def run_verify(clients: Sequence[tuple[str, str, KubeGateway]], *,
     run_id = uuid.uuid4().hex[:12]
     snapshots = [read_cluster(kube, name, server) for name, server, kube in clients]
     runs: list[ClusterRun] = []
-    for (name, _server, kube), snapshot in zip(clients, snapshots, strict=True):
+    for (name, server, kube), snapshot in zip(clients, snapshots, strict=True):
         planned = plan(inventory(snapshot), run_id, namespace)
         if not planned.runnable:
             say(name, f"not run: {'; '.join(planned.refusals)}")
             continue
         say(name, f"running in namespace {planned.namespace}")
+        others = [c for c in clients if c[0] != name]
+        look = (partial(probe_isolation, name, planned.namespace, others=others,
+                        server=server, cross=cross) if others else None)
         runs.append(run_plan(kube, planned, timeouts=timeouts, clock=clock, keep=keep,
-                             say=_saying(say, name)))
+                             say=_saying(say, name), while_running=look))
     state = ClusterVerifyState(lab=_subject(snapshots), snapshots=tuple(snapshots),
                                runs=tuple(runs), observed_at=started,
                                seconds=round(clock.now() - wall, 3))

@@ -13,9 +13,12 @@ from collections.abc import Mapping  # noqa: TC003
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpulab.verify.state import PodRun  # noqa: TC001 - pydantic reads it at run time
+from gpulab.verify.state import (  # noqa: TC001 - pydantic reads them at run time
+    CredentialProbe,
+    PodRun,
+)
 
-__all__ = ["ClusterRun", "ClusterSnapshot", "ClusterVerifyState", "JsonObj"]
+__all__ = ["ClusterRun", "ClusterSnapshot", "ClusterVerifyState", "IsolationProbe", "JsonObj"]
 
 JsonObj = dict[str, Any]
 
@@ -52,6 +55,25 @@ class ClusterSnapshot:
 
 
 @dataclass(frozen=True)
+class IsolationProbe:
+    """Another cluster's view of this run's pods, taken while they existed (GPU-06).
+
+    other: the other member; same_server: both kubeconfigs name one API server (tenancy by
+    namespace: the credential probe does not apply); listed: this run's pods the other's
+    credentials could list in this run's namespace (by uid); refused: the listing was refused
+    (403: what isolation needs); listing_error: it failed otherwise; credentials: this member's
+    credentials presented to the other's API server (None when same_server).
+    """
+
+    other: str
+    same_server: bool = False
+    listed: tuple[str, ...] = ()
+    refused: str = ""
+    listing_error: str = ""
+    credentials: CredentialProbe | None = None
+
+
+@dataclass(frozen=True)
 class ClusterRun:
     """What verify did in one cluster and saw of its pods (`execute.run_plan`).
 
@@ -70,6 +92,7 @@ class ClusterRun:
     cleanup_error: str = ""
     left: bool = False
     seconds: float = 0.0
+    isolation: tuple[IsolationProbe, ...] | None = None  # None: one cluster, or not probed
 
 
 @dataclass(frozen=True)

@@ -215,3 +215,18 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str
     assert result.exit_code == 2, result.output
     assert words in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_the_credential_probe_takes_each_kubeconfig_at_its_context(tmp_path: Path) -> None:
+    from gpulab import core
+
+    first = _kubeconfig(tmp_path / "a.yaml", "https://a.example:6443")
+    second = _kubeconfig(tmp_path / "b.yaml", "https://b.example:6443")
+    scratch = tmp_path / "scratch"
+    cross = core._cross_gateway({"a": (first, "ctx-b"), "b": (second, None)}, scratch)
+    gateway = cross("a", "b")
+    assert gateway.server == "https://b.example:6443"  # type: ignore[attr-defined]
+    assert sorted(p.name for p in scratch.iterdir()) == ["a.kubeconfig", "b.kubeconfig"], (
+        "the merged probe file is removed at once")
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in scratch.iterdir())
+    assert "current-context: ctx-b" in (scratch / "a.kubeconfig").read_text()

@@ -19,6 +19,7 @@ from gpulab.cluster.plan import plan
 from gpulab.cluster.record import write_snapshots
 from gpulab.cluster.run import evaluate, run_verify
 from gpulab.cluster.state import ClusterVerifyState
+from gpulab.errors import AdapterError
 from gpulab.verify.observe import Clock
 from tests.cluster import builders as b
 from tests.kamaji_hami.fakes import FakeClock, FakeHami
@@ -52,7 +53,7 @@ def test_a_cluster_that_shares_passes_every_check_and_is_left_clean(shape: str) 
     before = sorted(api.objects)
     report = _verify(api, clock)
     assert {check: status for check, (status, _t) in _verdicts(report).items()} == {
-        f"GPU-0{i}": "pass" for i in range(1, 6)}, _verdicts(report)
+        **{f"GPU-0{i}": "pass" for i in range(1, 6)}, "GPU-06": "skip"}, _verdicts(report)
     assert sorted(api.objects) == before, "the namespace and every pod are gone"
     assert not [c for c in api.writes() if c[1] == "Node" or c[0] in ("annotate",
                                                                        "patch_node_status")]
@@ -226,3 +227,79 @@ def test_each_broken_fact_fails_its_check(name: str, pod: str, edit: Any, check:
     failing = {c for c, (status, _t) in verdicts.items() if status != "pass"}
     assert check in failing, verdicts
     assert words in verdicts[check][1], verdicts[check]
+
+
+# --------------------------------------------------------------------------- GPU-06
+
+
+def _two(shared: bool = False, accept: bool = False, refuse_listing: bool = False
+         ) -> tuple[Any, dict[str, b.ClusterApi]]:
+    """Two tenants' clusters (or one cluster reached twice), each with HAMi played."""
+    clock = FakeClock()
+    first = b.shape_one_card_per_node()
+    FakeHami(first, clock).attach()
+    second = first if shared else b.shape_kamaji_management()
+    if not shared:
+        FakeHami(second, clock).attach()
+    apis = {"tenant-a": first, "tenant-b": second}
+    servers = {"tenant-a": SERVER, "tenant-b": SERVER if shared else "https://b.example:6443"}
+
+    def cross(credentials_of: str, server_of: str) -> Any:
+        if accept:
+            return apis[server_of]
+        probe = b.ClusterApi("probe")
+        probe.fail["list_objects"] = AdapterError(
+            f"list Namespace at {servers[server_of]}: 401 Unauthorized")
+        return probe
+
+    if refuse_listing:  # tenant-b may list its own pods (discovery), not verify's namespace
+        original = second.list_objects
+
+        def listing(api_version: str, kind: str, namespace: str | None = None,
+                    label_selector: str | None = None) -> list[dict[str, Any]]:
+            if kind == "Pod" and namespace and namespace.startswith("gpulab-verify-"):
+                raise AdapterError("list Pod at https://b.example:6443: 403 Forbidden")
+            return original(api_version, kind, namespace, label_selector)
+
+        second.list_objects = listing  # type: ignore[method-assign]
+    report = run_verify([(name, servers[name], apis[name]) for name in apis],
+                        timeouts=TIMEOUTS, clock=Clock(clock.now, clock.sleep), cross=cross)
+    return report, apis
+
+
+def _gpu06(report: Any) -> dict[str, tuple[str, str]]:
+    return {r.tenant: (r.status, r.reason or r.evidence) for r in report.results
+            if r.id == "GPU-06"}
+
+
+def test_two_isolated_clusters_pass_isolation() -> None:
+    report, apis = _two()
+    verdicts = _gpu06(report)
+    assert verdicts == {
+        "tenant-a": ("pass", "tenant-b sees none of them; tenant-b rejects tenant-a's "
+                             "credentials"),
+        "tenant-b": ("pass", "tenant-a sees none of them; tenant-a rejects tenant-b's "
+                             "credentials")}
+    assert all(r.status == "pass" for r in report.results), _verdicts(report)
+    for api in apis.values():
+        assert not [n for (k, _ns, n) in api.objects if k == "Namespace"]
+
+
+def test_a_cluster_that_accepts_the_other_tenants_credentials_fails() -> None:
+    verdicts = _gpu06(_two(accept=True)[0])
+    assert verdicts["tenant-a"][0] == "fail"
+    assert "tenant-b's API server accepted tenant-a's credentials" in verdicts["tenant-a"][1]
+
+
+def test_one_api_server_reached_twice_shows_the_other_tenants_pods() -> None:
+    verdicts = _gpu06(_two(shared=True)[0])
+    assert verdicts["tenant-a"][0] == "fail"
+    assert ("tenant-b's credentials list this run's pods gpu-mem-big, gpu-share-1, gpu-share-2, "
+            "gpu-share-3, gpu-share-4") in verdicts["tenant-a"][1]
+
+
+def test_a_refused_listing_is_isolation() -> None:
+    verdicts = _gpu06(_two(refuse_listing=True)[0])
+    assert verdicts["tenant-a"] == ("pass", "tenant-b sees none of them (refused: list Pod at "
+                                            "https://b.example:6443: 403 Forbidden); tenant-b "
+                                            "rejects tenant-a's credentials")
