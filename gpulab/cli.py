@@ -746,8 +746,8 @@ def verify(
 ) -> None:
     """Run the acceptance checks on the lab (TC-01..TC-08 for kamaji-hami, KAI-01..KAI-08 for
     vcluster-kai), with evidence or reasons, and any finding (a known gap shown on the lab).
-    With --kubeconfig: a HAMi cluster gpulab did not build (GPU-01..GPU-06; --inspect and
-    --dry-run only look).
+    With --kubeconfig: a HAMi or KAI cluster gpulab did not build (GPU-0x/GPU-1x checks;
+    --inspect and --dry-run only look).
 
     Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host
     cannot be reached. Findings do not change the exit code.

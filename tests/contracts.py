@@ -40,6 +40,16 @@ def tracking(obj: T, seen: set[str], prefix: str = "") -> T:
     return Tracking(**values)  # type: ignore[no-any-return]
 
 
+def breaks_alone(field: str, variant: str, changed: set[str],
+                 relations: dict[str, set[str]]) -> bool:
+    """`variant` breaks `field` alone: it changed that field only, or it is a failed read (the
+    `..._error` field set, the data it would have filled missing), or it breaks a relation
+    between a manifest field and the member state (`relations`: field -> variant names)."""
+    if variant in relations.get(field, ()):
+        return True
+    return field in changed and (changed == {field} or field.endswith("_error"))
+
+
 def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
     """Top-level keys whose values differ (a variant's broken fields)."""
     return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}

@@ -9,6 +9,9 @@ They mean what the lab's TC-03..TC-07 mean (docs/checks.md), on the card the pla
   exactly one slice of the card, of the size it asked;
 - GPU-04 core over-commit: the fourth pod is not placed and HAMi names CardInsufficientCore;
 - GPU-05 memory over-commit: the big pod is not placed and HAMi names CardInsufficientMemory;
+- on a KAI cluster instead: GPU-11 KAI serving (scheduler ready, GPU sharing on), GPU-12 the
+  two half-GPU pods run on the chosen node on one GPU (KAI's `runai-gpu-group`), GPU-13 the
+  request no node can hold stays Pending with a capacity reason from KAI (not a queue reason);
 - GPU-06 isolation (several clusters): while this run's pods existed, no other cluster's
   credentials could list them (none listed, or refused), and the other API servers rejected
   this cluster's credentials (401 or a TLS alert; not asked when both name one API server).
@@ -22,10 +25,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpulab.cluster.execute import SHARE_PODS
+from gpulab.cluster.execute import FRACTION_PODS, SHARE_PODS
 from gpulab.naming import LABEL_RUN
 from gpulab.verify import objects as o
 from gpulab.verify.hami import ALLOCATED_ANNOTATION, NODE_ANNOTATION, parse_allocation
+from gpulab.verify.kai import GPU_GROUP_LABEL, KAI_SCHEDULER, kai_reasons, reasons_text
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
     from gpulab.cluster.state import ClusterRun
     from gpulab.verify.state import PodRun
 
-__all__ = ["CHECKS", "CHECK_IDS", "judge"]
+__all__ = ["CHECKS", "CHECK_IDS", "KAI_CHECKS", "judge"]
 
 CHECKS: tuple[tuple[str, str], ...] = (
     ("GPU-01", "HAMi serving"),
@@ -47,6 +51,12 @@ CHECKS: tuple[tuple[str, str], ...] = (
     ("GPU-06", "isolation between clusters"),
 )
 CHECK_IDS = tuple(c for c, _t in CHECKS)
+KAI_CHECKS: tuple[tuple[str, str], ...] = (
+    ("GPU-11", "KAI serving"),
+    ("GPU-12", "fractions share one GPU"),
+    ("GPU-13", "over-capacity refused"),
+    ("GPU-06", "isolation between clusters"),
+)
 
 
 def _hami_serving(found: Inventory) -> CheckResult:
@@ -88,7 +98,10 @@ def _why(run: PodRun, plan: VerifyPlan) -> str:
     if run.outcome == "create-failed":
         return f"the API refused {run.name}: {run.create_error}"
     scheduler = o.scheduler_name(run.created)
-    if scheduler != "hami-scheduler":
+    if plan.scheduler == "kai":
+        if scheduler != KAI_SCHEDULER:
+            return f"{run.name} came back with schedulerName {scheduler}, not {KAI_SCHEDULER}"
+    elif scheduler != "hami-scheduler":
         return (f"{run.name} kept schedulerName {scheduler}: HAMi's webhook (vgpu.hami.io) did "
                 f"not handle it (failurePolicy Ignore hides an unreachable webhook); {look}")
     events = " | ".join(str(e.get("message") or "") for e in run.events[-3:]) or "no events"
@@ -223,6 +236,85 @@ def _isolation(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     return CheckResult(check, member, "pass", evidence="; ".join(shown))
 
 
+def _kai_serving(found: Inventory) -> CheckResult:
+    check, member = "GPU-11", found.member
+    kai = found.kai_scheduler
+    problems = []
+    if not kai.serving:
+        state = f"not ready ({kai.ready})" if kai.found else "not found"
+        problems.append(f"KAI's scheduler is {state}")
+    if found.kai_gpu_sharing != "on":
+        problems.append(f"GPU sharing is {found.kai_gpu_sharing} (Config kai-config "
+                        f"spec.admission.gpuSharing)")
+    evidence = f"{kai.where} {kai.ready}; GPU sharing {found.kai_gpu_sharing}".strip()
+    if problems:
+        return CheckResult(check, member, "fail", evidence=evidence, reason=(
+            f"{summarize_problems(problems)}; kubectl -n kai-scheduler get deploy,pods"))
+    return CheckResult(check, member, "pass", evidence=evidence)
+
+
+def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
+    check, member = "GPU-12", plan.member
+    problems: list[str] = []
+    groups: dict[str, str] = {}
+    for name in FRACTION_PODS:
+        run = _pod(state, name)
+        if run is None or run.pod is None or run.created is None:
+            problems.append(_why(run, plan) if run else f"{name} was not attempted")
+            continue
+        if foreign := _not_ours(run, plan):
+            problems.append(foreign)
+            continue
+        if not o.pod_serving(run.pod):
+            reasons = kai_reasons(run.pod, None, run.events)
+            why = reasons_text(reasons) if reasons else ", ".join(
+                o.container_problems(run.pod)) or o.pod_phase(run.pod)
+            problems.append(f"{name} (gpu-fraction 0.5) is {o.pod_phase(run.pod)}, not running "
+                            f"and ready: {why}; kubectl -n {plan.namespace} describe pod {name}")
+            continue
+        if o.pod_node(run.pod) != plan.node:
+            problems.append(f"{name} runs on {o.pod_node(run.pod)}, not {plan.node}")
+            continue
+        groups[name] = o.labels(run.pod).get(GPU_GROUP_LABEL, "")
+    if not problems and (len(set(groups.values())) != 1 or "" in groups.values()):
+        problems.append(f"the half-GPU pods are not on one GPU ({GPU_GROUP_LABEL}: {groups}): "
+                        f"KAI placed them on different devices (placementStrategy gpu: spread?)")
+    if problems:
+        return CheckResult(check, member, "fail", reason=summarize_problems(problems))
+    return CheckResult(check, member, "pass", evidence=(
+        f"gpu-frac-1 and gpu-frac-2 (0.5 each) run together on {plan.node}, one GPU "
+        f"({GPU_GROUP_LABEL}={next(iter(groups.values()))}), queue {plan.queue}"))
+
+
+def _over_capacity(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
+    check, member = "GPU-13", plan.member
+    run = _pod(state, "gpu-over-capacity")
+    if run is None or run.created is None or run.pod is None:
+        return CheckResult(check, member, "fail", reason=_why(run, plan) if run else
+                           "gpu-over-capacity was not attempted")
+    if foreign := _not_ours(run, plan):
+        return CheckResult(check, member, "fail", reason=foreign)
+    ask = next((p.ask() for p in plan.pods if p.name == run.name), "")
+    if o.pod_node(run.pod):
+        return CheckResult(check, member, "fail", reason=(
+            f"KAI placed gpu-over-capacity ({ask}) on {o.pod_node(run.pod)}, more GPUs than any "
+            f"node has: kubectl get node {o.pod_node(run.pod)} -o yaml (allocatable)"))
+    reasons = kai_reasons(run.pod, None, run.events)
+    capacity = [r for r in reasons if not r.is_queue]
+    if capacity:
+        return CheckResult(check, member, "pass", evidence=(
+            f"gpu-over-capacity ({ask}) stays Pending; KAI ({capacity[0].source}): "
+            f"{capacity[0].text()}"))
+    if reasons:
+        return CheckResult(check, member, "fail", reason=(
+            f"KAI refused gpu-over-capacity for its queue ({plan.queue}), not for capacity: "
+            f"{reasons_text(reasons)}; kubectl get queues.scheduling.run.ai {plan.queue} -o yaml"))
+    return CheckResult(check, member, "fail", reason=_why(run, plan))
+
+
+_KAI_RUN_CHECKS = {"GPU-12": _fractions, "GPU-13": _over_capacity}
+
+
 _RUN_CHECKS = {
     "GPU-02": _admission,
     "GPU-03": _sharing,
@@ -237,15 +329,18 @@ def _pod(state: ClusterRun, name: str) -> PodRun | None:
 
 
 def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None) -> list[CheckResult]:
-    """The verdicts for one cluster, in GPU-01..GPU-06 order."""
-    titles = dict(CHECKS)
+    """The verdicts for one cluster: GPU-01..GPU-06 (HAMi), or GPU-11..13 and GPU-06 (KAI)."""
+    kai = plan.scheduler == "kai"
+    listed = KAI_CHECKS if kai else CHECKS
+    titles = dict(listed)
+    ids = [c for c, _t in listed]
     if found.error:
         out = [CheckResult(check, found.member, "error",
                            reason=f"the API server at {found.server} did not answer: "
-                                  f"{found.error}") for check in CHECK_IDS]
+                                  f"{found.error}") for check in ids]
         return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]
-    out = [_hami_serving(found)]
-    for check in CHECK_IDS[1:]:
+    out = [_kai_serving(found) if kai else _hami_serving(found)]
+    for check in ids[1:]:
         if plan.refusals:
             result = CheckResult(check, plan.member, "error",
                                  reason=f"not run: {'; '.join(plan.refusals)}")
@@ -256,6 +351,6 @@ def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None) -> list[
             result = CheckResult(check, plan.member, "error",
                                  reason=f"not run: {state.namespace_error or 'no pod attempted'}")
         else:
-            result = _RUN_CHECKS[check](plan, state)
+            result = {**_RUN_CHECKS, **_KAI_RUN_CHECKS}[check](plan, state)
         out.append(result)
     return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]

@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gpulab.cluster.plan import CHECK_LABEL
+from gpulab.cluster.plan import CHECK_LABEL, KAI_REFUSAL
 from gpulab.cluster.state import ClusterRun, IsolationProbe
 from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_RUN
 from gpulab.verify import objects as o
+from gpulab.verify.kai import kai_reasons
 from gpulab.verify.observe import (
     Clock,
     clean_all,
@@ -37,12 +38,10 @@ if TYPE_CHECKING:
     from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.state import JsonObj
 
-__all__ = ["AWAITED", "Timeouts", "probe_isolation", "run_plan"]
+__all__ = ["FRACTION_PODS", "SHARE_PODS", "Timeouts", "probe_isolation", "run_plan"]
 
 SHARE_PODS = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
-# What each pod is waited for: running, or HAMi's refusal reason in its events.
-AWAITED = {"gpu-share-1": "running", "gpu-share-2": "running", "gpu-share-3": "running",
-           "gpu-share-4": "CardInsufficientCore", "gpu-mem-big": "CardInsufficientMemory"}
+FRACTION_PODS = ("gpu-frac-1", "gpu-frac-2")
 
 
 @dataclass(frozen=True)
@@ -72,12 +71,14 @@ def _probe(kube: KubeGateway, namespace: str, name: str, uid: str, awaited: str
         events = o.events_about(kube.events(namespace, name), {uid})
         messages = [str(e.get("message") or "") for e in events]
         last = f"{seen}; events: {' | '.join(messages[-2:]) or 'none'}"
+        if awaited == KAI_REFUSAL:  # KAI's pod condition or Unschedulable events
+            return ("refused" if kai_reasons(pod, None, events) else None), last
         return ("refused" if any(awaited in m for m in messages) else None), last
     return probe
 
 
-def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, *, timeouts: Timeouts,
-                     clock: Clock, say: Callable[[str], None]) -> PodRun:
+def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, awaited: str, *,
+                     timeouts: Timeouts, clock: Clock, say: Callable[[str], None]) -> PodRun:
     name = o.name(obj)
     namespace = str(o.metadata(obj).get("namespace"))
     start = clock.now()
@@ -87,7 +88,6 @@ def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, *, timeouts: T
         say(f"{name}: refused by the API: {one_line(err.message, 120)}")
         return PodRun(name, check, create_error=one_line(err.message), outcome="create-failed")
     uid = str(o.metadata(created).get("uid") or "")
-    awaited = AWAITED[name]
     timeout = timeouts.running if awaited == "running" else timeouts.refused
     outcome, last = poll(_probe(kube, namespace, name, uid, awaited), timeout,
                          timeouts.interval, clock)
@@ -137,7 +137,8 @@ def _cleanup(kube: KubeGateway, plan: VerifyPlan, created: list[str], timeouts: 
 
 
 def _blocked(name: str, runs: dict[str, PodRun]) -> str:
-    """Why `name` is not created: a share pod before it did not run (it could not test)."""
+    """Why `name` is not created: a share pod before it did not run (it could not test).
+    The fraction pods and the capacity probe are always created."""
     before = SHARE_PODS if name == "gpu-share-4" else SHARE_PODS[:SHARE_PODS.index(name)] \
         if name in SHARE_PODS else ()
     stuck = [n for n in before if runs.get(n) is None or runs[n].outcome != "running"]
@@ -159,6 +160,7 @@ def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None =
     start = clock.now()
     base = ClusterRun(plan.member, plan.namespace, plan.run_id)
     namespace, *pods = plan.objects()
+    awaited = {p.name: p.awaited for p in plan.pods}
     try:
         existing = kube.get("v1", "Namespace", plan.namespace)
     except GpulabError as err:
@@ -185,8 +187,8 @@ def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None =
             if blocked := _blocked(name, runs):
                 runs[name] = PodRun(name, check, outcome="not-created", last_seen=blocked)
                 continue
-            runs[name] = _create_and_wait(kube, pod, check, timeouts=timeouts, clock=clock,
-                                          say=say)
+            runs[name] = _create_and_wait(kube, pod, check, awaited[name], timeouts=timeouts,
+                                          clock=clock, say=say)
             if runs[name].created is not None:
                 created.append(name)
         finals = tuple(_final(kube, plan.namespace, run) for run in runs.values())

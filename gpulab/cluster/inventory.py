@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from gpulab.cluster.state import ClusterSnapshot, JsonObj
 
-__all__ = ["Card", "Component", "GpuNode", "Inventory", "inventory"]
+__all__ = ["Card", "Component", "GpuNode", "Inventory", "Queue", "inventory"]
 
 HANDSHAKE_ANNOTATION = "hami.io/node-handshake"
 HAMI_WEBHOOK = "vgpu.hami.io"
@@ -84,6 +84,19 @@ class GpuNode:
     gpus: str  # allocatable nvidia.com/gpu (HAMi: cards x split)
     cards: int  # registered by HAMi
     handshake: str = ""
+    users: tuple[str, ...] = ()  # pods on it that hold or ask for GPUs (ns/name)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A KAI Queue: its parent, and its GPU limit (-1: none; None: not set, KAI reads 0)."""
+
+    name: str
+    parent: str = ""
+    gpu_limit: float | None = None
+
+    def text(self) -> str:
+        return self.name + (f" (under {self.parent})" if self.parent else "")
 
 
 @dataclass(frozen=True)
@@ -99,7 +112,7 @@ class Inventory:
     hami_device_plugin: Component
     kai_scheduler: Component
     kai_gpu_sharing: str  # on | off | unknown
-    queues: tuple[str, ...]
+    queues: tuple[Queue, ...]
     tenancy: tuple[str, ...]
     gpu_nodes: tuple[GpuNode, ...]
     cards: tuple[Card, ...]
@@ -172,7 +185,14 @@ def _device_plugin(snapshot: ClusterSnapshot) -> Component:
     return _component("HAMi device plugin", real, "real (NVIDIA driver)" if real else "")
 
 
-def _kai(snapshot: ClusterSnapshot) -> tuple[Component, str, tuple[str, ...]]:
+def _queue(obj: Mapping[str, Any]) -> Queue:
+    spec = obj.get("spec") or {}
+    limit = ((spec.get("resources") or {}).get("gpu") or {}).get("limit")
+    return Queue(str(obj.get("name", "")), str(spec.get("parentQueue") or ""),
+                 float(limit) if isinstance(limit, (int, float)) else None)
+
+
+def _kai(snapshot: ClusterSnapshot) -> tuple[Component, str, tuple[Queue, ...]]:
     deployments = [w for w in _workloads(snapshot, "Deployment")
                    if w["name"] == "kai-operator" or w["name"].startswith("kai-scheduler")]
     scheduler = [w for w in deployments if w["name"].startswith("kai-scheduler")] or deployments
@@ -182,11 +202,7 @@ def _kai(snapshot: ClusterSnapshot) -> tuple[Component, str, tuple[str, ...]]:
         sharing = "unknown"
     else:
         sharing = "on" if (config.get("admission") or {}).get("gpuSharing") else "off"
-    queues = tuple(
-        f"{q['name']}" + (f" (under {q['spec']['parentQueue']})"
-                          if (q.get("spec") or {}).get("parentQueue") else "")
-        for q in snapshot.queues or ())
-    return component, sharing, queues
+    return component, sharing, tuple(_queue(q) for q in snapshot.queues or ())
 
 
 def _tenancy(snapshot: ClusterSnapshot) -> tuple[str, ...]:
@@ -216,6 +232,11 @@ def _uses_gpu(pod: Mapping[str, Any]) -> bool:
 
 
 def _gpu_nodes(snapshot: ClusterSnapshot) -> tuple[GpuNode, ...]:
+    users: dict[str, list[str]] = {}
+    for pod in snapshot.pods or ():
+        if _uses_gpu(pod) and o.pod_node(pod):
+            users.setdefault(o.pod_node(pod), []).append(
+                f"{o.metadata(pod).get('namespace', '')}/{o.name(pod)}")
     out = []
     for node in snapshot.nodes or ():
         allocatable = (node.get("status") or {}).get("allocatable") or {}
@@ -224,7 +245,8 @@ def _gpu_nodes(snapshot: ClusterSnapshot) -> tuple[GpuNode, ...]:
         if gpus in ("", "0") and not registered:
             continue
         out.append(GpuNode(o.name(node), o.node_ready(node)[0], gpus, len(registered),
-                           o.annots(node).get(HANDSHAKE_ANNOTATION, "")))
+                           o.annots(node).get(HANDSHAKE_ANNOTATION, ""),
+                           tuple(sorted(users.get(o.name(node), ())))))
     return tuple(sorted(out, key=lambda n: n.name))
 
 

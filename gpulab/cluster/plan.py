@@ -1,22 +1,29 @@
-"""The pods `verify --kubeconfig` would create, derived from the cards found: pure, no I/O.
+"""The pods `verify --kubeconfig` would create, derived from what was found: pure, no I/O.
 
-The same rule as the labs (gpulab.verify.hami.sharing_sizes, docs/checks.md "Sizing rule") on a
-card chosen in the cluster: the smallest idle, healthy card whose sizes apply, on a Ready node.
-Idle: no pod holds a slice of it (`hami.io/vgpu-devices-allocated`); a card in use would make
-"three fit, a fourth does not" depend on someone else's pods. When no card qualifies the plan
-refuses, saying why for each card, and nothing is created.
+HAMi: the same rule as the labs (gpulab.verify.hami.sharing_sizes, docs/checks.md "Sizing rule")
+on a card chosen in the cluster: the smallest idle, healthy card whose sizes apply, on a Ready
+node. Idle: no pod holds a slice of it (`hami.io/vgpu-devices-allocated`); a card in use would
+make "three fit, a fourth does not" depend on someone else's pods.
+
+KAI (when HAMi is absent): two pods asking half a GPU each (`gpu-fraction: 0.5`) on the
+smallest Ready GPU node no pod uses GPUs on, which must share one GPU, and one pod asking one
+whole GPU more than the largest GPU node has, which no node can hold; all in a leaf queue whose
+GPU limit lets KAI answer for capacity, not for the queue.
+
+When nothing qualifies the plan refuses, saying why, and nothing is created.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
 from gpulab.verify.hami import SharingSizes, share_pod, sharing_sizes
+from gpulab.verify.kai import kai_pod
 
 if TYPE_CHECKING:
-    from gpulab.cluster.inventory import Card, Inventory
+    from gpulab.cluster.inventory import Card, GpuNode, Inventory
 
 __all__ = ["CHECK_LABEL", "PlannedPod", "VerifyPlan", "default_namespace", "plan"]
 
@@ -26,13 +33,29 @@ CHECK_LABEL = "gpulab.dev/check"
 VERIFY_IMAGE = "registry.k8s.io/pause:3.10"
 
 
+KAI_REFUSAL = "a KAI reason"  # what the over-capacity pod is waited for
+
+
 @dataclass(frozen=True)
 class PlannedPod:
+    """One pod: HAMi's slice (memory_mib, cores) or KAI's ask (fraction or whole gpus), what it
+    is waited for (`awaited`: running, or the refusal reason), and what is expected of it."""
+
     name: str
     check: str
-    memory_mib: int
-    cores: int
-    expect: str
+    memory_mib: int = 0
+    cores: int = 0
+    expect: str = ""
+    awaited: str = "running"
+    fraction: str = ""
+    gpus: int = 0
+
+    def ask(self) -> str:
+        if self.fraction:
+            return f"gpu-fraction {self.fraction}"
+        if self.gpus:
+            return f"{self.gpus} x nvidia.com/gpu"
+        return f"{self.memory_mib} MiB {self.cores} cores"
 
 
 @dataclass(frozen=True)
@@ -42,8 +65,11 @@ class VerifyPlan:
     member: str
     namespace: str
     run_id: str
+    scheduler: str = "hami"  # hami | kai
     card: Card | None = None
     sizes: SharingSizes | None = None
+    node: str = ""  # kai: where the fractions go
+    queue: str = ""  # kai: the leaf queue
     pods: tuple[PlannedPod, ...] = ()
     refusals: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -54,14 +80,24 @@ class VerifyPlan:
 
     def objects(self) -> list[dict[str, Any]]:
         """The namespace and pods, as verify would create them (labelled with the run id)."""
-        if self.card is None:
+        if not self.runnable:
             return []
         labels = {LABEL_MANAGED: "gpulab", LABEL_RUN: self.run_id}
         namespace = {"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": self.namespace, "labels": dict(labels)}}
-        return [namespace, *(share_pod(p.name, self.namespace, {**labels, CHECK_LABEL: p.check},
-                                       VERIFY_IMAGE, memory=p.memory_mib, cores=p.cores,
-                                       card_id=self.card.device_id) for p in self.pods)]
+        pods = []
+        for p in self.pods:
+            mine = {**labels, CHECK_LABEL: p.check}
+            if self.scheduler == "kai":
+                pods.append(kai_pod(p.name, self.namespace, mine, VERIFY_IMAGE, queue=self.queue,
+                                    fraction=p.fraction, gpus=p.gpus,
+                                    node=self.node if p.fraction else ""))
+            else:
+                assert self.card is not None
+                pods.append(share_pod(p.name, self.namespace, mine, VERIFY_IMAGE,
+                                      memory=p.memory_mib, cores=p.cores,
+                                      card_id=self.card.device_id))
+        return [namespace, *pods]
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -95,16 +131,16 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
     base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id)
     if found.error:
         return _refuse(base, f"the API server did not answer: {found.error}")
-    if not found.has_hami:
-        why = ("KAI was found; verify's checks for KAI clusters are not built yet "
-               "(docs/verify-any-cluster.md, 'Limits')" if found.has_kai else
-               "gpulab's GPU checks need HAMi")
-        return _refuse(base, f"HAMi is not installed (no hami-scheduler Deployment, no "
-                             f"vgpu.hami.io webhook): {why}")
     blind = [u for u in found.unseen if u.split(":", 1)[0] in ("Node", "Pod")]
     if blind:
-        return _refuse(base, f"cannot tell which cards are free: {'; '.join(blind)} (grant the "
+        return _refuse(base, f"cannot tell which GPUs are free: {'; '.join(blind)} (grant the "
                              f"read access in docs/verify-any-cluster.md, 'RBAC')")
+    if not found.has_hami:
+        if found.has_kai:
+            return _kai_plan(found, base)
+        return _refuse(base, "neither HAMi (no hami-scheduler Deployment, no vgpu.hami.io "
+                             "webhook) nor KAI (no kai-scheduler) is installed: gpulab's GPU "
+                             "checks need one of them")
     if not found.cards:
         return _refuse(base, "no node has cards registered by HAMi "
                              "(hami.io/node-nvidia-register): is HAMi's device plugin running?")
@@ -120,9 +156,9 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         [PlannedPod(f"gpu-share-{i}", "GPU-03", sizes.share_memory, sizes.share_cores,
                     "Running, on the card with the others") for i in (1, 2, 3)]
         + [PlannedPod("gpu-share-4", "GPU-04", sizes.share_memory, sizes.share_cores,
-                      "Pending: HAMi says CardInsufficientCore"),
+                      "Pending: HAMi says CardInsufficientCore", "CardInsufficientCore"),
            PlannedPod("gpu-mem-big", "GPU-05", sizes.big_memory, sizes.big_cores,
-                      "Pending: HAMi says CardInsufficientMemory")])
+                      "Pending: HAMi says CardInsufficientMemory", "CardInsufficientMemory")])
     notes = ("verify never touches nodes: it does not release HAMi's node lock, so each pod "
              "waits for hami-scheduler's --node-lock-timeout when the device plugin does not "
              "release it (the mock plugin never does)",) if "mock" in \
@@ -131,6 +167,56 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
                       pods=pods, notes=notes)
 
 
+def _gpus(node: GpuNode) -> int:
+    try:
+        return int(node.gpus)
+    except ValueError:
+        return 0
+
+
+def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
+    """Two half-GPU pods that must share one GPU, one request no node can hold (module doc)."""
+    base = replace(base, scheduler="kai")
+    kai = found.kai_scheduler
+    if not kai.serving:
+        where = f"{kai.where}, {kai.ready} ready" if kai.found else "not found"
+        return _refuse(base, f"KAI's scheduler is not serving ({where})")
+    if found.kai_gpu_sharing != "on":
+        return _refuse(base, f"KAI's GPU sharing is {found.kai_gpu_sharing} (Config kai-config "
+                             f"spec.admission.gpuSharing, the chart's global.gpuSharing): "
+                             f"KAI refuses fractional pods without it")
+    gpu_nodes = [n for n in found.gpu_nodes if _gpus(n) > 0]
+    if not gpu_nodes:
+        return _refuse(base, "no node advertises nvidia.com/gpu")
+    too_big = max(_gpus(n) for n in gpu_nodes) + 1
+    idle = [n for n in gpu_nodes if n.ready and not n.users]
+    if not idle:
+        busy = "; ".join(f"{n.name}: " + ("NotReady" if not n.ready else
+                                           f"in use by {', '.join(n.users)}")
+                         for n in gpu_nodes)
+        return _refuse(base, f"no Ready GPU node is free ({busy}): free one, or wait, and run "
+                             f"verify again")
+    node = min(idle, key=lambda n: (_gpus(n), n.name))
+    parents = {q.parent for q in found.queues}
+    fits = [q for q in found.queues if q.name not in parents
+            and (q.gpu_limit == -1 or (q.gpu_limit or 0) >= too_big + 1)]
+    if not fits:
+        leaves = ", ".join(f"{q.name} (gpu limit {q.gpu_limit})" for q in found.queues
+                           if q.name not in parents) or "none"
+        return _refuse(base, f"no leaf queue can hold {too_big + 1} GPUs (leaf queues: "
+                             f"{leaves}): KAI would refuse the capacity probe for the queue; "
+                             f"create a queue with gpu limit -1 for verify")
+    queue = min(fits, key=lambda q: q.name).name
+    pods = (PlannedPod("gpu-frac-1", "GPU-12", expect=f"Running on {node.name}, sharing a GPU",
+                       fraction="0.5"),
+            PlannedPod("gpu-frac-2", "GPU-12", expect=f"Running on {node.name}, the same GPU",
+                       fraction="0.5"),
+            PlannedPod("gpu-over-capacity", "GPU-13", expect="Pending: KAI gives a capacity "
+                       "reason, not a queue reason", awaited=KAI_REFUSAL, gpus=too_big))
+    return VerifyPlan(member=base.member, namespace=base.namespace, run_id=base.run_id,
+                      scheduler="kai", node=node.name, queue=queue, pods=pods)
+
+
 def _refuse(base: VerifyPlan, *why: str) -> VerifyPlan:
     return VerifyPlan(member=base.member, namespace=base.namespace, run_id=base.run_id,
-                      refusals=tuple(why))
+                      scheduler=base.scheduler, refusals=tuple(why))

@@ -28,7 +28,7 @@ def inspection_lines(found: Inventory) -> list[str]:
     lines += [_component(c) for c in (found.hami_scheduler, found.hami_webhook,
                                       found.hami_device_plugin, found.kai_scheduler)]
     if found.has_kai:
-        queues = ", ".join(found.queues) or "none"
+        queues = ", ".join(q.text() for q in found.queues) or "none"
         lines.append(f"  {'KAI GPU sharing:':<20} {found.kai_gpu_sharing}; queues: {queues}")
     lines.append(f"  {'tenancy:':<20} {'; '.join(found.tenancy) or 'none found'}")
     if not found.gpu_nodes:
@@ -56,14 +56,16 @@ def plan_lines(plan: VerifyPlan) -> list[str]:
     if plan.refusals:
         return [f"cluster {plan.member}: verify would refuse, creating nothing:",
                 *(f"  - {why}" for why in plan.refusals)]
-    assert plan.card is not None
-    card = plan.card
-    lines = [f"cluster {plan.member}: card {card.node}/{card.device_id} ({card.model}, "
-             f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}); namespace "
-             f"{plan.namespace}, labelled gpulab.dev/run={plan.run_id}; every pod pinned to the "
-             f"card (nvidia.com/use-gpuuuid):"]
-    lines += [f"  {p.name:<12} {p.check}  {p.memory_mib:>6} MiB {p.cores:>3} cores  -> {p.expect}"
-              for p in plan.pods]
+    where = f"namespace {plan.namespace}, labelled gpulab.dev/run={plan.run_id}"
+    if plan.card is not None:
+        card = plan.card
+        lines = [f"cluster {plan.member}: card {card.node}/{card.device_id} ({card.model}, "
+                 f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}); {where}; "
+                 f"every pod pinned to the card (nvidia.com/use-gpuuuid):"]
+    else:
+        lines = [f"cluster {plan.member}: KAI, queue {plan.queue}, fractions on node "
+                 f"{plan.node}; {where}:"]
+    lines += [f"  {p.name:<18} {p.check}  {p.ask():<26} -> {p.expect}" for p in plan.pods]
     lines += [f"  note: {note}" for note in plan.notes]
     return lines
 

@@ -172,6 +172,27 @@ def shape_kai_with_queues() -> ClusterApi:
         pod("batch", "team-b", "gpu-1", limits={"nvidia.com/gpu": "2"}, phase="Succeeded"))
 
 
+def shape_kai_idle_node() -> ClusterApi:
+    """KAI with GPU sharing on, a research queue without limit, a busy 8-GPU node and an idle
+    4-GPU node."""
+    queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue"}
+    unlimited = {"gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1}}
+    return cluster(
+        workload("Deployment", "kai-scheduler-default", "kai-scheduler",
+                 {"app": "kai-scheduler"},
+                 ["ghcr.io/kai-scheduler/kai-scheduler/scheduler:v0.16.8"]),
+        {**queue, "metadata": {"name": "org"}, "spec": {"resources": unlimited}},
+        {**queue, "metadata": {"name": "prod"},
+         "spec": {"parentQueue": "org", "resources": {"gpu": {"quota": 4, "limit": 4}}}},
+        {**queue, "metadata": {"name": "research"},
+         "spec": {"parentQueue": "org", "resources": unlimited}},
+        {"apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config"},
+         "spec": {"admission": {"gpuSharing": True}}},
+        node("gpu-big", gpus=8), node("gpu-small", gpus=4),
+        pod("train", "prod", "gpu-big", limits={"nvidia.com/gpu": "4"},
+            labels={"kai.scheduler/queue": "prod"}))
+
+
 def shape_busy_and_small_split() -> ClusterApi:
     """HAMi with two cards, none usable: one split 2, one busy."""
     return cluster(*hami("real"),
@@ -195,6 +216,7 @@ SHAPES = {
     "one-card-per-node": shape_one_card_per_node,
     "no-hami": shape_no_hami,
     "kai-with-queues": shape_kai_with_queues,
+    "kai-idle-node": shape_kai_idle_node,
     "busy-and-small-split": shape_busy_and_small_split,
     "kamaji-management": shape_kamaji_management,
 }

@@ -48,9 +48,11 @@ def test_discovery_reads_everything_and_writes_nothing(shape: str) -> None:
 EXPECTED: dict[str, tuple[bool, str, bool, str, str | None, str]] = {
     "eight-cards-one-node": (True, "real", False, "", "dgx-1/GPU-a100-1", ""),
     "one-card-per-node": (True, "mock", False, "", "node-3/GPU-l4-3", ""),
-    "no-hami": (False, "", False, "", None, "gpulab's GPU checks need HAMi"),
+    "no-hami": (False, "", False, "", None, "gpulab's GPU checks need one of them"),
     "kai-with-queues": (False, "", True, "vCluster: 1 control plane(s)", None,
-                        "checks for KAI clusters are not built yet"),
+                        "no Ready GPU node is free (gpu-1: in use by "
+                        "vcluster-team-a/notebook-x)"),
+    "kai-idle-node": (False, "", True, "", "KAI", ""),
     "busy-and-small-split": (True, "real", False, "", None,
                              "split 2, under 4: a fourth pod would be refused for time slicing"),
     "kamaji-management": (True, "real", False, "Kamaji: 2 TenantControlPlane(s)",
@@ -72,6 +74,8 @@ def test_each_shape_is_found_and_planned_as_it_is(shape: str) -> None:
         assert not planned.runnable and planned.objects() == []
         assert refusal in " ".join(planned.refusals)
         return
+    if card == "KAI":
+        return  # test_a_kai_plan_asks_fractions_and_more_than_any_node
     assert planned.runnable and planned.card is not None
     assert f"{planned.card.node}/{planned.card.device_id}" == card
     objects = planned.objects()
@@ -107,8 +111,41 @@ def test_the_busiest_card_is_never_picked_and_the_users_are_named() -> None:
 def test_kai_gpu_sharing_queues_and_fraction_users_are_found() -> None:
     found = inventory(_inspect("kai-with-queues"))
     assert found.kai_gpu_sharing == "on"
-    assert found.queues == ("org", "team-a (under org)", "team-b (under org)")
+    assert [q.text() for q in found.queues] == ["org", "team-a (under org)",
+                                                "team-b (under org)"]
     assert found.gpu_users == ("vcluster-team-a/notebook-x",), "finished pods hold no GPU"
+
+
+def test_a_kai_plan_asks_fractions_and_more_than_any_node() -> None:
+    planned = plan(inventory(_inspect("kai-idle-node")), RUN)
+    assert planned.runnable and planned.scheduler == "kai"
+    assert (planned.node, planned.queue) == ("gpu-small", "research"), (
+        "the idle node, the leaf queue without a limit (prod's limit 4 cannot hold 9)")
+    namespace, first, second, big = planned.objects()
+    for obj in (namespace, first, second, big):
+        validate_object(obj)
+    for frac in (first, second):
+        assert frac["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
+        assert frac["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "gpu-small"}
+        assert frac["spec"]["schedulerName"] == "kai-scheduler"
+        assert frac["metadata"]["labels"]["kai.scheduler/queue"] == "research"
+    assert big["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "9"}}
+    assert "nodeSelector" not in big["spec"], "no node at all may hold it"
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda objs: objs.__setitem__(("Config", "", "kai-config"), {
+        "apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config"},
+        "spec": {"admission": {"gpuSharing": False}}}), "KAI's GPU sharing is off"),
+    (lambda objs: objs.pop(("Queue", "", "research")), "no leaf queue can hold 10 GPUs"),
+    (lambda objs: objs[("Deployment", "kai-scheduler", "kai-scheduler-default")]["status"].update(
+        readyReplicas=0), "KAI's scheduler is not serving"),
+])
+def test_a_kai_cluster_verify_cannot_use_is_refused(edit: Any, words: str) -> None:
+    api = b.shape_kai_idle_node()
+    edit(api.objects)
+    planned = plan(inventory(read_cluster(api, "kai", SERVER)), RUN)
+    assert not planned.runnable and words in planned.refusals[0], planned.refusals
 
 
 def test_without_read_access_verify_refuses_instead_of_guessing() -> None:
@@ -118,7 +155,7 @@ def test_without_read_access_verify_refuses_instead_of_guessing() -> None:
     assert found.unseen == ("Pod: list Pod at https://x: 403 Forbidden",)
     planned = plan(found, RUN)
     assert not planned.runnable
-    assert "cannot tell which cards are free: Pod: list Pod at https://x: 403 Forbidden" in (
+    assert "cannot tell which GPUs are free: Pod: list Pod at https://x: 403 Forbidden" in (
         planned.refusals[0])
 
 
@@ -230,3 +267,12 @@ def test_the_credential_probe_takes_each_kubeconfig_at_its_context(tmp_path: Pat
         "the merged probe file is removed at once")
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in scratch.iterdir())
     assert "current-context: ctx-b" in (scratch / "a.kubeconfig").read_text()
+
+
+def test_cli_dry_run_of_a_kai_cluster_shows_the_queue_node_and_asks(tmp_path: Path) -> None:
+    rec = _recorded(tmp_path, "kai-idle-node")
+    result = runner.invoke(app, ["verify", "--replay", str(rec), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "KAI, queue research, fractions on node gpu-small" in result.stdout
+    assert "gpu-frac-1         GPU-12  gpu-fraction 0.5" in result.stdout
+    assert "gpu-over-capacity  GPU-13  9 x nvidia.com/gpu" in result.stdout

@@ -303,3 +303,58 @@ def test_a_refused_listing_is_isolation() -> None:
     assert verdicts["tenant-a"] == ("pass", "tenant-b sees none of them (refused: list Pod at "
                                             "https://b.example:6443: 403 Forbidden); tenant-b "
                                             "rejects tenant-a's credentials")
+
+
+# --------------------------------------------------------------------------- KAI
+
+
+def _kai_run(**kai: Any) -> Any:
+    from tests.cluster.fake_kai import FakeKai
+
+    api, clock = b.shape_kai_idle_node(), FakeClock()
+    FakeKai(api, **kai).attach()
+    before = sorted(api.objects)
+    report = _verify(api, clock)
+    assert sorted(api.objects) == before, "the namespace and every pod are gone"
+    return report
+
+
+def test_a_kai_cluster_that_shares_passes() -> None:
+    verdicts = _verdicts(_kai_run())
+    assert {c: s for c, (s, _t) in verdicts.items()} == {
+        "GPU-11": "pass", "GPU-12": "pass", "GPU-13": "pass", "GPU-06": "skip"}, verdicts
+    assert verdicts["GPU-12"][1] == ("gpu-frac-1 and gpu-frac-2 (0.5 each) run together on "
+                                     "gpu-small, one GPU (runai-gpu-group=gpu-small-gpu0), "
+                                     "queue research")
+    assert "didn't have enough resources: GPUs" in verdicts["GPU-13"][1]
+
+
+def test_kai_spreading_the_fractions_fails_sharing() -> None:
+    verdicts = _verdicts(_kai_run(spread=True))
+    assert verdicts["GPU-12"][0] == "fail"
+    assert "the half-GPU pods are not on one GPU" in verdicts["GPU-12"][1]
+
+
+def test_kai_placing_more_gpus_than_a_node_has_fails_capacity() -> None:
+    verdicts = _verdicts(_kai_run(place_anyway=True))
+    assert verdicts["GPU-13"][0] == "fail"
+    assert "KAI placed gpu-over-capacity (9 x nvidia.com/gpu)" in verdicts["GPU-13"][1]
+
+
+def test_a_queue_reason_is_not_a_capacity_answer() -> None:
+    from tests.cluster.fake_kai import FakeKai
+
+    api, clock = b.shape_kai_idle_node(), FakeClock()
+    FakeKai(api).attach()
+    state = _verify(api, clock).state
+
+    def queue_instead(data: dict[str, Any]) -> None:
+        message = "OverLimit: research quota has reached the allowable limit of GPUs"
+        data["pod"]["status"]["conditions"][0]["message"] = message
+        for event in data["events"]:
+            event["message"] = message
+
+    verdicts = _verdicts(evaluate(_edit_pod(state, "gpu-over-capacity", queue_instead)))
+    assert verdicts["GPU-13"][0] == "fail"
+    assert "KAI refused gpu-over-capacity for its queue (research), not for capacity" in (
+        verdicts["GPU-13"][1])

@@ -20,7 +20,7 @@ import pytest
 
 from gpulab.stacks.kamaji_hami.checks.registry import CHECK_IDS, CHECKS
 from gpulab.stacks.kamaji_hami.record import read_recording
-from tests.contracts import GENERIC, changed_fields, documented, tracking
+from tests.contracts import GENERIC, breaks_alone, changed_fields, documented, tracking
 from tests.kamaji_hami import test_corpus as corpus
 from tests.recordings import member_states, read_edited
 
@@ -84,20 +84,13 @@ def test_the_docs_list_exactly_the_fields_the_check_reads(check: str) -> None:
         f"docs/checks.md {check}: reads {sorted(read)}")
 
 
-def _breaks(field: str, variant: str, changed: set[str]) -> bool:
-    """`variant` breaks `field` alone: it changed that field only, or it is a failed read (the
-    `..._error` field set, the data it would have filled missing), or it breaks a relation."""
-    if variant in RELATIONS.get(field, ()):
-        return True
-    return field in changed and (changed == {field} or field.endswith("_error"))
-
-
 @pytest.mark.parametrize("check", CHECK_IDS)
 def test_every_evidence_field_is_broken_by_the_corpus(check: str) -> None:
     contract = documented("checks.md", check)
     for field in contract["evidence"]:
         breaking = [name for name, (changed, per_check) in _observed().items()
-                    if _breaks(field, name, changed) and per_check[check][0] in ("fail", "error")]
+                    if breaks_alone(field, name, changed, RELATIONS)
+                    and per_check[check][0] in ("fail", "error")]
         assert breaking, f"{check}: no corpus variant breaks {field} alone"
 
 

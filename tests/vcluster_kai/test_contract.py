@@ -14,7 +14,7 @@ import pytest
 
 from gpulab.stacks.vcluster_kai.checks.registry import CHECK_IDS, CHECKS
 from gpulab.stacks.vcluster_kai.record import read_recording
-from tests.contracts import GENERIC, changed_fields, documented, tracking
+from tests.contracts import GENERIC, breaks_alone, changed_fields, documented, tracking
 from tests.recordings import member_states, read_edited
 from tests.vcluster_kai import test_corpus as corpus
 
@@ -92,13 +92,6 @@ def _observed() -> dict[str, Any]:
     return out
 
 
-def _breaks(field: str, variant: str, changed: set[str]) -> bool:
-    """`variant` breaks `field` alone (see tests/kamaji_hami/test_contract.py)."""
-    if variant in RELATIONS.get(field, ()):
-        return True
-    return field in changed and (changed == {field} or field.endswith("_error"))
-
-
 @pytest.mark.parametrize("check", CHECK_IDS)
 def test_the_docs_list_exactly_the_fields_the_check_reads(check: str) -> None:
     contract = documented(DOC, check)
@@ -113,7 +106,8 @@ def test_every_evidence_field_is_broken_by_the_corpus(check: str) -> None:
     contract = documented(DOC, check)
     for field in contract["evidence"]:
         breaking = [name for name, (changed, per_check) in _observed().items()
-                    if _breaks(field, name, changed) and per_check[check][0] in ("fail", "error")]
+                    if breaks_alone(field, name, changed, RELATIONS)
+                    and per_check[check][0] in ("fail", "error")]
         assert breaking, f"{check}: no corpus variant breaks {field} alone"
 
 

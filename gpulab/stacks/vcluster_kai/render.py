@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab import naming
 from gpulab.adapters import base
 from gpulab.stacks import common
+from gpulab.verify import kai
 from gpulab.verify import observe as verify_observe
 
 if TYPE_CHECKING:
@@ -47,9 +48,9 @@ __all__ = [
 ]
 
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
-QUEUE_LABEL = "kai.scheduler/queue"  # podgrouper.queueLabelKey
-KAI_SCHEDULER = "kai-scheduler"  # the schedulerName KAI's webhooks and scheduler answer to
-FRACTION_ANNOTATION = "gpu-fraction"
+# KAI's queue label (podgrouper.queueLabelKey), scheduler name and fraction annotation.
+QUEUE_LABEL, KAI_SCHEDULER, FRACTION_ANNOTATION = kai.QUEUE_LABEL, kai.KAI_SCHEDULER, \
+    kai.FRACTION_ANNOTATION
 POD_GROUP_ANNOTATION = "pod-group-name"  # set by KAI's pod-grouper on the (host) pod
 GPU_RESOURCE = "nvidia.com/gpu"
 # vCluster v0.35.3 puts these on a synced pod's host copy: the virtual pod's namespace, name and

@@ -18,6 +18,7 @@ from gpulab.stacks.vcluster_kai.checks.common import (
     prepare,
     run_or_verdict,
 )
+from gpulab.verify import kai
 from gpulab.verify import objects as o
 from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult, summarize_problems
@@ -39,7 +40,7 @@ __all__ = [
     "millis",
 ]
 
-GPU_GROUP_LABEL = "runai-gpu-group"  # KAI's label on fraction pods sharing one device
+GPU_GROUP_LABEL = kai.GPU_GROUP_LABEL  # KAI's label on fraction pods sharing one device
 OVER_LIMIT_TEXT = "has reached the allowable limit"  # KAI's OverLimit message (unschedule_info.go)
 
 
