@@ -328,7 +328,8 @@ def _pod(state: ClusterRun, name: str) -> PodRun | None:
     return next((r for r in state.pods or () if r.name == name), None)
 
 
-def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None) -> list[CheckResult]:
+def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None, clusters: int = 1
+          ) -> list[CheckResult]:
     """The verdicts for one cluster: GPU-01..GPU-06 (HAMi), or GPU-11..13 and GPU-06 (KAI)."""
     kai = plan.scheduler == "kai"
     listed = KAI_CHECKS if kai else CHECKS
@@ -341,7 +342,10 @@ def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None) -> list[
         return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]
     out = [_kai_serving(found) if kai else _hami_serving(found)]
     for check in ids[1:]:
-        if plan.refusals:
+        if check == "GPU-06" and clusters < 2:
+            result = CheckResult(check, plan.member, "skip",
+                                 reason="one cluster: isolation needs a --kubeconfig per tenant")
+        elif plan.refusals:
             result = CheckResult(check, plan.member, "error",
                                  reason=f"not run: {'; '.join(plan.refusals)}")
         elif state is None:

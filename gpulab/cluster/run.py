@@ -41,7 +41,7 @@ def evaluate(state: ClusterVerifyState, *, namespace: str | None = None,
         found = inventory(snapshot)
         done = runs.get(snapshot.name)
         planned = plan(found, done.run_id if done else "", done.namespace if done else namespace)
-        results += judge(found, planned, done)
+        results += judge(found, planned, done, clusters=len(state.snapshots))
     notes = [f"{run.member}: {run.cleanup_error}" for run in state.runs if run.cleanup_error]
     notes += [f"{run.member}: namespace {run.namespace} left on purpose (--keep): kubectl "
               f"delete namespace {run.namespace}" for run in state.runs if run.left]

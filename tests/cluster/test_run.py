@@ -358,3 +358,38 @@ def test_a_queue_reason_is_not_a_capacity_answer() -> None:
     assert verdicts["GPU-13"][0] == "fail"
     assert "KAI refused gpu-over-capacity for its queue (research), not for capacity" in (
         verdicts["GPU-13"][1])
+
+
+# Every shape run end to end: what each check says there.
+P, F, E, S = "pass", "fail", "error", "skip"
+EVERY_SHAPE = {
+    "eight-cards-one-node": {"GPU-01": P, "GPU-02": P, "GPU-03": P, "GPU-04": P, "GPU-05": P,
+                             "GPU-06": S},
+    "one-card-per-node": {"GPU-01": P, "GPU-02": P, "GPU-03": P, "GPU-04": P, "GPU-05": P,
+                          "GPU-06": S},
+    "kamaji-management": {"GPU-01": P, "GPU-02": P, "GPU-03": P, "GPU-04": P, "GPU-05": P,
+                          "GPU-06": S},
+    "busy-and-small-split": {"GPU-01": P, "GPU-02": E, "GPU-03": E, "GPU-04": E, "GPU-05": E,
+                             "GPU-06": S},
+    "no-hami": {"GPU-01": F, "GPU-02": E, "GPU-03": E, "GPU-04": E, "GPU-05": E, "GPU-06": S},
+    "kai-with-queues": {"GPU-11": P, "GPU-12": E, "GPU-13": E, "GPU-06": S},
+    "kai-idle-node": {"GPU-11": P, "GPU-12": P, "GPU-13": P, "GPU-06": S},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(b.SHAPES))
+def test_every_shape_end_to_end_and_replayed(shape: str, tmp_path: Path) -> None:
+    from tests.cluster.fake_kai import FakeKai
+
+    api, clock = b.SHAPES[shape](), FakeClock()
+    (FakeKai(api).attach() if shape.startswith("kai") else FakeHami(api, clock).attach())
+    before = sorted(api.objects)
+    live = _verify(api, clock)
+    assert {c: s for c, (s, _t) in _verdicts(live).items()} == EVERY_SHAPE[shape], (
+        _verdicts(live))
+    assert sorted(api.objects) == before
+    state = live.state
+    write_snapshots(tmp_path / "rec", state.snapshots, state.runs)
+    from gpulab import core
+
+    assert core.replay_clusters(tmp_path / "rec").results == live.results
