@@ -721,13 +721,14 @@ def verify(
     ] = None,
     kubeconfig: Annotated[
         list[Path] | None,
-        typer.Option("--kubeconfig", help="A cluster gpulab did not build (repeat for several "
-                                          "tenants); see docs/verify-any-cluster.md.")
+        typer.Option("--kubeconfig", metavar="<path>",
+                     help="A cluster gpulab did not build (repeat for several tenants); see "
+                          "docs/verify-any-cluster.md.")
     ] = None,
     context: Annotated[
         list[str] | None,
-        typer.Option("--context", help="The kubeconfig context: once for all, or once per "
-                                       "--kubeconfig.")
+        typer.Option("--context", metavar="<str>",
+                     help="The kubeconfig context: once for all, or once per --kubeconfig.")
     ] = None,
     inspect: Annotated[
         bool, typer.Option("--inspect", help="With --kubeconfig: show what is installed and "
