@@ -922,6 +922,12 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
         if verbose and not machine:
             err.print(f"  {member}: {message}", markup=False, highlight=False)
 
+    def explain(planned: Any) -> None:  # the plan, before anything is created (stderr)
+        from gpulab.cluster.report import plan_lines
+
+        if not machine:
+            err.print("\n".join(plan_lines(planned)), markup=False, highlight=False)
+
     if replay is not None:
         report = core.replay_clusters(replay)
     else:
@@ -930,7 +936,7 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
         with _stop_signals() as received:
             try:
                 report = core.verify_clusters(kubeconfigs, contexts, namespace=namespace,
-                                              keep=keep, progress=progress)
+                                              keep=keep, progress=progress, explain=explain)
             except KeyboardInterrupt:  # run_plan removed the namespace it was using
                 what = "terminated" if received else "interrupted"
                 err.print(f"{what}: verify stopped before judging; the namespace of the "

@@ -594,7 +594,8 @@ def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
 
 def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
                     namespace: str | None, keep: bool,
-                    progress: Callable[[str, str], None] | None = None) -> VerifyReport:
+                    progress: Callable[[str, str], None] | None = None,
+                    explain: Callable[[Any], None] | None = None) -> VerifyReport:
     """`verify --kubeconfig`: read, plan, run and judge every cluster (gpulab.cluster.run)."""
     import tempfile
     from pathlib import Path
@@ -608,7 +609,7 @@ def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
         with tempfile.TemporaryDirectory(prefix="gpulab-verify-") as scratch:
             cross = _cross_gateway(members, Path(scratch)) if len(members) > 1 else None
             return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
-                              cross=cross)
+                              cross=cross, explain=explain)
     finally:
         for _n, _s, kube in clients:
             kube.close()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from gpulab.adapters.base import KubeGateway
+    from gpulab.cluster.plan import VerifyPlan
     from gpulab.cluster.state import ClusterRun, ClusterSnapshot
     from gpulab.verify.observe import CrossTenantGateway
 
@@ -57,11 +58,13 @@ def run_verify(clients: Sequence[tuple[str, str, KubeGateway]], *,
                namespace: str | None = None, keep: bool = False,
                timeouts: Timeouts | None = None, clock: Clock | None = None,
                progress: Callable[[str, str], None] | None = None,
-               cross: CrossTenantGateway | None = None) -> VerifyReport:
+               cross: CrossTenantGateway | None = None,
+               explain: Callable[[VerifyPlan], None] | None = None) -> VerifyReport:
     """Read every cluster, then run each runnable plan (one cluster after the other; each run
     removes its namespace before the next starts, also when interrupted), and judge. With
     several clusters, each run's pods are looked for from the others while they exist, and each
-    cluster's credentials are presented to the others (`cross`, GPU-06)."""
+    cluster's credentials are presented to the others (`cross`, GPU-06). `explain` is shown each
+    plan (or refusal) before anything is created in that cluster."""
     clock = clock or Clock()
     say = progress or (lambda _m, _t: None)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -71,6 +74,8 @@ def run_verify(clients: Sequence[tuple[str, str, KubeGateway]], *,
     runs: list[ClusterRun] = []
     for (name, server, kube), snapshot in zip(clients, snapshots, strict=True):
         planned = plan(inventory(snapshot), run_id, namespace)
+        if explain is not None:
+            explain(planned)
         if not planned.runnable:
             say(name, f"not run: {'; '.join(planned.refusals)}")
             continue

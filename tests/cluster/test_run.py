@@ -393,3 +393,12 @@ def test_every_shape_end_to_end_and_replayed(shape: str, tmp_path: Path) -> None
     from gpulab import core
 
     assert core.replay_clusters(tmp_path / "rec").results == live.results
+
+
+def test_the_plan_is_explained_before_anything_is_created() -> None:
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    seen: list[tuple[str, list[tuple[str, ...]]]] = []
+    _verify(api, clock, explain=lambda p: seen.append((p.card.device_id, api.writes())))
+    assert seen == [("GPU-l4-3", [])], "explained once, before the first write"
+    assert api.writes(), "then it ran"
