@@ -47,7 +47,9 @@ def evaluate(state: ClusterVerifyState, *, namespace: str | None = None,
     notes += [f"{run.member}: namespace {run.namespace} left on purpose (--keep): kubectl "
               f"delete namespace {run.namespace}" for run in state.runs if run.left]
     return VerifyReport(lab=state.lab, results=tuple(results), state=state,
-                        seconds=state.seconds, replayed=replayed, notes=tuple(notes))
+                        seconds=state.seconds, replayed=replayed, notes=tuple(notes),
+                        judged_against="what the clusters showed when recorded" if replayed
+                        else "")
 
 
 def _saying(say: Callable[[str, str], None], member: str) -> Callable[[str], None]:

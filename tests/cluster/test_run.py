@@ -402,3 +402,28 @@ def test_the_plan_is_explained_before_anything_is_created() -> None:
     _verify(api, clock, explain=lambda p: seen.append((p.card.device_id, api.writes())))
     assert seen == [("GPU-l4-3", [])], "explained once, before the first write"
     assert api.writes(), "then it ran"
+
+
+def test_cli_run_prints_the_plan_judges_records_and_writes_junit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab import core
+
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    api.close = lambda: None  # type: ignore[attr-defined]
+    config = tmp_path / "prod.kubeconfig"
+    config.write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setattr(core, "_cluster_clients", lambda _k, _c: [("prod", SERVER, api)])
+    monkeypatch.setattr("gpulab.cluster.run.Clock", lambda: Clock(clock.now, clock.sleep))
+    monkeypatch.setattr("gpulab.cluster.execute.Timeouts", lambda: TIMEOUTS)
+    result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--junit",
+                                      str(tmp_path / "v.xml"), "--record", str(tmp_path / "rec")])
+    assert result.exit_code == 0, result.output
+    assert "cluster prod: card node-3/GPU-l4-3" in result.stderr, "the plan comes first"
+    assert "GPU-03" in result.stdout
+    assert "5 pass, 1 skip" in result.stderr
+    assert 'tests="6"' in (tmp_path / "v.xml").read_text()
+    replay = CliRunner().invoke(app, ["verify", "--replay", str(tmp_path / "rec")])
+    assert replay.exit_code == 0
+    assert ("5 pass, 1 skip (replayed against what the clusters showed when recorded)"
+            in replay.stderr)
