@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -9,7 +10,7 @@ from gpulab.errors import GpulabError, HostError, UsageError
 from gpulab.profile.base import dns_label
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
     from rich.table import Table
@@ -557,26 +558,29 @@ def cluster_members(kubeconfigs: Sequence[Path], contexts: Sequence[str]
     return out
 
 
-def _cluster_clients(kubeconfigs: Sequence[Path], contexts: Sequence[str]
-                     ) -> list[tuple[str, str, KubeClient]]:
-    """(member, server, client) per cluster; an unusable kubeconfig is a UsageError before any
-    cluster is contacted (the clients made so far are closed)."""
+@contextmanager
+def _cluster_clients(members: Sequence[tuple[str, Path, str | None]]
+                     ) -> Iterator[list[tuple[str, str, KubeClient]]]:
+    """(member, server, client) per cluster, closed on exit; an unusable kubeconfig is a
+    UsageError before any cluster is contacted."""
     from gpulab.adapters.kube import KubeClient, RetryPolicy
     from gpulab.errors import AdapterError
 
     clients: list[tuple[str, str, KubeClient]] = []
-    for name, path, context in cluster_members(kubeconfigs, contexts):
-        try:
-            client = KubeClient(path, context=context, request_timeout=20,
-                                retry=RetryPolicy.disabled())
-        except AdapterError as err:
-            for _n, _s, made in clients:
-                made.close()
-            raise UsageError(str(err).split("\n")[0],
-                             hint="check the file; --context must name one of its contexts "
-                                  "(kubectl config get-contexts)") from None
-        clients.append((name, client.server, client))
-    return clients
+    try:
+        for name, path, context in members:
+            try:
+                client = KubeClient(path, context=context, request_timeout=20,
+                                    retry=RetryPolicy.disabled())
+            except AdapterError as err:
+                raise UsageError(str(err).split("\n")[0],
+                                 hint="check the file; --context must name one of its "
+                                      "contexts (kubectl config get-contexts)") from None
+            clients.append((name, client.server, client))
+        yield clients
+    finally:
+        for _n, _s, made in clients:
+            made.close()
 
 
 def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
@@ -584,12 +588,8 @@ def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
     """Read each cluster, read-only (gpulab.cluster.observe)."""
     from gpulab.cluster.observe import read_cluster
 
-    clients = _cluster_clients(kubeconfigs, contexts)
-    try:
+    with _cluster_clients(cluster_members(kubeconfigs, contexts)) as clients:
         return [read_cluster(kube, name, server) for name, server, kube in clients]
-    finally:
-        for _n, _s, kube in clients:
-            kube.close()
 
 
 def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
@@ -602,17 +602,13 @@ def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
 
     from gpulab.cluster.run import run_verify
 
-    members = {name: (path, context) for name, path, context in
-               cluster_members(kubeconfigs, contexts)}
-    clients = _cluster_clients(kubeconfigs, contexts)
-    try:
-        with tempfile.TemporaryDirectory(prefix="gpulab-verify-") as scratch:
-            cross = _cross_gateway(members, Path(scratch)) if len(members) > 1 else None
-            return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
-                              cross=cross, explain=explain)
-    finally:
-        for _n, _s, kube in clients:
-            kube.close()
+    members = cluster_members(kubeconfigs, contexts)
+    with _cluster_clients(members) as clients, \
+            tempfile.TemporaryDirectory(prefix="gpulab-verify-") as scratch:
+        cross = (_cross_gateway({name: (path, context) for name, path, context in members},
+                                Path(scratch)) if len(members) > 1 else None)
+        return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
+                          cross=cross, explain=explain)
 
 
 def _cross_gateway(members: dict[str, tuple[Path, str | None]], scratch: Path
@@ -641,13 +637,6 @@ def _cross_gateway(members: dict[str, tuple[Path, str | None]], scratch: Path
 
 def replay_clusters(directory: Path) -> VerifyReport:
     """Judge a recording of `verify --kubeconfig` offline."""
-    from gpulab.cluster.record import read_recording
-    from gpulab.cluster.run import evaluate
-    from gpulab.cluster.state import ClusterVerifyState
+    from gpulab.cluster.run import replay
 
-    members = read_recording(directory)
-    state = ClusterVerifyState(lab="cluster " + ", ".join(s.name for s, _r in members),
-                               snapshots=tuple(s for s, _r in members),
-                               runs=tuple(r for _s, r in members if r is not None),
-                               observed_at=members[0][0].observed_at)
-    return evaluate(state)
+    return replay(directory)

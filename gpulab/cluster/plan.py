@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
+from gpulab.verify import objects as o
 from gpulab.verify.hami import SharingSizes, share_pod, sharing_sizes
 from gpulab.verify.kai import kai_pod
 
@@ -168,10 +169,7 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
 
 
 def _gpus(node: GpuNode) -> int:
-    try:
-        return int(node.gpus)
-    except ValueError:
-        return 0
+    return o.int_quantity(node.gpus) or 0
 
 
 def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
@@ -218,5 +216,4 @@ def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
 
 
 def _refuse(base: VerifyPlan, *why: str) -> VerifyPlan:
-    return VerifyPlan(member=base.member, namespace=base.namespace, run_id=base.run_id,
-                      scheduler=base.scheduler, refusals=tuple(why))
+    return replace(base, refusals=tuple(why))

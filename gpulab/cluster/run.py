@@ -12,23 +12,35 @@ from gpulab.cluster.execute import Timeouts, probe_isolation, run_plan
 from gpulab.cluster.inventory import inventory
 from gpulab.cluster.observe import read_cluster
 from gpulab.cluster.plan import plan
+from gpulab.cluster.record import read_recording
 from gpulab.cluster.state import ClusterVerifyState
 from gpulab.verify.observe import Clock
 from gpulab.verify.report import VerifyReport
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.cluster.plan import VerifyPlan
     from gpulab.cluster.state import ClusterRun, ClusterSnapshot
     from gpulab.verify.observe import CrossTenantGateway
 
-__all__ = ["evaluate", "run_verify"]
+__all__ = ["evaluate", "replay", "run_verify"]
 
 
 def _subject(snapshots: Sequence[ClusterSnapshot]) -> str:
     return "cluster " + ", ".join(s.name for s in snapshots)
+
+
+def replay(directory: Path) -> VerifyReport:
+    """The verdicts of a recording of `verify --kubeconfig` (record.write_snapshots)."""
+    members = read_recording(directory)
+    snapshots = tuple(snapshot for snapshot, _run in members)
+    state = ClusterVerifyState(lab=_subject(snapshots), snapshots=snapshots,
+                               runs=tuple(run for _s, run in members if run is not None),
+                               observed_at=snapshots[0].observed_at)
+    return evaluate(state)
 
 
 def evaluate(state: ClusterVerifyState, *, namespace: str | None = None,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.kamaji_hami.fakes import FakeApi
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CLUSTER_SCOPED = {"Node", "Namespace", "MutatingWebhookConfiguration", "Queue", "Config"}
 TS = "2026-12-01 10:00:00"
@@ -220,3 +223,15 @@ SHAPES = {
     "busy-and-small-split": shape_busy_and_small_split,
     "kamaji-management": shape_kamaji_management,
 }
+
+
+def kubeconfig_file(path: Path, server: str = "https://127.0.0.1:1") -> Path:
+    """A kubeconfig for `server` with contexts ctx-a (current) and ctx-b and a token user."""
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx-a",
+        "clusters": [{"name": "c", "cluster": {"server": server,
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "not-a-secret"}}],
+        "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}}
+                     for n in ("ctx-a", "ctx-b")]}))
+    return path

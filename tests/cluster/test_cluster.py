@@ -212,19 +212,8 @@ def test_cli_dry_run_exits_3_when_verify_would_refuse_anywhere(tmp_path: Path) -
     assert plans[1]["objects"] == []
 
 
-def _kubeconfig(path: Path, server: str = "https://127.0.0.1:1") -> Path:
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "ctx-a",
-        "clusters": [{"name": "c", "cluster": {"server": server,
-                                               "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "not-a-secret"}}],
-        "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}}
-                     for n in ("ctx-a", "ctx-b")]}))
-    return path
-
-
 def test_cli_a_cluster_that_does_not_answer_exits_4_naming_it(tmp_path: Path) -> None:
-    config = _kubeconfig(tmp_path / "prod.yaml")
+    config = b.kubeconfig_file(tmp_path / "prod.yaml")
     result = runner.invoke(app, ["verify", "--kubeconfig", str(config), "--context", "ctx-b",
                                  "--inspect"])
     assert result.exit_code == 4, result.output
@@ -246,7 +235,7 @@ def test_cli_a_cluster_that_does_not_answer_exits_4_naming_it(tmp_path: Path) ->
 ])
 def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                   words: str) -> None:
-    config = _kubeconfig(tmp_path / "c.yaml")
+    config = b.kubeconfig_file(tmp_path / "c.yaml")
     argv = [a.format(cfg=config, missing=tmp_path / "missing.yaml") for a in args]
     result = runner.invoke(app, ["verify", *argv])
     assert result.exit_code == 2, result.output
@@ -257,8 +246,8 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str
 def test_the_credential_probe_takes_each_kubeconfig_at_its_context(tmp_path: Path) -> None:
     from gpulab import core
 
-    first = _kubeconfig(tmp_path / "a.yaml", "https://a.example:6443")
-    second = _kubeconfig(tmp_path / "b.yaml", "https://b.example:6443")
+    first = b.kubeconfig_file(tmp_path / "a.yaml", "https://a.example:6443")
+    second = b.kubeconfig_file(tmp_path / "b.yaml", "https://b.example:6443")
     scratch = tmp_path / "scratch"
     cross = core._cross_gateway({"a": (first, "ctx-b"), "b": (second, None)}, scratch)
     gateway = cross("a", "b")

@@ -12,7 +12,6 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import kmock
-import yaml
 from typer.testing import CliRunner
 
 from gpulab.cli import app
@@ -69,19 +68,10 @@ def served(objects: list[dict[str, Any]]) -> Iterator[tuple[str, kmock.Kubernete
         thread.join(10)
 
 
-def _kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "gpu-prod",
-        "clusters": [{"name": "c", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "gpu-prod", "context": {"cluster": "c", "user": "u"}}]}))
-    return path
-
-
 def test_inspect_and_dry_run_over_http_only_read(tmp_path: Path) -> None:
     api = b.shape_one_card_per_node()
     with served([dict(o) for o in api.objects.values()]) as (url, km):
-        config = _kubeconfig(tmp_path / "prod.kubeconfig", url)
+        config = b.kubeconfig_file(tmp_path / "prod.kubeconfig", url)
         result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--dry-run",
                                           "-o", "json", "--record", str(tmp_path / "rec")])
         methods = {str(request.method.value) for request in km}

@@ -4,6 +4,7 @@ verdicts, the cleanup (always, also after a crash or Ctrl-C in the middle), and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -410,10 +411,13 @@ def test_cli_run_prints_the_plan_judges_records_and_writes_junit(
 
     api, clock = b.shape_one_card_per_node(), FakeClock()
     FakeHami(api, clock).attach()
-    api.close = lambda: None  # type: ignore[attr-defined]
     config = tmp_path / "prod.kubeconfig"
     config.write_text("apiVersion: v1\nkind: Config\n")
-    monkeypatch.setattr(core, "_cluster_clients", lambda _k, _c: [("prod", SERVER, api)])
+    @contextlib.contextmanager
+    def clients(_members: Any) -> Any:
+        yield [("prod", SERVER, api)]
+
+    monkeypatch.setattr(core, "_cluster_clients", clients)
     monkeypatch.setattr("gpulab.cluster.run.Clock", lambda: Clock(clock.now, clock.sleep))
     monkeypatch.setattr("gpulab.cluster.execute.Timeouts", lambda: TIMEOUTS)
     result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--junit",
