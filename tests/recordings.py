@@ -47,3 +47,12 @@ def read_edited(source: Path, reader: Callable[[Path], R],
             document["state"] = state
             path.write_text(json.dumps(document))
         return reader(target)
+
+
+def listed_under_another_name(st: dict[str, Any], other: dict[str, Any], uid: str) -> None:
+    """Make `st`'s listing show a pod of `other` that only its `uid` gives away: `other` no
+    longer lists it, and its name, namespace and labels differ (the isolation checks)."""
+    other["listing"]["pods"] = [p for p in other["listing"]["pods"]
+                                if p["metadata"]["uid"] != uid]
+    st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "renamed", "namespace": "default", "uid": uid, "labels": {}}})

@@ -139,8 +139,12 @@ def _cleanup(kube: KubeGateway, plan: VerifyPlan, created: list[str], timeouts: 
 def _blocked(name: str, runs: dict[str, PodRun]) -> str:
     """Why `name` is not created: a share pod before it did not run (it could not test).
     The fraction pods and the capacity probe are always created."""
-    before = SHARE_PODS if name == "gpu-share-4" else SHARE_PODS[:SHARE_PODS.index(name)] \
-        if name in SHARE_PODS else ()
+    if name == "gpu-share-4":
+        before: tuple[str, ...] = SHARE_PODS
+    elif name in SHARE_PODS:
+        before = SHARE_PODS[:SHARE_PODS.index(name)]
+    else:
+        before = ()
     stuck = [n for n in before if runs.get(n) is None or runs[n].outcome != "running"]
     return f"because {', '.join(stuck)} did not run" if stuck else ""
 

@@ -17,7 +17,7 @@ from gpulab.stacks.kamaji_hami.record import read_recording, write_recording
 from gpulab.stacks.kamaji_hami.run import evaluate
 from gpulab.verify.result import LOOKS_FURTHER
 from tests.kamaji_hami import builders as b
-from tests.recordings import member_states, read_edited
+from tests.recordings import listed_under_another_name, member_states, read_edited
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -135,11 +135,7 @@ def _foreign_pod(st: dict[str, Any], other: dict[str, Any]) -> None:
 def _created_pod_listed_under_another_name(st: dict[str, Any], other: dict[str, Any]) -> None:
     """tenant-a lists a pod that only the uid tenant-b's create call returned gives away: tenant-b
     no longer lists it, and the name and labels differ."""
-    created = _run(other, "gpu-share-1")["created"]["metadata"]["uid"]
-    other["listing"]["pods"] = [p for p in other["listing"]["pods"]
-                                if p["metadata"]["uid"] != created]
-    st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "renamed", "namespace": "default", "uid": created, "labels": {}}})
+    listed_under_another_name(st, other, _run(other, "gpu-share-1")["created"]["metadata"]["uid"])
 
 
 def _gpu_capacity_on_unknown_node(st: dict[str, Any], _other: dict[str, Any]) -> None:

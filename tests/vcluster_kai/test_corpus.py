@@ -14,7 +14,7 @@ import pytest
 from gpulab.stacks.vcluster_kai.record import read_recording
 from gpulab.stacks.vcluster_kai.run import evaluate
 from gpulab.verify.result import LOOKS_FURTHER
-from tests.recordings import member_states, read_edited
+from tests.recordings import listed_under_another_name, member_states, read_edited
 
 RECORDING = Path(__file__).parents[1] / "data" / "recordings" / "kai-healthy"
 TEAM = "team-vision"
@@ -55,11 +55,7 @@ def _host_meta(name: str, key: str, change: dict[str, Any]) -> Any:
 def _created_pod_listed_under_another_name(st: dict[str, Any], other: dict[str, Any]) -> None:
     """team-vision lists a pod only the uid of team-nlp's created virtual pod gives away: team-nlp
     no longer lists it, and the name and labels differ."""
-    created = _run(other, "gpu-share")["created"]["metadata"]["uid"]
-    other["listing"]["pods"] = [p for p in other["listing"]["pods"]
-                                if p["metadata"]["uid"] != created]
-    st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "renamed", "namespace": "default", "uid": created, "labels": {}}})
+    listed_under_another_name(st, other, _run(other, "gpu-share")["created"]["metadata"]["uid"])
 
 
 def _gpu_node(st: dict[str, Any]) -> dict[str, Any]:

@@ -48,9 +48,9 @@ __all__ = [
 ]
 
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
-# KAI's queue label (podgrouper.queueLabelKey), scheduler name and fraction annotation.
-QUEUE_LABEL, KAI_SCHEDULER, FRACTION_ANNOTATION = kai.QUEUE_LABEL, kai.KAI_SCHEDULER, \
-    kai.FRACTION_ANNOTATION
+QUEUE_LABEL = kai.QUEUE_LABEL  # podgrouper.queueLabelKey
+KAI_SCHEDULER = kai.KAI_SCHEDULER  # the schedulerName KAI's webhooks and scheduler answer to
+FRACTION_ANNOTATION = kai.FRACTION_ANNOTATION
 POD_GROUP_ANNOTATION = "pod-group-name"  # set by KAI's pod-grouper on the (host) pod
 GPU_RESOURCE = "nvidia.com/gpu"
 # vCluster v0.35.3 puts these on a synced pod's host copy: the virtual pod's namespace, name and
