@@ -34,6 +34,7 @@ MANIFEST = "manifest.json"
 
 class ClusterManifest(Document):
     FORMAT: ClassVar[str] = FORMAT
+    VERSION: ClassVar[int] = VERSION
 
     format: Literal["gpulab-cluster-recording"]
     version: Literal[1]
@@ -43,6 +44,7 @@ class ClusterManifest(Document):
 
 class ClusterMember(Document):
     FORMAT: ClassVar[str] = f"{FORMAT}/member"
+    VERSION: ClassVar[int] = VERSION
 
     format: Literal["gpulab-cluster-recording/member"]
     version: Literal[1]

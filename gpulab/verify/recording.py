@@ -54,6 +54,7 @@ class Document(BaseModel):
 
     model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
     FORMAT: ClassVar[str]
+    VERSION: ClassVar[int] = RECORDING_VERSION  # a format with its own versions overrides it
 
 
 DocumentT = TypeVar("DocumentT", bound=Document)
@@ -113,10 +114,10 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_document(path: Path, model: type[DocumentT]) -> DocumentT:
-    """A recording file read as `model` (its format, this RECORDING_VERSION, every field's type);
+    """A recording file read as `model` (its format, its VERSION, every field's type);
     UsageError naming the file and the first wrong field otherwise."""
     text = _read_text(path)
-    require_version(path, _parsed(path, text), model.FORMAT)
+    require_version(path, _parsed(path, text), model.FORMAT, model.VERSION)
     try:
         return model.model_validate_json(text, strict=True)
     except ValidationError as err:
@@ -158,15 +159,16 @@ def _parsed(path: Path, text: str) -> Any:
         raise UsageError(f"{path} is not readable JSON: {err}") from None
 
 
-def require_version(path: Path, data: Any, fmt: str) -> dict[str, Any]:
-    """`data` as a document of format `fmt` at this RECORDING_VERSION (UsageError otherwise)."""
+def require_version(path: Path, data: Any, fmt: str, expected: int = RECORDING_VERSION
+                    ) -> dict[str, Any]:
+    """`data` as a document of format `fmt` at version `expected` (UsageError otherwise)."""
     if not isinstance(data, dict) or data.get("format") != fmt:
         raise UsageError(f"{path} is not a gpulab verify recording (format {fmt!r} expected)")
     version = data.get("version")
-    if version != RECORDING_VERSION:
+    if version != expected:
         raise UsageError(
             f"{path} is recording version {version}; this gpulab reads version "
-            f"{RECORDING_VERSION}",
+            f"{expected}",
             hint="replay it with the gpulab version that recorded it",
         )
     return data

@@ -265,3 +265,12 @@ def test_cli_dry_run_of_a_kai_cluster_shows_the_queue_node_and_asks(tmp_path: Pa
     assert "KAI, queue research, fractions on node gpu-small" in result.stdout
     assert "gpu-frac-1         GPU-12  gpu-fraction 0.5" in result.stdout
     assert "gpu-over-capacity  GPU-13  9 x nvidia.com/gpu" in result.stdout
+
+
+def test_a_cluster_recording_of_another_version_is_refused(tmp_path: Path) -> None:
+    rec = _recorded(tmp_path, "no-hami")
+    manifest = json.loads((rec / "manifest.json").read_text())
+    manifest["version"] = 2
+    (rec / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match="is recording version 2; this gpulab reads version 1"):
+        read_snapshots(rec)
