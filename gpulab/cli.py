@@ -842,9 +842,11 @@ def _print_report(report: VerifyReport, next_step: str = "") -> None:
 
 
 def _cluster_recording(replay: Path | None) -> bool:
+    if replay is None:
+        return False
     from gpulab.cluster.record import is_cluster_recording
 
-    return replay is not None and is_cluster_recording(replay)
+    return is_cluster_recording(replay)
 
 
 def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bool,
