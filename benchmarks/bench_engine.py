@@ -2,7 +2,7 @@
 
 The plan is the real one (`build_steps` of the kamaji-hami profile with N tenants); only each
 step's work is replaced by a sleep from a latency model built on the published timings in
-shared/docs/peers-and-users.md §3 (kind create ~20 s, cert-manager and MetalLB ready within
+docs/dev/upstream-facts/peers-and-users.md §3 (kind create ~20 s, cert-manager and MetalLB ready within
 ~60-120 s, HAMi mock e2e ~3 min). One simulated second is one millisecond of wall time.
 
 A step kind the model does not know stops the benchmark with its name: the model must follow the

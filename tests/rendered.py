@@ -1,4 +1,4 @@
-"""The real pinned charts (../shared/data/charts), rendered by the real `helm template`, offline.
+"""The real pinned charts (tests/data/pinned/charts), rendered by the real `helm template`, offline.
 
 Tests use this to assert on the objects a cluster would receive with gpulab's values, not only
 on gpulab's values dict: a value a chart accepts can still change nothing in what it renders.
@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from tests.contract.conftest import require_helm
-from tests.schemas import shared_data
+from tests.schemas import pinned_data
 
 # chart name (gpulab's HelmRelease.chart) → vendored chart directory
 PINNED_CHARTS = {
@@ -29,7 +29,7 @@ PINNED_CHARTS = {
 
 
 def chart_dir(chart: str) -> str:
-    return str(shared_data() / "charts" / PINNED_CHARTS[chart])
+    return str(pinned_data() / "charts" / PINNED_CHARTS[chart])
 
 
 @cache

@@ -1,4 +1,4 @@
-"""Validate rendered objects against the upstream schemas in ../shared/data, strictly.
+"""Validate rendered objects against the upstream schemas in tests/data/pinned, strictly.
 
 CRD schemas are structural OpenAPI v3: unknown fields are pruned by the API server, not refused.
 To catch misspelt keys, every object schema with `properties` is closed here unless it says
@@ -15,8 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-_CANDIDATES = [SHARED_DATA, Path(__file__).resolve().parents[1] / ".." / "shared" / "data"]
+PINNED_DATA = Path(__file__).resolve().parent / "data" / "pinned"  # SOURCES.md there
 
 CRD_FILES = {
     ("kamaji.clastix.io/v1alpha1", "TenantControlPlane"): "kamaji_crd_tenantcontrolplanes.yaml",
@@ -27,11 +26,9 @@ CRD_FILES = {
 }
 
 
-def shared_data() -> Path:
-    for candidate in _CANDIDATES:
-        if candidate.is_dir():
-            return candidate.resolve()
-    raise FileNotFoundError("../shared/data not found next to the repository")
+def pinned_data() -> Path:
+    """Upstream files copied at their pins (tests/data/pinned/SOURCES.md: source, pin, licence)."""
+    return PINNED_DATA
 
 
 def _strict(schema: Any) -> Any:
@@ -52,7 +49,7 @@ def _strict(schema: Any) -> Any:
 
 @cache
 def crd_schema(api_version: str, kind: str) -> dict[str, Any]:
-    crd = yaml.safe_load((shared_data() / CRD_FILES[(api_version, kind)]).read_text())
+    crd = yaml.safe_load((pinned_data() / CRD_FILES[(api_version, kind)]).read_text())
     version = api_version.split("/")[1]
     for entry in crd["spec"]["versions"]:
         if entry["name"] == version:

@@ -1,6 +1,6 @@
 """What gpulab knows of KAI Scheduler's answers, for every cluster: why a workload is not placed.
 
-KAI v0.16.8 (../shared/docs/stack-vcluster-kai.md §1):
+KAI v0.16.8 (docs/dev/upstream-facts/stack-vcluster-kai.md §1):
 - PodGroup `status.schedulingConditions[]` (type `UnschedulableOnNodePool`) carry `reasons[]` with a
   `reason` code (`OverLimit`, `NonPreemptibleOverQuota`, `QueueDoesNotExist`, …) and a `message`;
   older fields `reason`/`message` on the condition itself are deprecated but still read;

@@ -1,6 +1,6 @@
 """KAI Scheduler played on a fake cluster (tests/cluster/builders.ClusterApi), for the runs of
 `verify --kubeconfig` on KAI clusters: whenever pods are read it places pods named for
-`kai-scheduler` as KAI v0.16.8 answers (../shared/docs/stack-vcluster-kai.md §1): a queue that
+`kai-scheduler` as KAI v0.16.8 answers (docs/dev/upstream-facts/stack-vcluster-kai.md §1): a queue that
 does not exist or whose limit is reached refuses with its reason code; a request no node can
 hold gets `PodScheduled=False` and a Warning `Unschedulable` event with KAI's capacity message;
 fractions bin-pack onto one GPU of the node (`runai-gpu-group`), or spread over GPUs

@@ -2,7 +2,7 @@
 
 Helm accepts unknown keys silently, and the HAMi docs still show keys older charts used
 (e.g. `scheduler.kubeScheduler.imageTag`), so a misspelt or stale key would install fine and do
-nothing. Upstream values files: ../shared/data (see SOURCES.md there for the pinned commits).
+nothing. Upstream values files: tests/data/pinned (see SOURCES.md there for the pinned commits).
 A key whose upstream value is null or an empty map counts as existing: the chart reads whatever
 is put there (e.g. HAMi's `devicePlugin.extraEnvs: {}`).
 """
@@ -18,7 +18,7 @@ import yaml
 from gpulab.adapters import base
 from gpulab.stacks import load_profile
 from gpulab.stacks.kamaji_hami import render
-from tests.schemas import shared_data
+from tests.schemas import pinned_data
 
 if TYPE_CHECKING:
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
@@ -33,8 +33,8 @@ UPSTREAM = {
 @cache
 def upstream(chart: str) -> tuple[dict[str, Any], str]:
     values_file, chart_file = UPSTREAM[chart]
-    values = yaml.safe_load((shared_data() / values_file).read_text())
-    version = yaml.safe_load((shared_data() / chart_file).read_text())["version"]
+    values = yaml.safe_load((pinned_data() / values_file).read_text())
+    version = yaml.safe_load((pinned_data() / chart_file).read_text())["version"]
     return values, str(version)
 
 
@@ -79,7 +79,7 @@ def test_every_values_key_exists_upstream(release: base.HelmRelease) -> None:
     theirs, version = upstream(release.chart)
 
     assert release.version in (version, f"v{version}"), (
-        f"{release.name}: gpulab pins {release.chart} {release.version} but ../shared/data has "
+        f"{release.name}: gpulab pins {release.chart} {release.version} but tests/data/pinned has "
         f"the values.yaml of {version}; refresh the upstream copy"
     )
     assert unknown_keys(release.values, theirs) == [], (

@@ -17,7 +17,7 @@ from gpulab.errors import AdapterError
 from gpulab.stacks import load_profile
 from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
-from tests.schemas import shared_data
+from tests.schemas import pinned_data
 
 KAMAJI_CHART = "kamaji-0.0.0+latest"
 
@@ -34,7 +34,7 @@ def kamaji_repo(tmp_path: Path) -> tuple[str, str]:
     """A git repository holding the vendored Kamaji chart at charts/kamaji (with kamaji-etcd
     already in its charts/, as the published package has it); (file:// URL, commit)."""
     repo = tmp_path / "kamaji"
-    shutil.copytree(shared_data() / "charts" / KAMAJI_CHART, repo / "charts" / "kamaji")
+    shutil.copytree(pinned_data() / "charts" / KAMAJI_CHART, repo / "charts" / "kamaji")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "chart")

@@ -1,4 +1,4 @@
-"""API objects and lab states as the write-up (shared/reference/001) shows them.
+"""API objects and lab states as the write-up (the Kamaji + HAMi write-up) shows them.
 
 Names follow gpulab (worker `gpulab-kamaji-hami-tenant-a-worker` instead of the write-up's
 `tenant-a-worker`, verify pods in namespace `gpulab-verify`); annotations, events, reasons and

@@ -6,7 +6,7 @@ per cluster; `lab.gateways()` builds real `KubeClient`s from those files, as `gp
 (gpulab/stacks/kamaji_hami.py). The sync client never runs on the loop's thread.
 
 The other parts of the lab are played here, in the shapes of tests/kamaji_hami/builders.py (the
-write-up, shared/reference/001):
+write-up, the Kamaji + HAMi write-up):
 
 * Kamaji: the management cluster holds each TenantControlPlane (Ready) and its pod with the four
   containers; each tenant's API answers `/version` with the tenant's version.

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,24 @@ def test_the_rules_catch_what_they_forbid() -> None:
         GRAPH.clear()
         GRAPH.update(saved)
     assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
+
+
+def test_the_project_stands_alone() -> None:
+    """A fresh clone has no ../shared beside it: nothing in the repository may read or cite a file
+    outside it (the upstream copies the tests need are in tests/data/pinned, with their pins)."""
+    root = Path(__file__).resolve().parents[2]
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                             check=False).stdout.split()
+    files = [root / name for name in tracked] or [p for p in root.rglob("*") if p.is_file()]
+    outside = re.compile(r"\.\./shared\b|(?<![\w/])shared/(data|docs|reference)\b")
+    offenders = []
+    for path in files:
+        if "tests/data/pinned" in path.as_posix() or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        offenders += [f"{path.relative_to(root)}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                      if outside.search(line) and path.name != "test_layout.py"]
+    assert offenders == []

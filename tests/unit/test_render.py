@@ -18,7 +18,7 @@ from gpulab.stacks.kamaji_hami.profile import GpuSpec
 from gpulab.stacks.kamaji_hami.steps import HostFacts, build_steps
 from tests.schemas import validate_object
 
-# Verbatim from shared/reference/001 (step 3), with ${t} = tenant-a and TENANT_VERSION = v1.36.4.
+# Verbatim from the Kamaji + HAMi write-up (step 3), with ${t} = tenant-a and TENANT_VERSION = v1.36.4.
 WRITE_UP_TCP = yaml.safe_load("""
 apiVersion: kamaji.clastix.io/v1alpha1
 kind: TenantControlPlane
@@ -295,11 +295,11 @@ def test_metallb_range_steps_below_other_labs_pools() -> None:
 
 
 def test_mock_plugin_rbac_matches_upstream_and_is_helm_adoptable(kamaji_profile) -> None:
-    from tests.schemas import shared_data
+    from tests.schemas import pinned_data
 
     release = render.hami_release(kamaji_profile, kamaji_profile.tenants[0])
     ours = render.hami_mock_rbac(release)
-    upstream = list(yaml.safe_load_all((shared_data() / "hami_mock_k8s-mock-rbac.yaml").read_text()))
+    upstream = list(yaml.safe_load_all((pinned_data() / "hami_mock_k8s-mock-rbac.yaml").read_text()))
     def strip(obj):
         meta = {k: v for k, v in obj["metadata"].items() if k not in {"labels", "annotations"}}
         return {**obj, "metadata": meta}

@@ -1,4 +1,4 @@
-"""API objects and lab states of the vcluster-kai lab as the write-up (shared/reference/003) shows
+"""API objects and lab states of the vcluster-kai lab as the write-up (the vCluster + KAI write-up) shows
 them, in gpulab's names.
 
 The write-up's facts: three vClusters `team-*` in `vcluster-team-*`, host pods named

@@ -15,7 +15,7 @@ from gpulab.stacks import load_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 from tests.contract.test_chart_values import unknown_keys
-from tests.schemas import shared_data
+from tests.schemas import pinned_data
 
 # chart (last path element of its oci:// name) → (pinned version, upstream values file)
 UPSTREAM = {
@@ -26,7 +26,7 @@ UPSTREAM = {
 
 @cache
 def upstream(chart: str) -> dict[str, Any]:
-    return yaml.safe_load((shared_data() / UPSTREAM[chart][1]).read_text())  # type: ignore[no-any-return]
+    return yaml.safe_load((pinned_data() / UPSTREAM[chart][1]).read_text())  # type: ignore[no-any-return]
 
 
 def _profile() -> VclusterKaiProfile:
@@ -43,7 +43,7 @@ def test_every_values_key_exists_upstream(release: Any) -> None:
     chart = release.chart.rsplit("/", 1)[-1]
     version, _ = UPSTREAM[chart]
     assert release.version == version, (
-        f"gpulab pins {chart} {release.version} but ../shared/data has the values of {version}")
+        f"gpulab pins {chart} {release.version} but tests/data/pinned has the values of {version}")
     assert unknown_keys(release.values, upstream(chart)) == []
 
 
@@ -60,7 +60,7 @@ def test_values_are_kais_ci_values() -> None:
     """KAI's hack/fake-gpu-operator-values.yaml with the profile's pool, and DRA off as KAI's
     setup script sets; KAI with global.gpuSharing=true (facts §1, §2)."""
     fgo = kr.fake_gpu_operator_release(_profile()).values
-    hack = yaml.safe_load((shared_data() / "kai_v0.16.8_hack_fake-gpu-operator-values.yaml")
+    hack = yaml.safe_load((pinned_data() / "kai_v0.16.8_hack_fake-gpu-operator-values.yaml")
                           .read_text())
     assert fgo["environment"] == hack["environment"]
     assert fgo["statusUpdater"] == hack["statusUpdater"]

@@ -1,4 +1,4 @@
-"""What the vcluster-kai stack renders, checked against the write-up and ../shared/data."""
+"""What the vcluster-kai stack renders, checked against the write-up and tests/data/pinned."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 from gpulab.stacks.vcluster_kai.steps import HostFacts, build_steps, verify_previews
-from tests.schemas import shared_data, validate_object
+from tests.schemas import pinned_data, validate_object
 
-# Verbatim from shared/reference/003, step 5 (create-queues.yaml).
+# Verbatim from the vCluster + KAI write-up, step 5 (create-queues.yaml).
 WRITE_UP_QUEUES = yaml.safe_load_all("""
 apiVersion: scheduling.run.ai/v2
 kind: Queue
@@ -77,7 +77,7 @@ UNLIMITED = {"quota": 0, "limit": -1, "overQuotaWeight": 1}
 
 @cache
 def vcluster_schema() -> dict[str, Any]:
-    return json.loads((shared_data() / "vcluster_v0.35.3_chart_values.schema.json").read_text())
+    return json.loads((pinned_data() / "vcluster_v0.35.3_chart_values.schema.json").read_text())
 
 
 def validate_vcluster_values(values: dict[str, Any]) -> None:
@@ -225,7 +225,7 @@ def test_host_pod_names(name: str, namespace: str, vcluster: str, expected: str 
 
 def test_kind_config_labels_the_gpu_worker_like_kais_ci(kai_profile: VclusterKaiProfile) -> None:
     config = kr.kind_cluster_config(kai_profile, "vcluster-kai")
-    theirs = yaml.safe_load((shared_data() / "kai_v0.16.8_hack_e2e-kind-config.yaml").read_text())
+    theirs = yaml.safe_load((pinned_data() / "kai_v0.16.8_hack_e2e-kind-config.yaml").read_text())
     assert config["apiVersion"] == theirs["apiVersion"] and config["kind"] == theirs["kind"]
     control, worker = config["nodes"]
     assert control["role"] == "control-plane" and worker["role"] == "worker"

@@ -3,7 +3,7 @@
 The generic Kubernetes readers of `gpulab.verify.objects` are re-exported, so a check reads
 every fact through one module (`o.name`, `o.allocations`, ...).
 
-HAMi v2.10 formats (../shared/docs/stack-kamaji-hami.md §2-3):
+HAMi v2.10 formats (docs/dev/upstream-facts/stack-kamaji-hami.md §2-3):
 - `hami.io/vgpu-devices-allocated`: `UUID,NVIDIA,<memMiB>,<cores>:` per device, `;` per container
   (parsed by gpulab.inventory, shared with `status`);
 - `hami.io/vgpu-node`: the node HAMi's filter chose;

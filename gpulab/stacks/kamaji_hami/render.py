@@ -2,7 +2,7 @@
 patches.
 
 Nothing here does I/O. `plan` prints these, `up` applies them and the tests validate them against
-the upstream schemas in ../shared/data.
+the upstream schemas in tests/data/pinned.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The `vcluster-kai` profile: teams with their own vCluster sharing simulated GPUs through KAI.
 
-Reproduces shared/reference/003 (three teams, one L40S, KAI Scheduler's hierarchical queues) on a
+Reproduces the vCluster + KAI write-up (three teams, one L40S, KAI Scheduler's hierarchical queues) on a
 kind cluster whose GPU worker is simulated by fake-gpu-operator. Facts and pins:
-../shared/docs/stack-vcluster-kai.md. Same rules as every profile: unknown keys are refused, every
+docs/dev/upstream-facts/stack-vcluster-kai.md. Same rules as every profile: unknown keys are refused, every
 field is typed, and cross-field rules are reported with the field path they are about.
 """
 

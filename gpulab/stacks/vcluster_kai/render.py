@@ -2,7 +2,7 @@
 
 Nothing here does I/O. `plan` prints these, `up` applies them, verify creates the pods of
 `verify_objects`, and the tests validate them against the upstream schemas and chart values in
-../shared/data (facts: ../shared/docs/stack-vcluster-kai.md).
+tests/data/pinned (facts: docs/dev/upstream-facts/stack-vcluster-kai.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """KAI-01..KAI-07: pure functions `(KaiLabState, profile, team) -> CheckResult`.
 
-Each proves one thing the write-up (shared/reference/003) showed by hand; docs/vcluster-kai.md
+Each proves one thing the write-up (the vCluster + KAI write-up) showed by hand; docs/vcluster-kai.md
 describes what each proves and when it fails.
 """
 
