@@ -16,20 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gpulab import naming
 from gpulab.adapters import base
 from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
 from gpulab.errors import AdapterError
 from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.steps import JOIN_STATE, RESET_LEFTOVERS
+from tests.upstream import containerd_full_config
 
-# What `containerd config dump` prints in a kindest/node (config version 3, abridged).
-KIND_CONTAINERD_CONFIG = """version = 3
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "overlayfs"
-[plugins."io.containerd.cri.v1.runtime"]
-  sandbox_image = "registry.k8s.io/pause:3.10"
-"""
+RENDERED = Path(__file__).parent / "data" / "rendered"
+
+
+def hami_scheduler_device_configmap() -> dict[str, Any]:
+    """The ConfigMap HAMi's chart v2.10.0 creates (a real `helm template` render, kept current by
+    tests/contract/test_pins.py), as the fakes' helm install leaves it in the cluster."""
+    path = RENDERED / "hami-2.10.0_configmap_hami-scheduler-device.yaml"
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+
 
 def tenant_admin_kubeconfig(tenant: str) -> str:
     """What Kamaji's `<tenant>-admin-kubeconfig` Secret holds (abridged)."""
@@ -110,6 +115,9 @@ class FakeWorld:
     imports: list[tuple[str, list[str]]] = field(default_factory=list)  # (node, ctr argv)
     import_fails: set[str] = field(default_factory=set)  # images whose `ctr import` exits 1
     node_pull_fails: set[str] = field(default_factory=set)  # images `crictl pull` cannot get
+    # `containerd config dump` in the nodes: containerd v2.3.4's own output (tests/upstream.py);
+    # None: the command fails
+    containerd_config: str | None = field(default_factory=containerd_full_config)
     architecture: str = "x86_64"  # what `docker info` says
     machine_ids: dict[str, str] = field(default_factory=dict)  # container -> /etc/machine-id
     copied: list[tuple[str, str, int]] = field(default_factory=list)  # copy_in (node, path, mode)
@@ -220,7 +228,9 @@ class FakeRuntime:
         if argv[:4] == ["ctr", "--namespace=k8s.io", "images", "ls"]:
             return ExecResult(0, "\n".join(sorted(self.world.node_images.get(name, set()))), "")
         if argv[:3] == ["containerd", "config", "dump"]:
-            return ExecResult(0, KIND_CONTAINERD_CONFIG, "")
+            if self.world.containerd_config is None:
+                return ExecResult(1, "", "containerd: config dump: permission denied")
+            return ExecResult(0, self.world.containerd_config, "")
         if argv[:2] == ["crictl", "pull"]:
             self.world.faults.hit(f"crictl.pull:{name}")
             from gpulab.images import normalize
@@ -342,8 +352,7 @@ class FakeHelm:
                       "metadata": {"name": "tenantcontrolplanes.kamaji.clastix.io"},
                       "status": {"conditions": [{"type": "Established", "status": "True"}]}})
         if release.name == "hami":
-            kube.put({"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "hami-scheduler-device", "namespace": "kube-system"}})
+            kube.put(hami_scheduler_device_configmap())
 
     def uninstall(self, name: str, namespace: str) -> None:
         self.world.kube(self.cluster).releases.pop(name, None)

@@ -57,13 +57,14 @@ def test_hami_without_gpulab_values_keeps_the_five_minute_lock() -> None:
     assert not [a for a in extender["command"] if "node-lock-timeout" in a]
 
 
-def test_hami_mock_plugin_only_and_scheduler_image(profile: KamajiHamiProfile) -> None:
+def test_hami_runs_no_device_plugin_of_its_own_and_the_clusters_scheduler(
+        profile: KamajiHamiProfile) -> None:
+    """The real plugin and the chart's mock both stay off (gpulab runs the mock itself, with a
+    config it can decode: tests/contract/test_pins.py); kube-scheduler is the tenant's version."""
     objects = _hami(profile)
     kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
-    assert ("DaemonSet", "hami-mock-device-plugin") in kinds
+    assert ("DaemonSet", "hami-mock-device-plugin") not in kinds
     assert ("DaemonSet", "hami-device-plugin") not in kinds  # the real plugin stays off
+    assert not [o for o in objects if o["kind"] == "DaemonSet"]
     scheduler = container(find(objects, "Deployment", "hami-scheduler"), "kube-scheduler")
     assert scheduler["image"] == f"registry.k8s.io/kube-scheduler:{profile.tenants[0].kubernetes_version}"
-    mock = find(objects, "DaemonSet", "hami-mock-device-plugin")
-    images = [c["image"] for c in mock["spec"]["template"]["spec"]["containers"]]
-    assert any(i.endswith(f":{profile.components.hami.mock_device_plugin_tag}") for i in images)

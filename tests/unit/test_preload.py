@@ -80,3 +80,19 @@ def test_when_the_node_cannot_pull_either_it_is_left_to_the_kubelet_once(
     calls = list(world.faults.calls)
     assert _step().satisfied(ctx)
     assert not [c for c in world.faults.calls[len(calls):] if "import" in c or "pull" in c]
+
+
+@pytest.mark.parametrize("dump", [None, "version = 3\n"])
+def test_an_unknown_snapshotter_has_the_node_pull_instead_of_a_guessed_import(
+        world: FakeWorld, tmp_path: Path, dump: str | None) -> None:
+    """An import into a snapshotter the CRI does not use is invisible to the kubelet: when the
+    node's `containerd config dump` fails or names none, nothing is imported and the node's own
+    containerd pulls (crictl), with a note saying why."""
+    world.containerd_config = dump
+    ctx, notes = _ctx(world, tmp_path)
+    step = _step()
+    step.apply(ctx)
+    assert world.imports == []
+    assert any(f"containerd snapshotter of {NODE} unknown" in n for n in notes), notes
+    assert world.faults.calls.count(f"crictl.pull:{NODE}") == len(IMAGES)
+    assert step.satisfied(ctx)

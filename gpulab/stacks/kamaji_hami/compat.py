@@ -1,8 +1,8 @@
 """Version support tables for pinned upstream components.
 
-Facts from docs/dev/upstream-facts/stack-kamaji-hami.md: Kamaji's webhook rejects a TenantControlPlane above
-its `KubeadmVersion` (the patch is ignored); v1.36 support first appears in 26.5.3-edge; the docs'
-support table starts tenants at v1.30.
+Facts from docs/dev/upstream-facts/stack-kamaji-hami.md: Kamaji's webhook rejects a
+TenantControlPlane above its `KubeadmVersion` (the patch is ignored); v1.36 support first appears
+in 26.5.3-edge; the docs' support table starts tenants at v1.30.
 """
 
 from __future__ import annotations

@@ -28,14 +28,17 @@ __all__ = [
     "gpu_capacity",
     "gpu_capacity_patch",
     "gpu_register_annotation",
+    "hami_mock_plugin",
     "hami_mock_rbac",
     "hami_release",
     "kamaji_release",
     "kind_cluster_config",
+    "konnectivity_images",
     "kube_proxy_config",
     "kube_proxy_objects",
     "kubelet_config_patches",
     "metallb_objects",
+    "mock_device_config",
     "sharing_sizes",
     "tenant_control_plane",
     "verify_objects",
@@ -80,7 +83,9 @@ HAMI_EXTENDER_DEFAULT_ARGS = ("--debug", "-v=4")  # charts/hami/values.yaml:156-
 
 
 def hami_release(profile: KamajiHamiProfile, tenant: TenantSpec) -> HelmRelease:
-    """HAMi with the mock device plugin; the real NVIDIA plugin is off (no `gpu=on` label)."""
+    """HAMi without any device plugin of its own: the real NVIDIA plugin is off (no `gpu=on`
+    label) and the chart's mock is off too, because it would mount the scheduler's device
+    ConfigMap, which mock-device-plugin v1.0.1 cannot decode (see `hami_mock_plugin`)."""
     hami = profile.components.hami
     values: dict[str, Any] = {
         "scheduler": {
@@ -102,37 +107,127 @@ def hami_release(profile: KamajiHamiProfile, tenant: TenantSpec) -> HelmRelease:
             "nodeLockExpire": hami.node_lock_timeout,
         },
         "devicePlugin": {"enabled": False},
-        "mockDevicePlugin": {"enabled": True, "image": {"tag": hami.mock_device_plugin_tag}},
+        "mockDevicePlugin": {"enabled": False},
     }
     return helm_release(hami, values, cluster=tenant.name)
 
 
-MOCK_PLUGIN_ACCOUNT = "hami-mock-device-plugin"
+MOCK_PLUGIN = "hami-mock-device-plugin"
+MOCK_PLUGIN_ACCOUNT = MOCK_PLUGIN
+MOCK_DEVICE_CONFIG = "hami-mock-device-config"
+SCHEDULER_DEVICE_CONFIG = "hami-scheduler-device"  # the chart's ConfigMap (<scheduler>-device)
+MOCK_PLUGIN_IMAGE = "docker.io/projecthami/mock-device-plugin"  # values.yaml mockDevicePlugin
+# The sections of the device config mock-device-plugin v1.0.1 acts on: InitDevicesWithConfig
+# (internal/pkg/config/config.go:73-108) initialises Ascend from `vnpus`, Hygon from `hygon` and
+# NVIDIA from `nvidia`; every other device is commented out there. `vnpus` is left out on purpose:
+# HAMi's chart renders it as a mapping since v2.9.0 (templates/scheduler/device-configmap.yaml at
+# v2.10.0: `vnpus: {hamiVnpuCore, configs: [...]}`) while the mock declares
+# `VNPUs []ascend.VNPUConfig yaml:"vnpus"` (config.go:51) and decodes with gopkg.in/yaml.v2, whose
+# type error reaches klog.Fatalf (config.go:117-120): the plugin would exit at start and no mock
+# GPU would ever be advertised. Fixed upstream after v1.0.1 (mock-device-plugin PR #18). Without
+# `vnpus` the mock initialises no Ascend device, which a lab of NVIDIA cards does not need.
+MOCK_READS = ("nvidia", "hygon")
+
+
+def mock_device_config(scheduler_device_config: str) -> str:
+    """The device config the mock reads: the `nvidia` and `hygon` sections of HAMi's own
+    `hami-scheduler-device` ConfigMap (`device-config.yaml`), copied unchanged so that the mock and
+    the scheduler agree on every resource name and factor, and nothing the mock cannot decode."""
+    loaded = yaml.safe_load(scheduler_device_config)
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("nvidia"), dict):
+        raise ValueError("HAMi's device config has no `nvidia` section")
+    return yaml.safe_dump({key: loaded[key] for key in MOCK_READS if key in loaded},
+                          sort_keys=False)
 
 
 def hami_mock_rbac(release: HelmRelease) -> list[dict[str, Any]]:
-    """The mock device plugin's ServiceAccount and node RBAC (mock-device-plugin's
-    k8s-mock-rbac.yaml). The chart's mock DaemonSet runs as this account but the chart may not
-    create it; the objects carry Helm's ownership metadata so Helm adopts them if it does."""
-    owned = {
-        "labels": {"app.kubernetes.io/managed-by": "Helm"},
-        "annotations": {"meta.helm.sh/release-name": release.name,
-                        "meta.helm.sh/release-namespace": release.namespace},
-    }
+    """The mock device plugin's ServiceAccount and node RBAC, as mock-device-plugin's
+    k8s-mock-rbac.yaml (v1.0.1) has them."""
+    labels = {LABEL_MANAGED: "gpulab"}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, "namespace": release.namespace, **owned}},
+         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, "namespace": release.namespace,
+                      "labels": labels}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, **owned},
+         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, "labels": labels},
          "rules": [{"apiGroups": [""], "resources": ["nodes"],
                     "verbs": ["get", "update", "list", "patch"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, **owned},
+         "metadata": {"name": MOCK_PLUGIN_ACCOUNT, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                      "name": MOCK_PLUGIN_ACCOUNT},
          "subjects": [{"kind": "ServiceAccount", "name": MOCK_PLUGIN_ACCOUNT,
                        "namespace": release.namespace}]},
     ]
+
+
+def hami_mock_plugin(profile: KamajiHamiProfile, release: HelmRelease,
+                     device_config: str) -> list[dict[str, Any]]:
+    """The mock device plugin's own ConfigMap (`mock_device_config`) and its DaemonSet: the
+    chart's mock DaemonSet (templates/device-plugin/daemonsetmock.yaml at v2.10.0, rendered with
+    the chart's defaults) with one change, the ConfigMap it mounts as /device-config.yaml."""
+    labels = {"app.kubernetes.io/component": MOCK_PLUGIN, "app.kubernetes.io/instance": "hami",
+              "app.kubernetes.io/name": "hami"}
+    owned = {LABEL_MANAGED: "gpulab"}
+    tag = profile.components.hami.mock_device_plugin_tag
+    config_map = {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": MOCK_DEVICE_CONFIG, "namespace": release.namespace,
+                     "labels": owned},
+        "data": {"device-config.yaml": device_config},
+    }
+    daemonset = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": MOCK_PLUGIN, "namespace": release.namespace, "labels": owned},
+        "spec": {
+            "selector": {"matchLabels": dict(labels)},
+            "template": {
+                "metadata": {"annotations": {"scheduler.alpha.kubernetes.io/critical-pod": ""},
+                             "labels": dict(labels)},
+                "spec": {
+                    "serviceAccountName": MOCK_PLUGIN_ACCOUNT,
+                    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+                    "containers": [{
+                        "image": f"{MOCK_PLUGIN_IMAGE}:{tag}",
+                        "imagePullPolicy": "IfNotPresent",
+                        "name": "hami-mock-dp-cntr",
+                        "env": [{"name": "NODE_NAME", "valueFrom": {
+                            "fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                        "command": ["./k8s-device-plugin", "-v=5",
+                                    "--device-config-file=/device-config.yaml"],
+                        "volumeMounts": [
+                            {"name": "dp", "mountPath": "/var/lib/kubelet/device-plugins"},
+                            {"name": "sys", "mountPath": "/sys"},
+                            {"name": "device-config", "mountPath": "/device-config.yaml",
+                             "subPath": "device-config.yaml"},
+                        ],
+                    }],
+                    "volumes": [
+                        {"name": "dp", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}},
+                        {"name": "sys", "hostPath": {"path": "/sys"}},
+                        {"name": "device-config", "configMap": {"name": MOCK_DEVICE_CONFIG}},
+                    ],
+                },
+            },
+        },
+    }
+    return [config_map, daemonset]
+
+
+# Kamaji (26.8.2-edge) runs Konnectivity from the CRD's default images
+# (api/v1alpha1/tenantcontrolplane_types.go:401,421: registry.k8s.io/kas-network-proxy/proxy-
+# {server,agent}) at a tag it derives from the tenant's Kubernetes minor when `version` is unset,
+# as gpulab leaves it: `v0.<minor>.0` (internal/builders/controlplane/konnectivity_server.go:48,59
+# for the server, a container of the control-plane pod in the management cluster;
+# internal/resources/konnectivity/agent.go:45-50,251 for the agent in the tenant).
+KONNECTIVITY_IMAGES = "registry.k8s.io/kas-network-proxy/proxy-"
+
+
+def konnectivity_images(tenant: TenantSpec) -> tuple[str, str]:
+    """(server, agent) images Kamaji runs for this tenant's Konnectivity."""
+    minor = int(tenant.kubernetes_version.lstrip("v").split(".")[1])
+    tag = f"v0.{minor}.0"
+    return f"{KONNECTIVITY_IMAGES}server:{tag}", f"{KONNECTIVITY_IMAGES}agent:{tag}"
 
 
 def metallb_objects(profile: KamajiHamiProfile, pool: AddressRange | None) -> list[dict[str, Any]]:

@@ -784,16 +784,28 @@ class Hami:
         rbac = [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
                          cluster=self.tenant.name)
                 for o in render.hami_mock_rbac(self.release)]
+        copied = (f"<the {', '.join(render.MOCK_READS)} sections of ConfigMap "
+                  f"{self.release.namespace}/{render.SCHEDULER_DEVICE_CONFIG}, copied after the "
+                  f"chart installs>")
+        mock = [Artifact("object", f"{o['kind']}/{o['metadata']['name']}", o,
+                         cluster=self.tenant.name)
+                for o in render.hami_mock_plugin(self.profile, self.release, copied)]
         return [*rbac, Artifact("helm-release", self.release.name, self.release.to_dict(),
-                                cluster=self.tenant.name)]
+                                cluster=self.tenant.name), *mock]
 
     def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
         ok, seen = deployment_available(kube, "hami-scheduler", self.release.namespace)
         if not ok:
             return ok, seen
-        if kube.get("v1", "ConfigMap", "hami-scheduler-device", self.release.namespace) is None:
-            return False, "ConfigMap hami-scheduler-device not created yet"
+        if kube.get("v1", "ConfigMap", render.SCHEDULER_DEVICE_CONFIG,
+                    self.release.namespace) is None:
+            return False, f"ConfigMap {render.SCHEDULER_DEVICE_CONFIG} not created yet"
         return True, "hami-scheduler available"
+
+    def _mock_present(self, kube: KubeGateway) -> bool:
+        namespace = self.release.namespace
+        return (kube.get("v1", "ConfigMap", render.MOCK_DEVICE_CONFIG, namespace) is not None
+                and kube.get("apps/v1", "DaemonSet", render.MOCK_PLUGIN, namespace) is not None)
 
     def satisfied(self, ctx: StepContext) -> bool:
         adapters = adapters_of(ctx)
@@ -801,20 +813,39 @@ class Hami:
         try:
             if not adapters.helm(path).installed(self.release):
                 return False
-            ok, _ = self._ready(adapters.kube(path))
+            kube = adapters.kube(path)
+            ok, _ = self._ready(kube)
+            return ok and self._mock_present(kube)
         except AdapterError:
             return False
-        return ok
+
+    def _mock_objects(self, kube: KubeGateway) -> list[dict[str, Any]]:
+        """The mock's objects, its config copied from the scheduler's (mock_device_config)."""
+        source = kube.get("v1", "ConfigMap", render.SCHEDULER_DEVICE_CONFIG,
+                          self.release.namespace) or {}
+        text = str((source.get("data") or {}).get("device-config.yaml") or "")
+        try:
+            config = render.mock_device_config(text)
+        except (ValueError, yaml.YAMLError) as err:
+            raise AdapterError(
+                f"{self.tenant.name}: ConfigMap {self.release.namespace}/"
+                f"{render.SCHEDULER_DEVICE_CONFIG} cannot feed the mock device plugin ({err})",
+                hint=f"look at it: kubectl --kubeconfig <tenant kubeconfig> -n "
+                     f"{self.release.namespace} get configmap "
+                     f"{render.SCHEDULER_DEVICE_CONFIG} -o yaml") from None
+        return render.hami_mock_plugin(self.profile, self.release, config)
 
     def apply(self, ctx: StepContext) -> None:
         adapters = adapters_of(ctx)
         path = adapters.tenant_kubeconfig(self.tenant.name)
         kube = adapters.kube(path)
-        for obj in render.hami_mock_rbac(self.release):  # before install: helm --wait needs it
+        for obj in render.hami_mock_rbac(self.release):
             kube.apply(obj)
         adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
         wait_until(ctx, self.name, "hami-scheduler ready", lambda: self._ready(kube),
                    timeout=self.timeout, interval=5)
+        for obj in self._mock_objects(kube):
+            kube.apply(obj)
 
 
 @dataclass
@@ -935,6 +966,7 @@ def management_images(profile: KamajiHamiProfile, lab: str) -> PreloadImages:
         for tenant in profile.tenants:
             images += [f"registry.k8s.io/{c}:{tenant.kubernetes_version}"
                        for c in CONTROL_PLANE_IMAGES]
+            images.append(render.konnectivity_images(tenant)[0])
         return _dedupe(images)
 
     return PreloadImages(
@@ -945,7 +977,8 @@ def management_images(profile: KamajiHamiProfile, lab: str) -> PreloadImages:
         sources=sources,
         described=[f"chart {r.chart} {r.version}" for r in releases]
         + [comps.metallb.url, "registry.k8s.io/kube-{apiserver,controller-manager,scheduler} "
-                              "at each tenant's version"],
+                              "at each tenant's version",
+           f"{render.KONNECTIVITY_IMAGES}server:v0.<tenant minor>.0 (Kamaji's default)"],
     )
 
 
@@ -953,6 +986,7 @@ def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> P
     """Calico, HAMi (with its kube-scheduler) and kube-proxy for a tenant's workers."""
     calico = profile.components.calico
     release = render.hami_release(profile, tenant)
+    mock_image = f"{render.MOCK_PLUGIN_IMAGE}:{profile.components.hami.mock_device_plugin_tag}"
 
     def sources(ctx: StepContext) -> list[str]:
         adapters = adapters_of(ctx)
@@ -963,6 +997,8 @@ def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> P
                                lambda: helm.template(release,
                                                      kube_version=tenant.kubernetes_version))
         images.append(f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}")
+        images.append(render.konnectivity_images(tenant)[1])
+        images.append(mock_image)  # the mock plugin is gpulab's DaemonSet, not the chart's
         images.append(common.VERIFY_IMAGE)  # verify's pods (kindest/node ships it already)
         return _dedupe(images)
 
@@ -974,7 +1010,7 @@ def tenant_images(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec) -> P
         sources=sources,
         described=[calico.url, f"chart {release.chart} {release.version}",
                    f"registry.k8s.io/kube-proxy:{tenant.kubernetes_version}",
-                   common.VERIFY_IMAGE],
+                   render.konnectivity_images(tenant)[1], mock_image, common.VERIFY_IMAGE],
         cluster=tenant.name,
     )
 
