@@ -3,8 +3,9 @@
 Each child runs in a session of its own (so a terminal's Ctrl-C does not hit it twice, and its
 own children go with it); `terminate_all` ends every running one with its process group, which
 is what `up` does when it receives SIGTERM or SIGHUP: nothing keeps running after gpulab exits.
-Other direct children (the helm that pyhelm3 starts) get the signal too, and registered stoppers
-end what runs elsewhere (a Docker runtime's `docker exec` commands inside the nodes).
+Every other descendant (the helm that pyhelm3 starts, and what it starts) gets the signal too,
+found with psutil (so on macOS as on Linux), and registered stoppers end what runs elsewhere (a
+Docker runtime's `docker exec` commands inside the nodes).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import os
 import signal
 import subprocess
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import psutil
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,24 +69,26 @@ def _kill_group(child: subprocess.Popen[Any], sig: int) -> None:
         os.killpg(child.pid, sig)
 
 
-def _direct_children(proc: Path = Path("/proc")) -> list[int]:
-    """Pids whose parent is this process (Linux /proc; [] elsewhere): the children gpulab did
-    not start through `run`, such as the helm that pyhelm3 runs."""
-    me = os.getpid()
-    found: list[int] = []
-    for entry in proc.glob("[0-9]*/stat") if proc.is_dir() else ():
-        try:
-            fields = entry.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 1 and fields[1] == str(me):
-            found.append(int(entry.parent.name))
-    return found
+def _group(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:  # gone meanwhile
+        return None
+
+
+def _descendants() -> list[psutil.Process]:
+    """Every process below this one (children, theirs, ...; psutil reads them on Linux and
+    macOS alike): those gpulab did not start through `run`, such as the helm that pyhelm3 runs,
+    and whatever they started."""
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def terminate_all(sig: int = signal.SIGTERM) -> int:
-    """Send `sig` to every running child's process group, then to any other direct child
-    (helm run by pyhelm3); how many there were."""
+    """Send `sig` to every running child's process group, then to every other descendant (helm
+    run by pyhelm3, and its own children); how many were signalled."""
     with _lock:
         children = list(_running)
         stoppers = list(_stoppers.values())
@@ -94,9 +98,12 @@ def terminate_all(sig: int = signal.SIGTERM) -> int:
     for stopper in stoppers:
         with contextlib.suppress(Exception):  # stopping is best effort, never a new failure
             stopped += stopper(sig)
-    tracked = {child.pid for child in children}
-    others = [pid for pid in _direct_children() if pid not in tracked]
-    for pid in others:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-    return len(children) + len(others) + stopped
+    tracked = {child.pid for child in children}  # each leads its own group, signalled above
+    others = 0
+    for process in _descendants():
+        if process.pid in tracked or _group(process.pid) in tracked:
+            continue
+        with contextlib.suppress(psutil.Error):  # psutil checks the pid was not reused
+            process.send_signal(sig)
+            others += 1
+    return len(children) + others + stopped

@@ -16,6 +16,7 @@ then half-closed, so the command sees end-of-file.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import json
@@ -30,19 +31,22 @@ import tarfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import docker
 import docker.errors
 import requests
 from docker.types import Mount
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from gpulab import children
 from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
 from gpulab.errors import AdapterError, GpulabError, HostError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
+
+    from tenacity import RetryCallState
 
     from gpulab.adapters.base import ContainerSpec
 
@@ -59,6 +63,7 @@ DEFAULT_DOCKER_HOST: Final = "unix:///var/run/docker.sock"
 SAVE_PLATFORM_API: Final = (1, 48)  # first Engine API whose image export takes `platform`
 _START_HINT: Final = "start Docker, or set DOCKER_HOST to the engine's address"
 _EXIT_CODE_WAIT: Final = 5.0  # seconds to wait for the engine to record an exec's exit code
+_LOG_READER_JOIN: Final = 5.0  # seconds for a log reader to end once its stream is closed
 _MAX_CMD_CHARS: Final = 80
 
 
@@ -360,6 +365,19 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _first_match(chunks: Iterable[bytes], regex: re.Pattern[str]) -> bool:
+    """Whether a line of the output `chunks` (split anywhere, even inside a character) matches;
+    reads only as far as the first matching line."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    rest = ""
+    for chunk in chunks:
+        *lines, rest = (rest + decoder.decode(chunk)).split("\n")
+        if any(regex.search(line) for line in lines):
+            return True
+    rest += decoder.decode(b"", final=True)
+    return any(regex.search(line) for line in rest.splitlines())
+
+
 class DockerRuntime:
     """`ContainerRuntime` on a docker-py `APIClient` (anything with the same methods works)."""
 
@@ -558,20 +576,41 @@ class DockerRuntime:
                 api.remove_container(created["Id"], v=True, force=True)
 
     def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:
-        """Poll the container's output until a line matches `pattern` (kind follows `docker logs
-        -f` for the same purpose, common/cgroups.go WaitUntilLogRegexpMatches); False after
-        `timeout` seconds or when the container stopped."""
+        """Follow the container's output from its start until a line matches `pattern`, as kind
+        follows `docker logs -f` (common/cgroups.go WaitUntilLogRegexpMatches); False after
+        `timeout` seconds or when the output ends (the container stopped).
+
+        The stream is read by a helper thread, so the deadline holds however long the container
+        stays silent; the stream is closed (its socket shut down) when this returns."""
         regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._mapped(f"read the logs of container {name}"):
-                text = self._api.logs(name, stdout=True, stderr=True).decode("utf-8", "replace")
-            if any(regex.search(line) for line in text.splitlines()):
-                return True
-            info = self.get(name)
-            if info is None or not info.running or time.monotonic() >= deadline:
-                return False
-            time.sleep(0.5)
+        what = f"read the logs of container {name}"
+        with self._mapped(what):
+            stream = self._api.logs(name, stdout=True, stderr=True, stream=True, follow=True)
+        matched, ended = threading.Event(), threading.Event()
+        failed: list[BaseException] = []
+
+        def follow() -> None:
+            try:
+                if _first_match(stream, regex):
+                    matched.set()
+            except BaseException as err:  # handed to the caller below
+                failed.append(err)
+            finally:
+                ended.set()
+
+        reader = threading.Thread(target=follow, name=f"gpulab-logs-{name}", daemon=True)
+        reader.start()
+        try:
+            ended.wait(timeout)
+        finally:
+            # Not over SSH (docker-py cannot cancel there): that reader ends with the container.
+            with contextlib.suppress(docker.errors.DockerException, OSError):
+                stream.close()
+            reader.join(timeout=_LOG_READER_JOIN)
+        if failed and not matched.is_set():
+            with self._mapped(what):
+                raise failed[0]
+        return matched.is_set()
 
     def _inspect_container(self, name: str) -> dict[str, Any] | None:
         try:
@@ -679,16 +718,22 @@ class DockerRuntime:
 
     def _exit_code(self, exec_id: str, what: str) -> int:
         """The exec's exit code; the engine may record it a moment after closing the stream."""
-        give_up = time.monotonic() + _EXIT_CODE_WAIT
-        while True:
+
+        def inspect() -> int | None:
             with self._mapped(what):
                 state = self._api.exec_inspect(exec_id)
             code = state.get("ExitCode")
-            if not state.get("Running") and code is not None:
-                return int(code)
-            if time.monotonic() > give_up:
-                raise AdapterError(f"Docker did not report an exit code after trying to {what}")
-            time.sleep(0.05)
+            return None if state.get("Running") or code is None else int(code)
+
+        def never(_state: RetryCallState) -> NoReturn:
+            raise AdapterError(f"Docker did not report an exit code after trying to {what}")
+
+        code = Retrying(retry=retry_if_result(lambda code: code is None),
+                        stop=stop_after_delay(_EXIT_CODE_WAIT), wait=wait_fixed(0.05),
+                        retry_error_callback=never)(inspect)
+        if code is None:  # pragma: no cover
+            raise AssertionError("unreachable: tenacity returns a code or `never` raises")
+        return code
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:
         """Write `data` to the file `path` (absolute) in the container, creating parent folders.

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+
+from tenacity import Retrying, retry_if_result, wait_fixed
 
 from gpulab.errors import AdapterError, GpulabError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from tenacity import RetryCallState
 
     from gpulab.engine.step import StepContext
 
@@ -38,18 +42,29 @@ def wait_until(
 
     Adapter errors while polling (an API not up yet, a webhook warming up) count as observations,
     not failures: they are retried until the deadline and then reported as the last thing seen.
+    The deadline is read from `clock` and the pauses go through `ctx.sleep` (tenacity's own
+    time source is never used), so tests run it in no time.
     """
     limit = timeout * ctx.timeout_scale
     deadline = clock() + limit
-    seen = ""
-    while True:
+
+    def attempt() -> tuple[bool, str]:
         try:
             ok, seen = probe()
         except AdapterError as err:
             ok, seen = False, str(err)
         ctx.observe(step, f"{what}: {seen}" if seen else what)
-        if ok:
-            return seen
-        if clock() >= deadline:
-            raise WaitTimeout(what, limit, seen)
-        ctx.sleep(interval * min(ctx.timeout_scale, 1.0))
+        return ok, seen
+
+    def timed_out(state: RetryCallState) -> NoReturn:
+        seen = state.outcome.result()[1] if state.outcome else ""
+        raise WaitTimeout(what, limit, seen)
+
+    _, seen = Retrying(
+        retry=retry_if_result(lambda result: not result[0]),
+        stop=lambda _state: clock() >= deadline,
+        wait=wait_fixed(interval * min(ctx.timeout_scale, 1.0)),
+        sleep=ctx.sleep,
+        retry_error_callback=timed_out,
+    )(attempt)
+    return seen

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
+from tenacity import Retrying, retry_if_result, wait_fixed
 
 from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_LAB, LABEL_TENANT
@@ -24,6 +25,8 @@ from gpulab.verify.state import CredentialProbe, ProbeOutcome
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
     from pathlib import Path
+
+    from tenacity import RetryCallState
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.verify.state import JsonObj
@@ -172,20 +175,27 @@ def poll(
     """Call `probe` (→ outcome or None to keep waiting, observation) until an outcome or timeout.
 
     API errors while polling are observations, not outcomes. Returns (outcome | 'timeout', last
-    observation).
+    observation). Time is `clock`'s alone (tenacity repeats, `clock.sleep` pauses).
     """
     deadline = clock.now() + timeout
-    seen = ""
-    while True:
+
+    def attempt() -> tuple[str | None, str]:
         try:
-            outcome, seen = probe()
+            return probe()
         except GpulabError as err:
-            outcome, seen = None, f"API error: {one_line(str(err))}"
-        if outcome:
-            return outcome, seen
-        if clock.now() >= deadline:
-            return "timeout", seen
-        clock.sleep(interval)
+            return None, f"API error: {one_line(str(err))}"
+
+    def timed_out(state: RetryCallState) -> tuple[str, str]:
+        return "timeout", state.outcome.result()[1] if state.outcome else ""
+
+    outcome, seen = Retrying(
+        retry=retry_if_result(lambda result: not result[0]),
+        stop=lambda _state: clock.now() >= deadline,
+        wait=wait_fixed(interval),
+        sleep=clock.sleep,
+        retry_error_callback=timed_out,
+    )(attempt)
+    return outcome or "timeout", seen
 
 
 def clear_leftovers(kube: KubeGateway, cleanup: float, interval: float, clock: Clock) -> str:

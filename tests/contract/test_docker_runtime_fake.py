@@ -621,3 +621,33 @@ def test_engine_facts_for_doctor_and_preload() -> None:
     assert info.platform == "linux/arm64"
     assert info.containerd_store is True
     assert info.rootless is True and info.userns_remap is False
+
+
+def test_exit_code_never_recorded_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine keeps saying the exec runs after its stream closed: an error once the wait for
+    the exit code is over (no wait here: it is set to nothing)."""
+    monkeypatch.setattr(docker_runtime, "_EXIT_CODE_WAIT", 0)
+    ours, theirs = socket.socketpair()
+    theirs.close()  # the stream ends at once
+    api = FakeAPI()
+    api.exec_socket = ours
+    api.exec_states = [{"Running": True, "ExitCode": None}]
+    with pytest.raises(AdapterError, match="Docker did not report an exit code after trying to "
+                                           "run `true` in container n1"):
+        runtime(api).exec("n1", ["true"], timeout=5)
+    assert len(api.called("exec_inspect")) == 1
+
+
+@pytest.mark.parametrize(("chunks", "found"), [
+    ([b"[  OK  ] Reached target Multi", b"-User System.\nmore\n"], True),  # a line in two reads
+    ([b"caf\xc3", b"\xa9 ready\n"], True),  # a character in two reads
+    ([b"no newline at the end", b": Multi-User System"], True),
+    ([b"ready", b"\n", b"and more"], True),
+    ([b"re", b"\nady\n"], False),  # never on one line
+    ([], False),
+])
+def test_log_lines_are_matched_across_reads(chunks: list[bytes], found: bool) -> None:
+    import re
+
+    pattern = re.compile(r"Multi-User System|café ready|^ready")
+    assert docker_runtime._first_match(iter(chunks), pattern) is found

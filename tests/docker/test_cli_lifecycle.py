@@ -216,25 +216,14 @@ def test_status_json_carries_the_step_timings_of_up(_isolated_home: Path) -> Non
 
 
 def test_down_during_up_is_refused_by_the_lock(_isolated_home: Path) -> None:
-    import json as _json
-    import socket
-    import subprocess
-    import sys
-    import time
+    from tests.lock_holder import held_by_another_process
 
     lab = unique("locked")
     folder = _isolated_home / "labs" / lab
     folder.mkdir(parents=True)
     (folder / "management.kubeconfig").write_text("kept")
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    (folder / ".lock").write_text(_json.dumps({"pid": sleeper.pid, "host": socket.gethostname(),
-                                               "command": f"up --name {lab}",
-                                               "started": time.time()}))
-    try:
+    with held_by_another_process(lab, folder, f"up --name {lab}") as pid:
         result = runner.invoke(app, ["down", "--name", lab])
-    finally:
-        sleeper.kill()
-        sleeper.wait()
     assert result.exit_code == 5, result.stderr
-    assert f"lab '{lab}' is in use by `gpulab up --name {lab}` (pid {sleeper.pid}" in result.stderr
+    assert f"lab '{lab}' is in use by `gpulab up --name {lab}` (pid {pid}" in result.stderr
     assert (folder / "management.kubeconfig").read_text() == "kept"  # never half-torn

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -417,6 +419,85 @@ def test_wait_for_log_sees_the_nodes_own_output(runtime: DockerRuntime,
                                          "\x1b[0;1;39mMulti-User System\x1b[0m.' > /proc/1/fd/1"],
                  timeout=60)
     assert runtime.wait_for_log(spec.name, NODE_READY_LOG, timeout=10) is True
+
+
+def _printing(client: docker.DockerClient, cleanup: Cleanup, script: str) -> str:
+    """A running busybox container whose output is `script`'s."""
+    name = unique("logs")
+    cleanup.containers.append(name)
+    client.containers.run(TEST_IMAGE, ["sh", "-c", script], name=name, detach=True,
+                          labels={SESSION_LABEL: SESSION_ID})
+    return name
+
+
+class _Streams:
+    """Wraps the runtime's `logs` to keep the streams it opened, and whether each was closed."""
+
+    def __init__(self, runtime: DockerRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened: list[Any] = []
+        self.closed: list[Any] = []
+        real = runtime._api.logs
+
+        def logs(*args: Any, **kwargs: Any) -> Any:
+            stream = real(*args, **kwargs)
+            self.opened.append((stream, kwargs))
+            close = stream.close
+
+            def closing() -> None:
+                self.closed.append(stream)
+                close()
+
+            stream.close = closing
+            return stream
+
+        monkeypatch.setattr(runtime._api, "logs", logs)
+
+
+def _log_readers() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("gpulab-logs-")]
+
+
+def test_wait_for_log_follows_a_line_printed_later(runtime: DockerRuntime, client: docker.DockerClient,
+                                                   cleanup: Cleanup,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = _Streams(runtime, monkeypatch)
+    name = _printing(client, cleanup, "echo booting; sleep 2; "
+                                      "echo '[  OK  ] Reached target Multi-User System.'; "
+                                      "exec sleep 300")
+    from gpulab.stacks.common import NODE_READY_LOG
+
+    assert runtime.wait_for_log(name, NODE_READY_LOG, timeout=60) is True
+    assert len(streams.opened) == 1  # one followed stream, not a re-read every half second
+    stream, kwargs = streams.opened[0]
+    assert kwargs == {"stdout": True, "stderr": True, "stream": True, "follow": True}
+    assert streams.closed == [stream]
+    assert _log_readers() == []
+
+
+def test_wait_for_log_never_printed_is_false_by_the_deadline(
+        runtime: DockerRuntime, client: docker.DockerClient, cleanup: Cleanup,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = _Streams(runtime, monkeypatch)
+    name = _printing(client, cleanup, "echo booting; exec sleep 300")
+    started = time.monotonic()
+    assert runtime.wait_for_log(name, "Reached target", timeout=1) is False
+    assert time.monotonic() - started < 30  # the silent container did not hold it
+    assert [s for s, _ in streams.opened] == streams.closed  # the stream was closed
+    assert _log_readers() == []  # and its reader ended with it
+    assert runtime.get(name).running  # the container itself is left alone
+
+
+def test_wait_for_log_ends_when_the_container_stops(runtime: DockerRuntime,
+                                                    client: docker.DockerClient,
+                                                    cleanup: Cleanup) -> None:
+    name = _printing(client, cleanup, "echo booting; sleep 1; echo bye")
+    started = time.monotonic()
+    assert runtime.wait_for_log(name, "Reached target", timeout=120) is False
+    assert time.monotonic() - started < 60  # it returned because the output ended
+    assert not runtime.get(name).running
+    assert runtime.wait_for_log(name, "^bye$", timeout=120) is True  # a stopped one's lines
+    with pytest.raises(AdapterError):
+        runtime.wait_for_log(unique("gone"), "x", timeout=1)
 
 
 def test_privileged_probe_tells_what_the_engine_does(runtime: DockerRuntime,
