@@ -42,6 +42,7 @@ __all__ = [
     "clean_object",
     "clear_leftovers",
     "cross_kubeconfig",
+    "default_service_account",
     "delete_verify_objects",
     "guard",
     "kubeconfig_cross_gateway",
@@ -227,6 +228,30 @@ def clear_leftovers(kube: KubeGateway, cleanup: float, interval: float, clock: C
     if outcome != "empty":
         return f"earlier verify pods in {NS} did not go away within {cleanup:.0f}s: {last}"
     return ""
+
+
+def default_service_account(kube: KubeGateway, namespace: str, timeout: float, interval: float,
+                            clock: Clock) -> str:
+    """Wait until ServiceAccount `default` exists in `namespace`; '' then, else why not.
+
+    A new namespace gets its `default` ServiceAccount from kube-controller-manager's
+    serviceaccount controller, asynchronously; until it exists the ServiceAccount admission
+    plugin refuses every pod that names no other account, with 403 Forbidden "error looking up
+    service account <ns>/default: serviceaccount \"default\" not found" (kubernetes
+    plugin/pkg/admission/serviceaccount/admission.go, `Admit`/`getServiceAccount`: docs/vcluster-
+    kai.md, "What verify does"). Kubernetes' own e2e framework waits for it the same way before
+    it creates pods ("Waiting for a default service account to be provisioned in namespace").
+    """
+    def exists() -> tuple[str | None, str]:
+        account = kube.get("v1", "ServiceAccount", "default", namespace)
+        return ("exists" if account is not None else None), "not created yet"
+
+    outcome, last = poll(exists, timeout, interval, clock)
+    if outcome == "exists":
+        return ""
+    return (f"ServiceAccount {namespace}/default did not appear within {timeout:.0f}s (last seen: "
+            f"{last}); the API server refuses pods until it exists: is the cluster's "
+            f"kube-controller-manager running?")
 
 
 def classify_probe_error(err: BaseException) -> ProbeOutcome:

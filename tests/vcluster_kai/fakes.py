@@ -5,6 +5,8 @@ included); the fake-gpu-operator release makes its deployments available, create
 `nvidia` and advertises the topology's GPUs on pool nodes; the KAI release brings its CRDs and,
 like KAI's operator, the six operand deployments (switchable: `kai_operands`); a vCluster release
 writes secret `vc-<name>` and answers with an API that lists the host's nodes (nodes sync).
+With `slow_link`, helm's wait for fake-gpu-operator runs out while its pods still pull and
+crash-loop.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import yaml
 
 from gpulab.adapters import base
 from gpulab.adapters.base import ContainerInfo
+from gpulab.errors import AdapterError
 from gpulab.stacks.common import LabAdapters
 from gpulab.stacks.vcluster_kai import render as kr
 from tests.fakes import FakeHelm, FakeKind, FakeKube, FakeRuntime, FakeWorld, _cluster_of
@@ -46,9 +49,13 @@ class KaiWorld(FakeWorld):
     kai_operands: bool = True  # KAI's operator creates its deployments
     advertise_gpus: bool = True  # fake-gpu-operator's device plugin advertises the GPUs
     sync_nodes: bool = True  # vClusters list the host's nodes
+    # fake-gpu-operator's images still pulling on the pool's worker when helm's --wait runs out:
+    # its install fails with the pods waiting, as on a slow link (issue #20 6a)
+    slow_link: bool = False
 
     def __post_init__(self) -> None:
         self.vclusters: dict[str, dict[str, Any]] = {}  # name -> release values
+        self.helm_timeouts: dict[str, int] = {}  # release -> helm's --timeout, in seconds
 
     def kube(self, cluster: str) -> FakeKube:
         with self.lock:
@@ -90,13 +97,43 @@ def _crd(name: str) -> dict[str, Any]:
             "status": {"conditions": [{"type": "Established", "status": "True"}]}}
 
 
+def _fake_gpu_pods(kube: FakeKube, release: base.HelmRelease, *, ready: bool) -> None:
+    """fake-gpu-operator's status-updater and device-plugin pods: still pulling and
+    crash-looping (its topology ConfigMap not written yet), or running with the ConfigMap."""
+    namespace = release.namespace
+    pods = {"status-updater-7c9f8d-x2k4q": "ContainerCreating",
+            "device-plugin-5hq2m": "CrashLoopBackOff"}
+    for name, waiting in pods.items():
+        state: dict[str, Any] = {"running": {}} if ready else {"waiting": {"reason": waiting}}
+        kube.put({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": name, "namespace": namespace},
+                  "status": {"phase": "Running" if ready else "Pending", "containerStatuses": [
+                      {"name": name.split("-")[0], "ready": ready, "state": state}]}})
+    if ready:
+        key = release.values["topology"]["nodePoolLabelKey"]
+        for node in kube.list_objects("v1", "Node"):
+            if key in (node["metadata"].get("labels") or {}):
+                kube.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                    "name": f"topology-{node['metadata']['name']}", "namespace": namespace}})
+
+
 class KaiHelm(FakeHelm):
     world: KaiWorld
 
     def install(self, release: base.HelmRelease, *, timeout_seconds: int = 600) -> None:
-        super().install(release, timeout_seconds=timeout_seconds)
+        self.world.helm_timeouts[release.name] = timeout_seconds
         kube = self.world.kube(self.cluster)
-        if release.chart.endswith("/fake-gpu-operator"):
+        fake_gpus = release.chart.endswith("/fake-gpu-operator")
+        if fake_gpus and self.world.slow_link:
+            self.world.faults.hit(f"helm.install:{release.name}:{self.cluster}")
+            _fake_gpu_pods(kube, release, ready=False)
+            raise AdapterError(  # helm marks the release failed: `installed` stays False
+                f"helm upgrade --install {release.name} ({release.chart} {release.version}) in "
+                f"namespace {release.namespace} failed: Error: UPGRADE FAILED: context deadline "
+                f"exceeded")
+        super().install(release, timeout_seconds=timeout_seconds)
+        if fake_gpus:
+            _fake_gpu_pods(kube, release, ready=True)
             for name in ("status-updater", "topology-server"):
                 kube.put(_deployment(name, release.namespace))
             kube.put({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",

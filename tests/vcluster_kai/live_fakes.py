@@ -1,9 +1,10 @@
 """In-memory API servers for the live path of the vcluster-kai `verify`.
 
 The host is a `FakeApi` (tests/kamaji_hami/fakes.py) seeded with the GPU node, the queue tree and
-each vCluster's control-plane pod; each team's vCluster is a `FakeApi` whose pod creation plays
+each vCluster's control-plane pod; each team's vCluster is a `VClusterApi` whose pod creation plays
 vCluster's syncer (the host copy: translated name, labels and annotations unchanged, vCluster's
-own labels and annotations added). `FakeKai` plays KAI whenever host pods are read: pod-grouper
+own labels and annotations added) and whose new namespaces refuse pods until their `default`
+ServiceAccount exists (`service_account_after`). `FakeKai` plays KAI whenever host pods are read: pod-grouper
 (a PodGroup in the label's queue, `default-queue` without one), the scheduler (queue limits up
 the parent chain first, then the GPU pool's capacity, fractions binpacked), the kubelet (bound
 pods turn Running) and the queue-controller (`status.allocated`, `330m` style).
@@ -150,7 +151,7 @@ class KaiLab:
     profile: VclusterKaiProfile
     clock: FakeClock
     host: FakeApi
-    teams: dict[str, FakeApi]
+    teams: dict[str, VClusterApi]
     kai: FakeKai
     down: set[str] = field(default_factory=set)
     unsynced: set[str] = field(default_factory=set)  # vClusters whose syncer does nothing
@@ -170,6 +171,56 @@ class KaiLab:
         probe.fail["list_objects"] = AdapterError(
             f"list Namespace at https://{b.NODE_IP}:{port}: 401 Unauthorized")
         return probe
+
+
+class VClusterApi(FakeApi):
+    """A vCluster's API server with what happens to a new namespace: kube-controller-manager's
+    serviceaccount controller creates its `default` ServiceAccount `service_account_after`
+    seconds later (None: never), and until then the ServiceAccount admission plugin refuses
+    every pod that names no other account with 403 Forbidden (kubernetes
+    plugin/pkg/admission/serviceaccount/admission.go; docs/vcluster-kai.md)."""
+
+    def __init__(self, name: str, version: str, clock: FakeClock,
+                 service_account_after: float | None = 0.0) -> None:
+        super().__init__(name, version)
+        self.clock = clock
+        self.service_account_after = service_account_after
+        self.namespaces_born: dict[str, float] = {}
+        self.refused: list[str] = []  # pods the admission plugin refused
+
+    def _serviceaccount_controller(self) -> None:
+        if self.service_account_after is None:
+            return
+        for namespace, born in self.namespaces_born.items():
+            key = ("ServiceAccount", namespace, "default")
+            if key not in self.objects and ("Namespace", "", namespace) in self.objects and (
+                    self.clock.now() >= born + self.service_account_after):
+                self.objects[key] = {"apiVersion": "v1", "kind": "ServiceAccount",
+                                     "metadata": {"name": "default", "namespace": namespace,
+                                                  "uid": f"sa-{namespace}"}}
+
+    def apply(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        with self.lock:
+            self._serviceaccount_controller()
+            meta = obj["metadata"]
+            if obj["kind"] == "Namespace" and self.key(obj) not in self.objects:
+                self.namespaces_born[meta["name"]] = self.clock.now()
+            namespace = meta.get("namespace") or "default"
+            account = (obj.get("spec") or {}).get("serviceAccountName") or "default"
+            if (obj["kind"] == "Pod" and self.key(obj) not in self.objects
+                    and ("ServiceAccount", namespace, account) not in self.objects):
+                self.refused.append(meta["name"])
+                raise AdapterError(
+                    f"apply Pod {namespace}/{meta['name']} at https://127.0.0.1:31443: 403 "
+                    f"Forbidden: pods \"{meta['name']}\" is forbidden: error looking up service "
+                    f"account {namespace}/{account}: serviceaccount \"{account}\" not found")
+            return super().apply(obj, dry_run=dry_run)
+
+    def get(self, api_version: str, kind: str, name: str,
+            namespace: str | None = None) -> dict[str, Any] | None:
+        with self.lock:
+            self._serviceaccount_controller()
+            return super().get(api_version, kind, name, namespace)
 
 
 def _syncer(lab_ref: list[KaiLab], team: TeamSpec) -> Any:
@@ -197,17 +248,18 @@ def _syncer(lab_ref: list[KaiLab], team: TeamSpec) -> Any:
     return sync
 
 
-def kai_lab(profile: VclusterKaiProfile, **kai: Any) -> KaiLab:
+def kai_lab(profile: VclusterKaiProfile, service_account_after: float | None = 0.0,
+            **kai: Any) -> KaiLab:
     clock = FakeClock()
     host = FakeApi("host", "v1.36.4")
     host.put(*b.host_nodes(profile))
     for queue in b.host_queues(profile):
         host.put({**copy.deepcopy(queue), "status": {}})
-    teams: dict[str, FakeApi] = {}
+    teams: dict[str, VClusterApi] = {}
     ref: list[KaiLab] = []
     for team in profile.teams:
         host.put(b.control_plane_pod(team))
-        api = FakeApi(team.name, "v1.36.0")
+        api = VClusterApi(team.name, "v1.36.0", clock, service_account_after)
         api.put(*b.host_nodes(profile), b.coredns(team))
         api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}})
         api.webhook = _syncer(ref, team)
@@ -223,4 +275,4 @@ def verify_namespace_left(lab: KaiLab, team: str) -> list[tuple[str, str, str]]:
                                                               verify_observe.VERIFY_NAMESPACE))
 
 
-__all__ = ["FakeKai", "KaiLab", "kai_lab", "ko", "verify_namespace_left"]
+__all__ = ["FakeKai", "KaiLab", "VClusterApi", "kai_lab", "ko", "verify_namespace_left"]

@@ -128,6 +128,62 @@ def test_fake_gpus_must_be_advertised(kai_profile: VclusterKaiProfile) -> None:
             in failed["management/fake-gpus"].last_seen)
 
 
+def test_vclusters_wait_until_the_gpu_node_is_advertised(kai_profile: VclusterKaiProfile
+                                                          ) -> None:
+    """Issue #20 6a: every pod of the lab lands on the pool's worker, so a vCluster installed
+    next to fake-gpu-operator pulls its images while fake-gpu-operator's still are. The
+    vClusters start once fake-gpu-operator advertises the GPUs (and still next to KAI)."""
+    world = KaiWorld()
+    recorder = Recorder()
+    steps, _ = _steps(kai_profile, world)
+    for team in TEAMS:
+        step = next(s for s in steps if s.name == f"{team}/vcluster")
+        assert "management/fake-gpus" in step.requires
+    assert _up(kai_profile, world, recorder).ok
+    done = {e.step: i for i, e in enumerate(recorder.events) if e.kind == "done"}
+    started = {e.step: i for i, e in enumerate(recorder.events) if e.kind == "started"}
+    assert all(done["management/fake-gpus"] < started[f"{t}/vcluster"] for t in TEAMS)
+    installs = [c.split(":")[1] for c in world.faults.calls if c.startswith("helm.install:")]
+    assert installs[0] == "gpu-operator" and set(installs[1:]) == {"kai-scheduler", *TEAMS}
+    assert world.helm_timeouts["gpu-operator"] >= 900  # pulls + the device plugin's back-off
+
+
+def test_a_slow_link_stops_at_fake_gpus_with_what_waits_and_up_resumes(
+        kai_profile: VclusterKaiProfile) -> None:
+    world = KaiWorld(slow_link=True)
+    first = _up(kai_profile, world)
+    failed = {r.name: r for r in first.failures}
+    assert set(failed) == {"management/fake-gpus"}
+    message = str(failed["management/fake-gpus"].error)
+    assert "fake-gpu-operator does not advertise the GPUs yet (" in message
+    assert "helm and gpulab wait up to 900s each" in message
+    assert "pod status-updater-7c9f8d-x2k4q ContainerCreating" in message
+    assert "pod device-plugin-5hq2m CrashLoopBackOff" in message
+    assert ("ConfigMap topology-gpulab-vcluster-kai-worker not written by the status-updater "
+            "yet (the device plugin exits until it exists)") in message
+    assert "context deadline exceeded" in message  # helm's own words are kept
+    assert "run `gpulab up` again, it resumes at this step" in message
+    blocked = {r.name for r in first.results if r.outcome is Outcome.NOT_RUN}
+    assert blocked == set(STEP_NAMES) - {"management/cluster", "management/fake-gpus"}
+    assert not any(c.startswith("helm.install:team-") for c in world.faults.calls)
+    world.slow_link = False  # the images arrived
+    second = _up(kai_profile, world)
+    assert second.ok, [str(r.error) for r in second.failures]
+    assert second.results[0].outcome is Outcome.SKIPPED  # the cluster is kept
+    assert _up(kai_profile, world).all_skipped
+
+
+def test_a_fake_gpus_failure_with_nothing_on_its_way_keeps_its_own_error(
+        kai_profile: VclusterKaiProfile) -> None:
+    """No fake-gpu-operator pod exists (e.g. the chart could not be pulled): no slow-link story."""
+    world = KaiWorld()
+    world.faults.fail_once.add("helm.install:gpu-operator:management")
+    first = _up(kai_profile, world)
+    [failed] = first.failures
+    assert str(failed.error) == ("step 'management/fake-gpus' failed: injected fault: "
+                                 "helm.install:gpu-operator:management")
+
+
 def test_a_vcluster_that_does_not_sync_nodes_fails_its_gpu_node_step(
         kai_profile: VclusterKaiProfile) -> None:
     world = KaiWorld(sync_nodes=False)

@@ -3,8 +3,13 @@ where the test plays vCluster's syncer and KAI (tests/vcluster_kai/live_fakes.py
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from gpulab.errors import AdapterError
+from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.observe import KaiGateways, Timeouts
 from gpulab.stacks.vcluster_kai.record import read_recording, write_recording
 from gpulab.stacks.vcluster_kai.run import evaluate, run_verify
@@ -182,3 +187,57 @@ def test_a_lab_someone_uses_is_said_first_and_its_gpu_checks_do_not_run(
     write_recording(tmp_path / "rec", report.state, kai_profile)  # type: ignore[arg-type]
     replay = evaluate(read_recording(tmp_path / "rec").state, kai_profile)
     assert [r.to_dict() for r in replay.results] == [r.to_dict() for r in report.results]
+
+
+# --------------------------------------------------------------------------- issue #20 6b
+
+
+def test_the_fake_vcluster_refuses_pods_until_the_default_service_account_exists(
+        kai_profile: VclusterKaiProfile) -> None:
+    """The model the next tests rest on: a pod created right after its namespace (what verify
+    did before) is refused with 403 "serviceaccount \"default\" not found"; once the
+    serviceaccount controller made `default`, the same pod is accepted."""
+    lab = kai_lab(kai_profile, service_account_after=5)
+    api = lab.teams[NLP]
+    namespace, share = kr.verify_objects(kai_profile, kai_profile.teams[0])[:2]
+    api.apply(namespace)
+    with pytest.raises(AdapterError, match=r'403 Forbidden: .*error looking up service account '
+                                           r'gpulab-verify/default: serviceaccount "default" '
+                                           r"not found"):
+        api.apply(share)
+    lab.clock.sleep(5)
+    assert api.apply(share)["metadata"]["name"] == "gpu-share"
+    assert api.refused == ["gpu-share"]
+
+
+def test_verify_waits_for_the_default_service_account_before_its_pods(
+        kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile, service_account_after=5)
+    report = _run(lab, kai_profile)
+    assert set(_status(report).values()) == {"pass"}, [
+        (r.id, r.tenant, r.reason) for r in report.results if r.status != "pass"]
+    for team in kai_profile.member_names():
+        api = lab.teams[team]
+        assert api.refused == []  # no pod was created before `default` existed
+        calls = [c[:2] for c in api.calls]
+        assert calls.index(("get", "ServiceAccount")) < calls.index(("apply", "Pod"))
+
+
+def test_a_default_service_account_that_never_appears_is_a_bounded_error(
+        kai_profile: VclusterKaiProfile) -> None:
+    lab = kai_lab(kai_profile, service_account_after=None)
+    timeouts = replace(TIMEOUTS, service_account=10)
+    report = _run(lab, kai_profile, timeouts=timeouts)
+    status = _status(report)
+    for team in kai_profile.member_names():
+        for check in ("KAI-04", "KAI-05", "KAI-06", "KAI-07"):
+            result = next(r for r in report.results if (r.id, r.tenant) == (check, team))
+            assert result.status == "error", (check, team, result.reason)
+            assert ("could not prepare namespace gpulab-verify: ServiceAccount "
+                    "gpulab-verify/default did not appear within 10s") in result.reason
+            assert "kube-controller-manager" in result.reason
+        for check in ("KAI-01", "KAI-02", "KAI-03"):
+            assert status[(check, team)] == "pass", (check, team)
+        assert not [c for c in lab.teams[team].calls if c[:2] == ("apply", "Pod")]
+        assert verify_namespace_left(lab, team) == []  # the namespace is still cleaned up
+    assert lab.clock.slept <= 3 * (timeouts.service_account + timeouts.interval) + 1

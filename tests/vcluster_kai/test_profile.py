@@ -99,6 +99,13 @@ BROKEN = [
      "teams[1].api_node_port: port 31443 is already used by teams[0]"),
     ("port-range", "api_node_port: 31445", "api_node_port: 8443", 1,
      "teams[2].api_node_port: must be a NodePort in 30000-32767"),
+    # The kubelet NodePort of each vCluster Service is api_node_port - 1000 (issue #20 6c).
+    ("kubelet-port-below-range", "api_node_port: 31445", "api_node_port: 30445", 1,
+     "teams[2].api_node_port: 30445 leaves no NodePort for the vCluster's kubelet port "
+     "(api_node_port - 1000 = 29445 is below 30000); choose 31000-32767"),
+    ("kubelet-port-is-another-teams-api-port", "api_node_port: 31445", "api_node_port: 32443",
+     1, "teams[2].api_node_port: the vCluster's kubelet NodePort 31443 (api_node_port - 1000) "
+        "is already used by teams[0]"),
     ("queue-is-org", "    queue:\n      priority: 100", "    queue:\n      name: ml-org\n"
      "      priority: 100", 1, "teams[0].queue.name: queue 'ml-org' is already used by org_queue"),
     ("kai-default-queue", "  name: ml-org", "  name: default-queue", 1,
@@ -152,6 +159,26 @@ def test_a_kamaji_field_in_a_kai_profile_is_refused() -> None:
     problems = _problems(TEXT + "tenants: []\n")
     assert any(p.endswith("tenants: unknown field (check the spelling; see "
                           "docs/profile-reference.md)") for p in problems)
+
+
+def test_each_team_gets_a_kubelet_node_port_apart_from_every_api_port(
+        kai_profile: VclusterKaiProfile) -> None:
+    api = [t.api_node_port for t in kai_profile.teams]
+    kubelet = [t.kubelet_node_port for t in kai_profile.teams]
+    assert (api, kubelet) == ([31443, 31444, 31445], [30443, 30444, 30445])
+    assert len(set(api + kubelet)) == 6
+
+
+def test_an_api_port_equal_to_an_earlier_teams_kubelet_port_is_refused() -> None:
+    """The check does not depend on the order of the teams: team-vision's API NodePort 30443 is
+    team-nlp's kubelet NodePort (reported at team-nlp), and leaves team-vision none of its own."""
+    text, line = _mutate("api_node_port: 31444", "api_node_port: 30443")
+    problems = _problems(text)
+    nlp = _line_of(TEXT, "api_node_port: 31443")
+    assert (f"{SRC}:{nlp}: teams[0].api_node_port: the vCluster's kubelet NodePort 30443 "
+            "(api_node_port - 1000) is already used by teams[1]") in problems, problems
+    assert any(p.startswith(f"{SRC}:{line}: teams[1].api_node_port: 30443 leaves no NodePort")
+               for p in problems), problems
 
 
 def test_team_lookup(kai_profile: VclusterKaiProfile) -> None:

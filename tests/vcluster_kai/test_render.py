@@ -18,6 +18,7 @@ from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 from gpulab.stacks.vcluster_kai.steps import HostFacts, build_steps, verify_previews
+from tests.rendered import render as helm_template
 from tests.schemas import pinned_data, validate_object
 
 # Verbatim from the vCluster + KAI write-up, step 5 (create-queues.yaml).
@@ -149,13 +150,39 @@ def test_vcluster_values_follow_the_write_up_and_validate(kai_profile: VclusterK
         values = release.values
         assert contains(values, WRITE_UP_VCLUSTER)
         assert values["controlPlane"]["service"] == {
-            "spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port}
+            "spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port,
+            "kubeletNodePort": team.api_node_port - 1000}
         # reached on the host's loopback, on every host (kind publishes the NodePort there)
         assert values["exportKubeConfig"] == {"server": f"https://127.0.0.1:{team.host_port}"}
         assert values["controlPlane"]["proxy"] == {"extraSANs": ["127.0.0.1", "localhost"]}
         assert values["controlPlane"]["statefulSet"]["image"]["repository"] == (
             "loft-sh/vcluster-oss")  # the profile's values merge over gpulab's
         validate_vcluster_values(values)
+
+
+@pytest.mark.helm
+def test_every_vcluster_service_port_has_its_own_fixed_node_port(
+        kai_profile: VclusterKaiProfile) -> None:
+    """The chart's Service, rendered by the real `helm template` (vCluster 0.35.3
+    templates/service.yaml:26-45): besides the API (`httpsNodePort`) it exposes the kubelet port
+    10250 (proxyKubelets.byHostname, on by default) at `kubeletNodePort`, 0 by default, which
+    the API server fills with any free NodePort, perhaps another team's fixed API port. Every
+    NodePort of every team is set, and all differ (issue #20 6c)."""
+    seen: dict[int, str] = {}
+    for team in kai_profile.teams:
+        release = kr.vcluster_release(kai_profile, team)
+        validate_vcluster_values(release.values)
+        objects = helm_template("vcluster", release.name, release.namespace, release.values)
+        exposed = [o for o in objects if o["kind"] == "Service"
+                   and o["spec"].get("type") in ("NodePort", "LoadBalancer")]
+        assert [o["metadata"]["name"] for o in exposed] == [team.name]
+        ports = {p["name"]: p.get("nodePort") for p in exposed[0]["spec"]["ports"]}
+        assert ports == {"https": team.api_node_port, "kubelet": team.kubelet_node_port}
+        for name, node_port in ports.items():
+            assert isinstance(node_port, int) and node_port > 0, (team.name, name, node_port)
+            assert node_port not in seen, (f"{team.name} {name}", seen[node_port])
+            seen[node_port] = f"{team.name} {name}"
+    assert len(seen) == 2 * len(kai_profile.teams)
 
 
 def test_the_vcluster_schema_rejects_unknown_keys(kai_profile: VclusterKaiProfile) -> None:

@@ -4,7 +4,8 @@ A live run observes the lab in phases (teams concurrently within a phase):
 
 0. host: the GPU pool's nodes;
 1. per team: its vCluster's control-plane pods (host), the vCluster API (`/version`, nodes), then
-   namespace `gpulab-verify` inside the vCluster and the `gpu-share` pod, followed to the host
+   namespace `gpulab-verify` inside the vCluster, its `default` ServiceAccount (bounded wait: pods
+   are refused until it exists) and the `gpu-share` pod, followed to the host
    (vCluster's translated name in `vcluster-<team>`) and waited for until Running;
 2. host: the queues, once every team queue shows its share pod's allocation (bounded), and a
    fresh snapshot of every share pod, so KAI-05 sees them at one moment;
@@ -42,6 +43,7 @@ from gpulab.verify.observe import (
     clean_all,
     clean_object,
     clear_leftovers,
+    default_service_account,
     delete_verify_objects,
     guard,
     labelled,
@@ -88,6 +90,7 @@ class Timeouts:
     grouped: float = 60.0  # the queue probe's PodGroup
     allocated: float = 60.0  # the team queues to show the share pods' allocation
     cleanup: float = 60.0  # leftovers of an earlier run to disappear
+    service_account: float = 60.0  # the new namespace's `default` ServiceAccount to appear
     interval: float = 2.0
 
 
@@ -292,6 +295,12 @@ def _share(obs: _Obs, host: KubeGateway, profile: VclusterKaiProfile, lab: str,
         problem = clear_leftovers(vc, timeouts.cleanup, timeouts.interval, clock)
         if not problem:
             vc.apply(labelled(kr.verify_objects(profile, obs.team)[0], lab, obs.team.name))
+            # The pods name no ServiceAccount: until the namespace's `default` exists, the
+            # vCluster's API server refuses them with 403 (verify_observe.default_service_account).
+            waited = default_service_account(vc, NS, timeouts.service_account,
+                                              timeouts.interval, clock)
+            if waited:
+                problem = f"could not prepare namespace {NS}: {waited}"
     except GpulabError as err:
         problem = f"could not prepare namespace {NS}: {one_line(str(err))}"
     if problem:

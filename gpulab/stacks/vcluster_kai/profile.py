@@ -39,6 +39,13 @@ __all__ = [
 # Queues KAI creates itself (defaultQueue.createDefaultQueue); a profile may not redefine them.
 DEFAULT_QUEUES = ("default-parent-queue", "default-queue")
 NODE_PORTS = (30000, 32767)
+# Each vCluster Service also exposes the kubelet port (10250) when
+# `networking.advanced.proxyKubelets.byHostname` is on, its default (chart templates/service.yaml
+# :39-45, values.yaml:1159-1162 at vCluster v0.35.3), with `nodePort:
+# controlPlane.service.kubeletNodePort`, default 0 = any free port (values.yaml:586-587): a random
+# NodePort can take another team's API NodePort before that team's vCluster is installed. gpulab
+# pins it per team at the API NodePort minus this offset (31443 -> 30443).
+KUBELET_PORT_OFFSET = 1000
 _KINDEST_MINOR = re.compile(r"^kindest/node:v1\.(\d+)\.\d+@")
 # Host Kubernetes minors each pinned release is tested with (facts doc §4): KAI v0.16.8's release
 # e2e runs v1.28-v1.36; vCluster 0.35's compatibility matrix lists hosts v1.34-v1.36.
@@ -168,6 +175,12 @@ class TeamSpec(Strict):
         return value
 
     @property
+    def kubelet_node_port(self) -> int:
+        """The NodePort of the vCluster's kubelet port (see KUBELET_PORT_OFFSET); the profile
+        refuses one below the NodePort range or taken by another team's port."""
+        return self.api_node_port - KUBELET_PORT_OFFSET
+
+    @property
     def host_port(self) -> int:
         """Where the host reaches this team's vCluster API (127.0.0.1)."""
         return self.api_host_port or self.api_node_port
@@ -294,6 +307,31 @@ class VclusterKaiProfile(LabProfile):
                                  f"host port {team.host_port} is already used by "
                                  f"{host_ports[team.host_port]}"))
             host_ports.setdefault(team.host_port, f"teams[{index}]")
+        problems += self._kubelet_port_problems(ports)
+        return problems
+
+    def _kubelet_port_problems(self, api_ports: dict[int, str]
+                               ) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every team's kubelet NodePort (api_node_port - 1000) is in the NodePort range and
+        differs from every team's API NodePort and every other kubelet NodePort: the ports of all
+        vCluster Services are fixed, so none is left to the API server's random choice."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        kubelet_ports: dict[int, str] = {}
+        low, _ = NODE_PORTS
+        for index, team in enumerate(self.teams):
+            at = ("teams", index, "api_node_port")
+            port = team.kubelet_node_port
+            if port < low:
+                problems.append((at, f"{team.api_node_port} leaves no NodePort for the "
+                                     f"vCluster's kubelet port (api_node_port - "
+                                     f"{KUBELET_PORT_OFFSET} = {port} is below {low}); choose "
+                                     f"{low + KUBELET_PORT_OFFSET}-{NODE_PORTS[1]}"))
+                continue
+            owner = api_ports.get(port) or kubelet_ports.get(port)
+            if owner is not None:
+                problems.append((at, f"the vCluster's kubelet NodePort {port} (api_node_port - "
+                                     f"{KUBELET_PORT_OFFSET}) is already used by {owner}"))
+            kubelet_ports.setdefault(port, f"teams[{index}] (kubelet NodePort)")
         return problems
 
     def _version_problems(self) -> list[tuple[tuple[str | int, ...], str]]:

@@ -234,7 +234,7 @@ def vcluster_server(team: TeamSpec) -> str:
 def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec) -> base.HelmRelease:
     """One team's vCluster: the write-up's vcluster.yaml (host nodes synced in, owner references
     off) plus how the host reaches it (NodePort published on 127.0.0.1, exported kubeconfig
-    server, certificate SANs)."""
+    server, certificate SANs) and a fixed NodePort for each port of its Service."""
     values: dict[str, Any] = {
         "sync": {
             "fromHost": {
@@ -245,7 +245,11 @@ def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec) -> base.HelmRe
         },
         "experimental": {"syncSettings": {"setOwner": False}},
         "controlPlane": {
-            "service": {"spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port},
+            # Both ports of the chart's Service get a fixed NodePort (templates/service.yaml:26-45
+            # at v0.35.3): the API, and the kubelet port, which would otherwise take any free
+            # NodePort, perhaps another team's API port (profile.KUBELET_PORT_OFFSET).
+            "service": {"spec": {"type": "NodePort"}, "httpsNodePort": team.api_node_port,
+                        "kubeletNodePort": team.kubelet_node_port},
             "proxy": {"extraSANs": [VCLUSTER_LISTEN_ADDRESS, "localhost"]},
         },
         "exportKubeConfig": {"server": vcluster_server(team)},

@@ -1,9 +1,12 @@
 """The vcluster-kai lab as a plan of steps.
 
-Order (one place decides it): kind cluster (a GPU-pool worker) → fake-gpu-operator → KAI Scheduler
-→ the reservation RBAC fake GPUs need, and the queue tree; per team, concurrently with the
-add-ons: its vCluster (kubeconfig saved 0600) → the GPU node seen from inside it. This is KAI's own
-CI order (hack/setup-e2e-cluster.sh): fake GPUs first, KAI with GPU sharing, then the RBAC.
+Order (one place decides it): kind cluster (a GPU-pool worker) → fake-gpu-operator, until the pool
+advertises its GPUs → KAI Scheduler → the reservation RBAC fake GPUs need, and the queue tree; per
+team, once the GPUs are advertised and concurrently with KAI: its vCluster (kubeconfig saved 0600)
+→ the GPU node seen from inside it. This is KAI's own CI order (hack/setup-e2e-cluster.sh): fake
+GPUs first, KAI with GPU sharing, then the RBAC. The vClusters wait for fake-gpu-operator because
+everything runs on the pool's worker: on a slow link their images would be pulled while fake-gpu-
+operator's still are (FAKE_GPUS_TIMEOUT).
 
 Besides the four functions every stack provides, this module offers the optional hooks core uses
 when a stack has them: `lab_status`, `parse_checks`, `replay`, `write_recording`.
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
-from gpulab.errors import AdapterError
+from gpulab.errors import AdapterError, GpulabError
 from gpulab.paths import write_secret
 from gpulab.stacks.common import (
     HelmAddon,
@@ -45,6 +48,7 @@ __all__ = [
 ]
 
 KAI_CRDS = ("queues.scheduling.run.ai", "podgroups.scheduling.run.ai")
+FAKE_GPUS_STEP = "management/fake-gpus"
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,71 @@ def observe_host_facts(profile: VclusterKaiProfile, runtime: DockerReader | None
 # --------------------------------------------------------------------------- readiness probes
 
 
+# fake-gpu-operator v0.0.74 on a slow link (issue #20 6a). Its chart pulls every image with
+# `pullPolicy: Always` (deploy/fake-gpu-operator/values.yaml:12,27,42,57), all on the pool's
+# worker(s); its device plugin (DaemonSet on `nvidia.com/gpu.deploy.device-plugin=true` nodes,
+# templates/device-plugin/daemonset.yml:16-17) exits at start while ConfigMap
+# `topology-<node>` is missing (cmd/device-plugin/main.go:36-40; the name:
+# internal/common/topology/kubernetes.go:144-146 with TOPOLOGY_CM_NAME=topology,
+# templates/device-plugin/_helpers.tpl:38-41), and only the status-updater writes that ConfigMap,
+# when it sees a pool node (internal/status-updater/controllers/node/controller.go:52-75,167-170;
+# handlers/node/handler.go:35-41; handlers/node/topology_cm.go:11-41). So the device plugin
+# crash-loops until the status-updater's image is pulled and it runs, and the kubelet then
+# restarts it only after its back-off: helm's --wait (the DaemonSet is one of its resources) can
+# run out on a lab that is merely slow. The timeout is long, the vClusters wait for this step
+# (their images would otherwise queue on the same worker), and a timeout says what each pod waits
+# for and that `gpulab up` resumes here.
+FAKE_GPUS_TIMEOUT = 900.0
+TOPOLOGY_CONFIGMAP = "topology"  # TOPOLOGY_CM_NAME in the chart; per node: topology-<node>
+
+
+def _pod_waits(pod: dict[str, Any]) -> str:
+    """Why a pod is not ready yet ('' when it is): its containers' waiting reasons, else its
+    phase (`ContainerCreating`, `ErrImagePull`, `ImagePullBackOff`, `CrashLoopBackOff`, …)."""
+    status = pod.get("status") or {}
+    containers = [*(status.get("initContainerStatuses") or []),
+                  *(status.get("containerStatuses") or [])]
+    reasons: list[str] = []
+    for container in containers:
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting is not None:
+            reasons.append(str(waiting.get("reason") or "waiting"))
+        elif not container.get("ready") and "running" not in (container.get("state") or {}):
+            reasons.append("not running")
+    if not containers and status.get("phase") != "Running":
+        reasons.append(str(status.get("phase") or "Pending"))
+    return ", ".join(dict.fromkeys(reasons))
+
+
+def _fake_gpu_pods(kube: KubeGateway, *, namespace: str, nodes: list[str]) -> str:
+    """What fake-gpu-operator's pods wait for, and each pool node's missing topology ConfigMap;
+    '' when nothing waits, or when it has no pod at all (nothing is on its way)."""
+    pods = kube.list_objects("v1", "Pod", namespace)
+    waits = [f"pod {pod['metadata']['name']} {why}" for pod in pods if (why := _pod_waits(pod))]
+    for node in nodes if pods else []:
+        name = f"{TOPOLOGY_CONFIGMAP}-{node}"
+        if kube.get("v1", "ConfigMap", name, namespace) is None:
+            waits.append(f"ConfigMap {name} not written by the status-updater yet (the device "
+                         f"plugin exits until it exists)")
+    return "; ".join(waits)
+
+
 def _fake_gpus_ready(
     kube: KubeGateway, *, namespace: str, nodes: list[str], count: int
 ) -> tuple[bool, str]:
     """fake-gpu-operator's deployments available, RuntimeClass `nvidia` present (KAI injects it
-    into fraction pods) and every pool node advertising its GPUs as allocatable."""
+    into fraction pods) and every pool node advertising its GPUs as allocatable; when not, what
+    its pods wait for."""
+    ok, seen = _fake_gpus_advertised(kube, namespace=namespace, nodes=nodes, count=count)
+    if not ok:
+        waits = _fake_gpu_pods(kube, namespace=namespace, nodes=nodes)
+        return False, f"{seen} ({waits})" if waits else seen
+    return ok, seen
+
+
+def _fake_gpus_advertised(
+    kube: KubeGateway, *, namespace: str, nodes: list[str], count: int
+) -> tuple[bool, str]:
     for dep in kube.list_objects("apps/v1", "Deployment", namespace):
         ok, seen = deployment_available(kube, dep["metadata"]["name"], namespace)
         if not ok:
@@ -99,6 +163,34 @@ def _kai_ready(kube: KubeGateway, *, namespace: str) -> tuple[bool, str]:
 
 
 # --------------------------------------------------------------------------- management steps
+
+
+@dataclass
+class FakeGpus(HelmAddon):
+    """fake-gpu-operator until every pool node advertises its GPUs (see FAKE_GPUS_TIMEOUT): a
+    wait that runs out is reported with what the pods wait for, as resumable."""
+
+    nodes: tuple[str, ...] = ()
+    timeout: float = FAKE_GPUS_TIMEOUT
+
+    def apply(self, ctx: StepContext) -> None:
+        try:
+            super().apply(ctx)
+        except GpulabError as err:
+            try:
+                waits = _fake_gpu_pods(management_kube(ctx), namespace=self.release.namespace,
+                                       nodes=list(self.nodes))
+            except GpulabError:
+                waits = ""
+            if not waits:  # nothing is on its way: not a slow link, the error as it is
+                raise
+            seconds = self.timeout * ctx.timeout_scale
+            raise AdapterError(
+                f"fake-gpu-operator does not advertise the GPUs yet ({waits}): {err}",
+                hint=f"helm and gpulab wait up to {seconds:.0f}s each; on a slow link its images "
+                     f"may still be pulling: run `gpulab up` again, it resumes at this step "
+                     f"(the vClusters and KAI wait for it)",
+            ) from err
 
 
 def _same(want: Any, live: Any) -> bool:
@@ -217,7 +309,10 @@ class TeamVCluster:
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return ("management/cluster",)
+        """After the GPU node is advertised: the pool's one worker runs the vCluster too, so its
+        images would otherwise be pulled while fake-gpu-operator's still are (FAKE_GPUS_TIMEOUT);
+        a vCluster does not need KAI, and is installed concurrently with it."""
+        return ("management/cluster", FAKE_GPUS_STEP)
 
     @property
     def secret(self) -> str:
@@ -301,7 +396,7 @@ class TeamGpuNode:
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return (f"{self.team.name}/vcluster", "management/fake-gpus")
+        return (f"{self.team.name}/vcluster", FAKE_GPUS_STEP)
 
     def describe(self) -> list[Artifact]:
         return [Artifact("wait", f"GPU nodes in {self.team.name}", {
@@ -377,23 +472,25 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
     """Every step of `up` for this profile, in the one order that matters."""
     fgo = profile.components.fake_gpu_operator
     kai = profile.components.kai_scheduler
+    pool_nodes = kr.gpu_node_names(profile, lab)
     steps: list[Step] = [
         ManagementCluster(kr.kind_cluster_config(profile, lab), lab),
-        HelmAddon(
+        FakeGpus(
             kr.fake_gpu_operator_release(profile),
-            name="management/fake-gpus",
+            name=FAKE_GPUS_STEP,
             title=f"Installing fake-gpu-operator ({profile.gpu_pool.model} x"
                   f"{profile.gpu_pool.count} per pool node)",
             requires=("management/cluster",),
-            ready=partial(_fake_gpus_ready, namespace=fgo.namespace,
-                          nodes=kr.gpu_node_names(profile, lab), count=profile.gpu_pool.count),
+            ready=partial(_fake_gpus_ready, namespace=fgo.namespace, nodes=pool_nodes,
+                          count=profile.gpu_pool.count),
             ready_what="fake GPUs advertised on the pool's nodes",
+            nodes=tuple(pool_nodes),
         ),
         HelmAddon(
             kr.kai_scheduler_release(profile),
             name="management/kai-scheduler",
             title="Installing KAI Scheduler with GPU sharing",
-            requires=("management/fake-gpus",),
+            requires=(FAKE_GPUS_STEP,),
             ready=partial(_kai_ready, namespace=kai.namespace),
             ready_what="the KAI operator's deployments",
             timeout=420,
