@@ -24,6 +24,7 @@ from gpulab.verify.observe import (
     Clock,
     clean_all,
     clean_object,
+    default_service_account,
     one_line,
     poll,
     probe_credentials,
@@ -52,6 +53,7 @@ class Timeouts:
     running: float = 400.0
     refused: float = 90.0
     cleanup: float = 120.0
+    service_account: float = 60.0  # the new namespace's `default` ServiceAccount to appear
     interval: float = 2.0
 
 
@@ -186,7 +188,15 @@ def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None =
     runs: dict[str, PodRun] = {}
     cleanup_error = ""
     try:
-        for pod in pods:
+        # The pods name no ServiceAccount: the API server refuses them (403) until the new
+        # namespace's `default` exists (verify.observe.default_service_account).
+        try:
+            unprepared = default_service_account(kube, plan.namespace, timeouts.service_account,
+                                                 timeouts.interval, clock)
+        except GpulabError as err:
+            unprepared = (f"could not read ServiceAccount {plan.namespace}/default: "
+                          f"{one_line(err.message)}")
+        for pod in pods if not unprepared else ():
             name, check = o.name(pod), o.labels(pod).get(CHECK_LABEL, "")
             if blocked := _blocked(name, runs):
                 runs[name] = PodRun(name, check, outcome="not-created", last_seen=blocked)
@@ -196,10 +206,15 @@ def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None =
             if runs[name].created is not None:
                 created.append(name)
         finals = tuple(_final(kube, plan.namespace, run) for run in runs.values())
-        isolation = while_running(finals) if while_running is not None else None
+        isolation = (while_running(finals) if while_running is not None and not unprepared
+                     else None)
     finally:  # the namespace exists from here on: remove it whatever happened
         if not keep:
             cleanup_error = _cleanup(kube, plan, created, timeouts, clock)
+    if unprepared:
+        return replace(base, namespace_error=f"namespace {plan.namespace} not ready: {unprepared}",
+                       cleanup_error=cleanup_error, left=keep,
+                       seconds=round(clock.now() - start, 3))
     return ClusterRun(plan.member, plan.namespace, plan.run_id, pods=finals,
                       cleanup_error=cleanup_error, left=keep,
                       seconds=round(clock.now() - start, 3), isolation=isolation)

@@ -431,3 +431,20 @@ def test_cli_run_prints_the_plan_judges_records_and_writes_junit(
     assert replay.exit_code == 0
     assert ("5 pass, 1 skip (replayed against what the clusters showed when recorded)"
             in replay.stderr)
+
+
+def test_no_pod_is_created_before_the_namespaces_default_service_account() -> None:
+    """The API server refuses a pod that names no account until the namespace's `default`
+    ServiceAccount exists (kube-controller-manager creates it): verify waits for it, bounded, and
+    when it never comes creates no pod, says why and still removes the namespace."""
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    api.default_service_account = False
+    before = sorted(api.objects)
+    report = _verify(api, clock)
+    verdicts = _verdicts(report)
+    for check in ("GPU-02", "GPU-03", "GPU-04", "GPU-05"):
+        assert verdicts[check][0] == "error", verdicts[check]
+        assert "default did not appear within 60s" in verdicts[check][1], verdicts[check]
+    assert not [c for c in api.calls if c[:2] == ("apply", "Pod")]
+    assert sorted(api.objects) == before

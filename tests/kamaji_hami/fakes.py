@@ -71,6 +71,9 @@ class FakeApi:
         self.tick: Callable[[], None] | None = None
         self.lock = threading.RLock()
         self._uids = 0
+        # a new namespace gets its `default` ServiceAccount (False: never, as when
+        # kube-controller-manager is down; subclasses may play the delay themselves)
+        self.default_service_account = True
 
     # ------------------------------------------------------------------ helpers
 
@@ -141,6 +144,11 @@ class FakeApi:
                     live["spec"].setdefault("schedulerName", "default-scheduler")
                 if live["kind"] == "Namespace":
                     live["status"] = {"phase": "Active"}
+                    if self.default_service_account:  # kube-controller-manager's, at once
+                        name = live["metadata"]["name"]
+                        self.objects[("ServiceAccount", name, "default")] = {
+                            "apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": "default", "namespace": name}}
             self.objects[key] = live
             return copy.deepcopy(live)
 

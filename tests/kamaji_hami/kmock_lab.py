@@ -83,6 +83,7 @@ PODS = kmock.resource("v1/pods")
 NODES = kmock.resource("v1/nodes")
 EVENTS = kmock.resource("v1/events")
 CONFIGMAPS = kmock.resource("v1/configmaps")
+SERVICEACCOUNTS = kmock.resource("v1/serviceaccounts")
 DAEMONSETS = kmock.resource("apps/v1/daemonsets")
 TCPS = kmock.resource("kamaji.clastix.io/v1alpha1/tenantcontrolplanes")
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
@@ -235,6 +236,10 @@ class Cluster:
                                       "creationTimestamp": now(), "labels": {}},
                          "status": {"phase": "Active"}}
                 self.namespaces[name] = found
+                # kube-controller-manager's serviceaccount controller (at once, here)
+                self.put(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                           "metadata": {"name": "default", "namespace": name,
+                                                        "uid": self._uid()}})
             found["metadata"].setdefault("labels", {}).update(labels)
             return _ok(found)
         if method == "DELETE":

@@ -45,8 +45,10 @@ def _status(report: VerifyReport) -> dict[tuple[str, str], str]:
 
 
 def _verify_objects(lab: FakeLab, tenant: str) -> list[tuple[str, str, str]]:
+    """verify's own objects (the namespace's `default` ServiceAccount is the controller's)."""
     return sorted(k for k in lab.tenants[tenant].objects
-                  if k[1] == NS or (k[0] == "Namespace" and k[2] == NS))
+                  if (k[1] == NS and k[0] != "ServiceAccount")
+                  or (k[0] == "Namespace" and k[2] == NS))
 
 
 def test_healthy_lab_passes_everything_and_cleans_up(profile: KamajiHamiProfile) -> None:
@@ -360,3 +362,20 @@ def test_ctrl_c_ends_the_waits_and_still_cleans_up(profile: KamajiHamiProfile) -
     assert interrupted.is_set()
     for tenant in ("tenant-a", "tenant-b"):
         assert _verify_objects(lab, tenant) == [], f"{tenant}: verify's objects left behind"
+
+
+def test_no_pod_is_created_before_the_namespaces_default_service_account(
+        profile: KamajiHamiProfile) -> None:
+    """A tenant whose kube-controller-manager never creates the `default` ServiceAccount refuses
+    every verify pod (403): verify waits for the account, bounded, creates no pod there and says
+    why; the other tenant is unaffected."""
+    lab = fake_lab(profile)
+    lab.tenants["tenant-a"].default_service_account = False
+    report = _run(lab, profile)
+    for result in report.results:
+        if result.tenant == "tenant-a" and result.id in ("TC-03", "TC-05", "TC-06", "TC-07"):
+            assert result.status == "error", (result.id, result.reason)
+            assert "ServiceAccount gpulab-verify/default did not appear within" in result.reason
+        if result.tenant == "tenant-b":
+            assert result.status == "pass", (result.id, result.reason)
+    assert not [c for c in lab.tenants["tenant-a"].calls if c[:2] == ("apply", "Pod")]

@@ -186,6 +186,7 @@ class VClusterApi(FakeApi):
         self.clock = clock
         self.service_account_after = service_account_after
         self.namespaces_born: dict[str, float] = {}
+        self.default_service_account = False  # _serviceaccount_controller plays it, with delay
         self.refused: list[str] = []  # pods the admission plugin refused
 
     def _serviceaccount_controller(self) -> None:

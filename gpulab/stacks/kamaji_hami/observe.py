@@ -38,6 +38,7 @@ from gpulab.verify.observe import (
     clean_all,
     clean_object,
     clear_leftovers,
+    default_service_account,
     delete_verify_objects,
     guard,
     labelled,
@@ -92,6 +93,7 @@ class Timeouts:
     running: float = 120.0  # a share pod to become Running (the write-up's `--timeout=120s`)
     refused: float = 60.0  # an over-commit pod to get HAMi's refusal event
     cleanup: float = 60.0  # leftovers of an earlier run to disappear before starting
+    service_account: float = 60.0  # the namespace's `default` ServiceAccount to appear
     interval: float = 2.0  # between polls
 
 
@@ -392,6 +394,12 @@ def _run_gpu_pods(
         problem = clear_leftovers(kube, timeouts.cleanup, timeouts.interval, clock)
         if not problem:
             kube.apply(labelled(namespace, lab, spec.name))
+            # The pods name no ServiceAccount: the tenant's API server refuses them (403) until
+            # the namespace's `default` exists (verify_observe.default_service_account).
+            waited = default_service_account(kube, NS, timeouts.service_account,
+                                              timeouts.interval, clock)
+            if waited:
+                problem = f"could not prepare namespace {NS}: {waited}"
     except GpulabError as err:
         problem = f"could not prepare namespace {NS}: {one_line(str(err))}"
     obs.time("TC-03", clock.now() - start)
