@@ -507,16 +507,11 @@ def down(
 
     def body() -> int:
         from gpulab import core
-        from gpulab.tools import find_tool
 
         loaded, lab = _resolve_lab(profile, name)
-        runtime = core.connect_runtime()
-        kind = None
-        kind_binary = find_tool("kind")
-        if kind_binary:
-            from gpulab.adapters.kind import KindCli
-
-            kind = KindCli(binary=kind_binary)
+        endpoint = core.docker_endpoint()  # kind must remove what gpulab sees: the same engine
+        runtime = core.connect_runtime(endpoint=endpoint)
+        kind = core.kind_cli(endpoint)
         with _locked(lab, f"down{_flags(profile, name)}"):
             result = core.down(lab, runtime, kind)
         from gpulab import kubeconfigs
@@ -535,7 +530,7 @@ def down(
                 err.print(f" - removed {item}", markup=False)
             for item in result.kept:
                 err.print(f" = kept {item}", markup=False)
-            if not kind_binary:
+            if kind is None:
                 err.print("note: kind not found; removed the cluster's containers by label",
                           markup=False)
         if result.leftovers:
@@ -587,12 +582,20 @@ def doctor(
                            help="Download the pinned kind and helm into gpulab's cache "
                                 "(checksums verified).")
     ] = False,
+    no_pull: Annotated[
+        bool, typer.Option("--no-pull",
+                           help="Do not pull the profile's node image when it is missing "
+                                "(about 1 GB, once per host; up needs it anyway): the "
+                                "privileged probe then uses an image already on the host.")
+    ] = False,
     output: OutputOpt = Output.text,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check the host can run the lab: Docker, privileged containers, CPU, memory, disk,
-    inotify, swap, kind, helm, name and subnet collisions. Each finding is ok, warn or fail, with
-    the fix; exit 4 on a fail."""
+    """Check the host can run the lab: Docker (the engine the docker CLI and kind would use,
+    contexts included), the node image (pulled when missing), privileged containers (probed with
+    that image and a kind node's options), CPU, memory, disk, inotify, swap, kind, helm, name,
+    subnet and host-port collisions. Each finding is ok, warn or fail, with the fix; exit 4 on a
+    fail."""
 
     def body() -> int:
         from gpulab import core
@@ -605,13 +608,19 @@ def doctor(
                 if find_tool(tool) is None:
                     path = install_tool(tool, version)
                     err.print(f"installed {tool} {version} at {path}", markup=False)
+        from gpulab.engine.progress import make_reporter
+
         runtime = None
+        endpoint = None
         docker_error = ""
         try:
-            runtime = core.connect_runtime(timeout=5)
+            endpoint = core.docker_endpoint()
+            runtime = core.connect_runtime(timeout=5, endpoint=endpoint)
         except GpulabError as error:
             docker_error = str(error)
-        findings = core.preflight(loaded.profile, lab, runtime, docker_error)
+        with make_reporter(err, json_lines=False, verbose=False) as reporter:
+            findings = core.preflight(loaded.profile, lab, runtime, docker_error,
+                                      endpoint=endpoint, pull=not no_pull, report=reporter)
         chosen = _chosen_output(output, json_out)
         if chosen is not Output.text:
             _data([f.to_dict() for f in findings], chosen)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
         KubeGateway,
         LabAdapters,
     )
+    from gpulab.adapters.docker_endpoint import DockerEndpoint
+    from gpulab.adapters.kind import KindCli
     from gpulab.adapters.kube import KubeClient
     from gpulab.cluster.state import ClusterSnapshot
     from gpulab.doctor import Finding
@@ -40,8 +42,10 @@ __all__ = [
     "cluster_members",
     "collect_logs",
     "connect_runtime",
+    "docker_endpoint",
     "down",
     "inspect_clusters",
+    "kind_cli",
     "lab_adapters",
     "lab_name",
     "labs",
@@ -79,20 +83,49 @@ def lab_name(profile: LabProfile, override: str | None) -> str:
     return lab
 
 
-def connect_runtime(timeout: float = 10) -> ContainerRuntime:
-    """The Docker engine, or HostError with what to do."""
+def docker_endpoint() -> DockerEndpoint:
+    """The Docker engine the docker CLI would use here (DOCKER_HOST, else DOCKER_CONTEXT, else
+    `docker context use`'s, else the default socket), resolved once per command and handed to
+    gpulab's clients and to kind alike; HostError for a context that cannot be used."""
+    from gpulab.adapters.docker_endpoint import resolve_endpoint
+
+    return resolve_endpoint()
+
+
+def connect_runtime(timeout: float = 10, endpoint: DockerEndpoint | None = None
+                    ) -> ContainerRuntime:
+    """The Docker engine (`endpoint`, else `docker_endpoint()`), or HostError with what to do."""
     from gpulab.adapters.docker_runtime import connect
 
-    return connect(timeout=timeout)
+    return connect(timeout=timeout, endpoint=endpoint)
 
 
-def read_docker(timeout: float = 3) -> DockerReader:
+def read_docker(timeout: float = 3, endpoint: DockerEndpoint | None = None) -> DockerReader:
     """A read-only view of the Docker engine: the stdlib socket reader when the engine is on a
     unix socket (no docker-py import, so `plan` starts fast), else the docker-py adapter."""
     from gpulab.adapters.docker_probe import open_reader
 
-    reader = open_reader(timeout)
-    return reader if reader is not None else connect_runtime(timeout=timeout)
+    endpoint = endpoint or docker_endpoint()
+    reader = open_reader(timeout, endpoint)
+    return reader if reader is not None else connect_runtime(timeout=timeout, endpoint=endpoint)
+
+
+def kind_cli(endpoint: DockerEndpoint, *, kubeconfig: Path | None = None,
+             required: bool = False) -> KindCli | None:
+    """The kind binary (PATH or gpulab's cache) set to drive the engine at `endpoint`: its
+    docker CLI gets DOCKER_HOST (and the context's TLS) and no DOCKER_CONTEXT, so kind and
+    gpulab never talk to two engines. None when kind is not installed (HostError if
+    `required`)."""
+    from gpulab.adapters.kind import KindCli
+    from gpulab.tools import find_tool
+
+    binary = find_tool("kind")
+    if binary is None:
+        if required:
+            raise HostError("kind not found on PATH or in gpulab's cache",
+                            hint="run gpulab doctor --install-tools")
+        return None
+    return KindCli(binary=binary, kubeconfig=kubeconfig, env=endpoint.client_env())
 
 
 def plan_steps(
@@ -193,8 +226,10 @@ def recorded_profile(lab: str) -> str | None:
 # --------------------------------------------------------------------------- up
 
 
-def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime) -> LabAdapters:
-    """The real adapters for a lab (kind, helm and the Kubernetes client by kubeconfig path)."""
+def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
+                 endpoint: DockerEndpoint | None = None) -> LabAdapters:
+    """The real adapters for a lab (kind, helm and the Kubernetes client by kubeconfig path);
+    kind drives `endpoint`, the engine `runtime` talks to."""
     from gpulab.adapters.base import LabAdapters
     from gpulab.adapters.helm import PyHelm3Gateway
     from gpulab.adapters.kind import KindCli
@@ -211,9 +246,11 @@ def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime) -> La
         raise HostError(f"{missing} not found on PATH or in gpulab's cache",
                         hint="run gpulab doctor --install-tools")
     folder = lab_dir(lab)  # created by the first file written into it (mode 0700)
+    endpoint = endpoint or docker_endpoint()
     return LabAdapters(
         runtime=runtime,
-        kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig"),
+        kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig",
+                     env=endpoint.client_env()),
         kube=KubeClient,
         helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
         fetch=fetch_manifest,
@@ -222,24 +259,57 @@ def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime) -> La
 
 
 def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
-              docker_error: str = "") -> list[Finding]:
-    """Doctor's findings for this profile and lab."""
+              docker_error: str = "", *, endpoint: DockerEndpoint | None = None,
+              pull: bool = False, report: Reporter | None = None) -> list[Finding]:
+    """Doctor's findings for this profile and lab. With `pull`, the profile's node image is
+    pulled first when it is missing (kind needs it anyway; `report` shows the pull as a step),
+    so the privileged probe runs the node's own image with the node's own options."""
     from gpulab.doctor import diagnose, observe_host
     from gpulab.tools import find_tool
 
     clusters: tuple[str, ...] = ()
-    kind_binary = find_tool("kind")
-    if kind_binary and runtime is not None:
-        from gpulab.adapters.kind import KindCli
-
+    kind = kind_cli(endpoint or docker_endpoint()) if runtime is not None else None
+    if kind is not None:
         try:
-            clusters = tuple(KindCli(binary=kind_binary).clusters())
+            clusters = tuple(kind.clusters())
         except GpulabError:
             clusters = ()
-    snapshot = observe_host(runtime, docker_error, kind_binary=kind_binary,
+    pull_image = _reported_pull(runtime, report) if pull and runtime is not None else None
+    snapshot = observe_host(runtime, docker_error, kind_binary=find_tool("kind"),
                             helm_binary=find_tool("helm"), kind_clusters=clusters,
-                            probe_images=(profile.management.node_image,))
+                            probe_images=(profile.management.node_image,), pull=pull_image,
+                            host_ports=profile.host_ports(), endpoint=endpoint)
     return diagnose(snapshot, profile, lab)
+
+
+PULL_STEP = "preflight/node-image"
+
+
+def _reported_pull(runtime: ContainerRuntime, report: Reporter | None
+                   ) -> Callable[[str], None]:
+    """`runtime.pull` shown as a step of its own: `started` (with the size to expect), then
+    `done` or `failed`, as the steps of `up` are shown."""
+    import time
+
+    from gpulab.doctor import NODE_IMAGE_SIZE
+    from gpulab.engine.runner import Event
+
+    def pull(image: str) -> None:
+        title = f"Pulling node image {image} ({NODE_IMAGE_SIZE}, once per host)"
+        if report is not None:
+            report(Event(PULL_STEP, "started", title))
+        started = time.monotonic()
+        try:
+            runtime.pull(image)
+        except GpulabError as err:
+            if report is not None:
+                report(Event(PULL_STEP, "failed", title, time.monotonic() - started,
+                             err.message))
+            raise
+        if report is not None:
+            report(Event(PULL_STEP, "done", title, time.monotonic() - started))
+
+    return pull
 
 
 def up(profile: LabProfile, name: str | None, report: Reporter, *,
@@ -252,15 +322,18 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
 
     lab = lab_name(profile, name)
     if adapters is None:
-        runtime = connect_runtime()
+        endpoint = docker_endpoint()  # once: gpulab's client and kind use the same engine
+        runtime = connect_runtime(endpoint=endpoint)
         if not skip_preflight:
-            failed = [f for f in preflight(profile, lab, runtime) if f.status == "fail"]
+            findings = preflight(profile, lab, runtime, endpoint=endpoint, pull=True,
+                                 report=report)
+            failed = [f for f in findings if f.status == "fail"]
             if failed:
                 first = failed[0]
                 more = f" (+{len(failed) - 1} more; see gpulab doctor)" if len(failed) > 1 else ""
                 raise HostError(f"preflight: {first.check}: {first.detail}{more}",
                                 hint=first.fix or "see gpulab doctor")
-        adapters = lab_adapters(profile, lab, runtime)
+        adapters = lab_adapters(profile, lab, runtime, endpoint)
     stack = for_profile(profile)
     facts = stack.observe_host_facts(profile, adapters.runtime)
     steps = stack.build_steps(profile, lab, facts)

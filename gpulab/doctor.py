@@ -6,10 +6,14 @@ each with the fix, so it is tested without a host.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import os
 import re
 import shutil
+import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,15 +25,30 @@ from gpulab.paths import labs_root
 from gpulab.tools import HELM_VERSION
 
 if TYPE_CHECKING:
-    from gpulab.adapters.base import ContainerInfo, ContainerRuntime, NetworkInfo, RuntimeInfo
-    from gpulab.profile.base import LabProfile
+    from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["Finding", "HostSnapshot", "diagnose", "needs", "observe_host"]
+    from gpulab.adapters.base import (
+        ContainerInfo,
+        ContainerRuntime,
+        ContainerSpec,
+        NetworkInfo,
+        PublishedPort,
+        RuntimeInfo,
+    )
+    from gpulab.adapters.docker_endpoint import DockerEndpoint
+    from gpulab.profile.base import HostPort, LabProfile
+
+__all__ = ["NODE_IMAGE_SIZE", "Finding", "HostSnapshot", "ImageState", "diagnose", "needs",
+           "observe_host"]
 
 GIB = 1024**3
 INOTIFY_WATCHES = 524288
 INOTIFY_INSTANCES = 512
 MIN_DOCKER_MAJOR = 20
+# A kindest/node image on disk: kind's docs list 1.23GB for v1.17.0 (kind fed26882
+# site/content/docs/user/working-offline.md:66); docs/dev/upstream-facts/peers-and-users.md:88
+# records about 1 GB (956 MB for v1.29.2).
+NODE_IMAGE_SIZE = "about 1 GB"
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,16 @@ class Finding:
 
     def to_dict(self) -> dict[str, str]:
         return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class ImageState:
+    """A node image the lab needs: `present` on the host, `pulled` now (detail: how long),
+    `skipped` (not there, not pulled: --no-pull) or `failed` (detail: why it cannot be pulled)."""
+
+    image: str
+    state: str
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +94,11 @@ class HostSnapshot:
     # host yet), "" = it ran, else the engine's reason.
     privileged_probe: str | None = None
     probe_image: str = ""
+    docker_endpoint: str = ""  # the engine gpulab and kind use (and the context naming it)
+    node_images: tuple[ImageState, ...] = ()
+    # The profile's host ports that could not be bound here: (address, port, protocol) → who
+    # holds them; None when the engine is not on this host (then only containers are checked).
+    busy_ports: dict[tuple[str, int, str], str] | None = field(default_factory=dict)
     git_found: bool = True
     host_routes: tuple[str, ...] = ()  # IPv4 destinations of the host's routes (not default)
     state_dir: str = ""  # where lab folders go (GPULAB_HOME or the XDG data dir)
@@ -83,15 +117,18 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
     info = snapshot.docker
     if info is None:
         out.append(Finding("docker", "fail", snapshot.docker_error or "Docker not reachable",
-                           "start the Docker engine (or set DOCKER_HOST), then retry"))
+                           "start the Docker engine (or choose one: DOCKER_HOST, DOCKER_CONTEXT, "
+                           "docker context use), then retry"))
         return out
     major = _major(info.version)
+    at = f" at {snapshot.docker_endpoint}" if snapshot.docker_endpoint else ""
     out.append(Finding(
         "docker", "ok" if major >= MIN_DOCKER_MAJOR else "warn",
-        f"Docker {info.version} (API {info.api_version}, {info.os})",
+        f"Docker {info.version} (API {info.api_version}, {info.os}){at}",
         "" if major >= MIN_DOCKER_MAJOR else f"Docker {MIN_DOCKER_MAJOR}+ is recommended",
     ))
     out.extend(_privileged(snapshot, info))
+    out.extend(_node_images(snapshot))
     memory, disk, cpus = needs(profile)
     have_mem = info.memory_bytes / GIB
     out.append(Finding(
@@ -129,6 +166,7 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
             f"{', '.join(from_git)}",
             "" if snapshot.git_found else "install git (apt-get install git, brew install git)"))
     out.extend(_collisions(snapshot, profile, lab))
+    out.extend(_ports(snapshot, profile, lab))
     out.append(Finding("state", "fail" if snapshot.state_problem else "ok",
                        snapshot.state_problem or f"lab folders go to {snapshot.state_dir}",
                        "set GPULAB_HOME to a writable folder with free space, or free space"
@@ -166,10 +204,91 @@ def _privileged(snapshot: HostSnapshot, info: RuntimeInfo) -> list[Finding]:
     if info.authorization_plugins:
         return [Finding("privileged", "warn",
                         f"authorization plugin(s) {', '.join(info.authorization_plugins)} may "
-                        "refuse --privileged (not probed: no image on this host yet)",
+                        "refuse --privileged (not probed: no image on this host to probe with)",
                         PRIVILEGED_ADVICE)]
     return [Finding("privileged", "ok",
-                    f"{mode} Docker (not probed: no image on this host yet)")]
+                    f"{mode} Docker (not probed: no image on this host to probe with)")]
+
+
+def _node_images(snapshot: HostSnapshot) -> list[Finding]:
+    """The node image kind (and the probe) need: on the host, pulled now, or why not."""
+    out: list[Finding] = []
+    for seen in snapshot.node_images:
+        if seen.state == "present":
+            out.append(Finding("node image", "ok", f"{seen.image} is on this host"))
+        elif seen.state == "pulled":
+            out.append(Finding("node image", "ok", f"pulled {seen.image} ({seen.detail})"))
+        elif seen.state == "skipped":
+            probe = (f"the privileged probe used {snapshot.probe_image}" if snapshot.probe_image
+                     else "the privileged probe could not run")
+            out.append(Finding(
+                "node image", "warn",
+                f"{seen.image} is not on this host and was not pulled (--no-pull); {probe}",
+                f"gpulab doctor without --no-pull pulls it ({NODE_IMAGE_SIZE}, once per host; "
+                "up needs it anyway) and probes with it"))
+        else:
+            out.append(Finding(
+                "node image", "fail", f"cannot pull {seen.image}: {seen.detail}",
+                "the Docker daemon pulls it: check its internet access (or its registry mirror "
+                "and proxy), or docker load the image, then retry"))
+    return out
+
+
+def _published(port: PublishedPort, wanted: HostPort) -> bool:
+    """Whether a container's published port takes `wanted` (the same port and protocol, on the
+    same address or on a wildcard one: 0.0.0.0 and :: hold every address)."""
+    if port.port != wanted.port or port.protocol != wanted.protocol:
+        return False
+    wildcards = ("", "0.0.0.0", "::")
+    return port.address in wildcards or wanted.address in wildcards \
+        or port.address == wanted.address
+
+
+def _owner(container: ContainerInfo) -> tuple[str, str]:
+    """(lab, kind cluster) a container belongs to, from its labels ('' when none)."""
+    cluster = container.labels.get("io.x-k8s.kind.cluster", "")
+    lab = container.labels.get(LABEL_LAB, "") or (cluster.removeprefix("gpulab-")
+                                                    if cluster.startswith("gpulab-") else "")
+    return lab, cluster
+
+
+def _ports(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Finding]:
+    """Every host port the profile publishes is free, or held by this very lab (re-running
+    `up`); else who holds it: a container of another lab or kind cluster (its published ports,
+    as Docker reports them), or another process (a bind test on this host)."""
+    wanted = profile.host_ports()
+    if not wanted:
+        return []
+    taken: list[str] = []
+    mine: list[str] = []
+    for port in wanted:
+        holder = next((c for c in snapshot.containers
+                       if c.running and any(_published(p, port) for p in c.ports)), None)
+        if holder is not None:
+            other, cluster = _owner(holder)
+            if other == lab:
+                mine.append(port.text)
+                continue
+            who = (f"lab '{other}' (container {holder.name})" if other
+                   else f"kind cluster '{cluster}' (container {holder.name})" if cluster
+                   else f"container {holder.name}")
+            taken.append(f"{port.text} ({port.what}) is published by {who}")
+            continue
+        busy = (snapshot.busy_ports or {}).get((port.address, port.port, port.protocol))
+        if busy:
+            taken.append(f"{port.text} ({port.what}) is in use by {busy}")
+    if taken:
+        return [Finding("ports", "fail", "; ".join(taken),
+                        "free them (gpulab down --name <lab> for another lab), or give the "
+                        "profile other ports")]
+    free = [p.text for p in wanted if p.text not in mine]
+    parts = [f"{', '.join(free)} free" if free else "",
+             f"{', '.join(mine)} published by this lab already" if mine else ""]
+    detail = "; ".join(part for part in parts if part)
+    if snapshot.busy_ports is None:
+        detail += (" (the engine is not on this host: only its containers were checked, not "
+                   "other processes)")
+    return [Finding("ports", "ok", detail)]
 
 
 def _major(version: str) -> int:
@@ -283,14 +402,15 @@ def _tool_version(binary: str | None, argv: list[str], pattern: str) -> str | No
 _NO_SHELL = ("no such file", "executable file not found", "exec format error")
 
 
-def _probe_privileged(runtime: ContainerRuntime, wanted: tuple[str, ...]
-                      ) -> tuple[str, str | None]:
-    """(image, answer) of the privileged probe: the profile's kindest/node image when it is on
-    the host, else a few images already there; ("", None) when none gives an answer."""
+def _probe_privileged(runtime: ContainerRuntime, wanted: tuple[str, ...],
+                      node: Callable[[str], ContainerSpec]) -> tuple[str, str | None]:
+    """(image, answer) of the privileged probe: a container with the options `node(image)` gives
+    (a kind node's on this host), of the profile's kindest/node image when it is on the host,
+    else of a few images already there; ("", None) when none gives an answer."""
     candidates = [i for i in wanted if runtime.image_present(i)]
     candidates += [i for i in runtime.local_images(10) if i not in candidates]
     for image in candidates[:5]:
-        answer = runtime.probe_privileged(image)
+        answer = runtime.probe_privileged(node(image))
         if answer and any(marker in answer.lower() for marker in _NO_SHELL):
             continue  # the image has no /bin/sh: try another
         return image, answer
@@ -341,26 +461,106 @@ def _state_problem(root: Path) -> str:
     return ""
 
 
+def _pull_missing(runtime: ContainerRuntime, images: Sequence[str],
+                  pull: Callable[[str], None] | None) -> tuple[ImageState, ...]:
+    """Each image present, or pulled now with `pull` (None: not pulled), or why it cannot be."""
+    states: list[ImageState] = []
+    for image in dict.fromkeys(images):
+        if runtime.image_present(image):
+            states.append(ImageState(image, "present"))
+            continue
+        if pull is None:
+            states.append(ImageState(image, "skipped"))
+            continue
+        started = time.monotonic()
+        try:
+            pull(image)
+        except GpulabError as err:
+            reason = err.message  # without the image's name twice (DockerRuntime.pull's words)
+            for prefix in (f"Docker could not pull image {image}: ", f"pull image {image}: "):
+                reason = reason.removeprefix(prefix)
+            states.append(ImageState(image, "failed", reason))
+            continue
+        states.append(ImageState(image, "pulled", f"{time.monotonic() - started:.0f}s"))
+    return tuple(states)
+
+
+def _process_on(port: int, protocol: str) -> str:
+    """The process listening on `port`, as psutil sees it (when it is installed and may look);
+    '' when it cannot tell."""
+    import importlib
+
+    try:
+        psutil = importlib.import_module("psutil")
+    except ImportError:
+        return ""
+    try:
+        for conn in psutil.net_connections(kind="udp" if protocol == "udp" else "tcp"):
+            listening = protocol == "udp" or conn.status == psutil.CONN_LISTEN
+            if conn.laddr and conn.laddr.port == port and listening and conn.pid:
+                return f"{psutil.Process(conn.pid).name()}, pid {conn.pid}"
+    except (psutil.Error, OSError):  # not allowed to look (AccessDenied), or the process ended
+        return ""
+    return ""
+
+
+def _port_holder(address: str, port: int, protocol: str) -> str:
+    """'' when `address:port` can be bound on this host (as Docker binds a published port, with
+    SO_REUSEADDR), else who holds it: "another process" (named when psutil can see it)."""
+    if protocol not in ("tcp", "udp"):
+        return ""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    kind = socket.SOCK_DGRAM if protocol == "udp" else socket.SOCK_STREAM
+    try:
+        with socket.socket(family, kind) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((address or "0.0.0.0", port))
+    except OSError as err:
+        if err.errno != errno.EADDRINUSE:
+            return ""  # EACCES below 1024, no IPv6...: the engine binds it, not gpulab
+        name = _process_on(port, protocol)
+        return f"another process ({name})" if name else "another process"
+    return ""
+
+
 def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
                  kind_binary: str | None = None, helm_binary: str | None = None,
                  kind_clusters: tuple[str, ...] = (),
-                 probe_images: tuple[str, ...] = ()) -> HostSnapshot:
-    """Gather the snapshot (the only I/O in doctor). The privileged probe uses the first of
-    `probe_images` (the profile's kindest/node images) already on the host; none is pulled."""
+                 probe_images: tuple[str, ...] = (), *,
+                 pull: Callable[[str], None] | None = None,
+                 host_ports: Sequence[HostPort] = (),
+                 endpoint: DockerEndpoint | None = None,
+                 environ: Mapping[str, str] | None = None) -> HostSnapshot:
+    """Gather the snapshot (the only I/O in doctor).
+
+    `probe_images` are the profile's kindest/node images: each missing one is pulled with `pull`
+    (None: not pulled), then the privileged probe runs the first one on the host with the
+    options a kind node gets on this engine (gpulab.node_options.probe_node). `host_ports` are
+    bind-tested here when the engine runs on this host (`endpoint` is a unix socket)."""
+    from gpulab.node_options import probe_node
+
     info = None
     containers: tuple[ContainerInfo, ...] = ()
     networks: tuple[NetworkInfo, ...] = ()
+    images: tuple[ImageState, ...] = ()
     probe: str | None = None
     probe_image = ""
+    env = os.environ if environ is None else environ
     if runtime is not None:
         try:
             info = runtime.info()
             containers = tuple(runtime.containers({}))
             networks = tuple(runtime.networks())
-            probe_image, probe = _probe_privileged(runtime, probe_images)
+            images = _pull_missing(runtime, probe_images, pull)
+            engine = info
+            probe_image, probe = _probe_privileged(
+                runtime, probe_images, lambda image: probe_node(image, engine, env))
         except GpulabError as err:
             docker_error = str(err)
             info = None
+    local = endpoint is None or endpoint.unix_socket is not None
+    busy = ({(p.address, p.port, p.protocol): holder for p in host_ports
+             if (holder := _port_holder(p.address, p.port, p.protocol))} if local else None)
     disk_root = Path("/var/lib/docker")
     try:
         disk_free = shutil.disk_usage(disk_root if disk_root.exists() else Path.home()).free
@@ -382,6 +582,9 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         networks=networks,
         privileged_probe=probe,
         probe_image=probe_image,
+        docker_endpoint=endpoint.describe() if endpoint is not None else "",
+        node_images=images,
+        busy_ports=busy,
         git_found=shutil.which("git") is not None,
         host_routes=_host_routes(),
         state_dir=str(labs_root()),

@@ -126,6 +126,7 @@ class FakeWorld:
     join_fails_midway: set[str] = field(default_factory=set)  # nodes whose next join breaks
     never_ready: set[str] = field(default_factory=set)  # containers whose systemd never starts
     privileged_refused: str = ""  # the engine's reason when it refuses --privileged
+    probed: list[base.ContainerSpec] = field(default_factory=list)  # privileged probes' specs
     speaker_never_ready: bool = False  # MetalLB's speaker DaemonSet never becomes ready
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -257,8 +258,9 @@ class FakeRuntime:
     def local_images(self, limit: int = 20) -> list[str]:
         return sorted(self.world.host_images)[:limit]
 
-    def probe_privileged(self, image: str) -> str:
-        self.world.faults.hit(f"docker.probe:{image}")
+    def probe_privileged(self, spec: base.ContainerSpec) -> str:
+        self.world.faults.hit(f"docker.probe:{spec.image}")
+        self.world.probed.append(spec)
         return self.world.privileged_refused
 
     def wait_for_log(self, name: str, pattern: str, timeout: float) -> bool:

@@ -27,6 +27,7 @@ __all__ = [
     "KubeGateway",
     "LabAdapters",
     "NetworkInfo",
+    "PublishedPort",
     "RuntimeInfo",
     "oci_platform",
 ]
@@ -121,6 +122,38 @@ class ExecResult:
 
 
 @dataclass(frozen=True)
+class PublishedPort:
+    """A container port published on the Docker host: the host address and port it holds."""
+
+    address: str  # "0.0.0.0", "::", "127.0.0.1", ... ("" when the engine named none)
+    port: int
+    protocol: str = "tcp"
+
+    @classmethod
+    def from_summary(cls, entry: Mapping[str, Any]) -> PublishedPort | None:
+        """From one `Ports` entry of the Engine API's container list: moby
+        api/types/container/port_summary.go:20-32 (docker-v29.7.2): `IP` (omitted when empty),
+        `PrivatePort`, `PublicPort` (omitted when the port is only exposed) and `Type`."""
+        public = entry.get("PublicPort")
+        if not public:
+            return None
+        return cls(str(entry.get("IP") or ""), int(public), str(entry.get("Type") or "tcp"))
+
+    @classmethod
+    def from_port_map(cls, ports: Mapping[str, Any] | None) -> tuple[PublishedPort, ...]:
+        """From a container inspect's `NetworkSettings.Ports` (moby api/swagger.yaml:1667-1716
+        `"<port>/<protocol>"` → `[{"HostIp", "HostPort"}]`, null when not published)."""
+        found: list[PublishedPort] = []
+        for key, bindings in (ports or {}).items():
+            protocol = str(key).partition("/")[2] or "tcp"
+            for binding in bindings or ():
+                host_port = str((binding or {}).get("HostPort") or "")
+                if host_port.isdigit():
+                    found.append(cls(str(binding.get("HostIp") or ""), int(host_port), protocol))
+        return tuple(found)
+
+
+@dataclass(frozen=True)
 class ContainerInfo:
     """A container as observed (never as wished)."""
 
@@ -130,6 +163,7 @@ class ContainerInfo:
     status: str  # created, running, exited, ...
     labels: Mapping[str, str] = field(default_factory=dict)
     networks: Mapping[str, str] = field(default_factory=dict)  # network name → IPv4 address
+    ports: tuple[PublishedPort, ...] = ()  # what it holds on the host (running containers only)
 
     @property
     def running(self) -> bool:
@@ -147,6 +181,8 @@ class ContainerInfo:
             status=str(entry.get("State") or ""),
             labels={str(k): str(v) for k, v in (entry.get("Labels") or {}).items()},
             networks={str(n): str((e or {}).get("IPAddress") or "") for n, e in networks.items()},
+            ports=tuple(p for p in (PublishedPort.from_summary(e) for e in entry.get("Ports") or ()
+                                    if isinstance(e, dict)) if p is not None),
         )
 
 
@@ -265,9 +301,10 @@ class ContainerRuntime(Protocol):
         """Tagged images already on the host (a few), newest first."""
         ...
 
-    def probe_privileged(self, image: str) -> str:
-        """Run `true` in a throw-away --privileged container of `image` (present on the host):
-        '' when the engine allows it, else the engine's reason."""
+    def probe_privileged(self, spec: ContainerSpec) -> str:
+        """Run `true` in a throw-away container with the node options of `spec` (its image is on
+        the host; gpulab.node_options.probe_node builds it): '' when the engine allows it, else
+        the engine's reason."""
         ...
 
     def copy_in(self, name: str, path: str, data: bytes, mode: int = 0o600) -> None:

@@ -3,24 +3,27 @@
 `gpulab plan` needs two host facts (the kind network's IPAM config, the kind nodes' addresses);
 importing docker-py for them costs more than the rest of `plan` together. This reader answers
 those two questions for the common case, an engine on a unix socket (DOCKER_HOST unset or
-`unix://…`, which is also how Docker Desktop and rootless Docker are reached). For any other
-DOCKER_HOST (tcp, ssh, TLS) `open_reader` returns None and callers use docker-py's adapter.
+`unix://…`, which is also how Docker Desktop, colima and rootless Docker are reached). The engine
+is the one the docker CLI (and so kind) would use, contexts included (`docker_endpoint`). For any
+other address (tcp, ssh, TLS) `open_reader` returns None and callers use docker-py's adapter.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from gpulab.adapters.base import ContainerInfo, NetworkInfo
+from gpulab.adapters.docker_endpoint import resolve_endpoint
 from gpulab.errors import AdapterError, HostError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from gpulab.adapters.docker_endpoint import DockerEndpoint
 
 __all__ = ["UnixSocketReader", "open_reader", "unix_socket_path"]
 
@@ -117,10 +120,13 @@ class UnixSocketReader:
         return [ContainerInfo.from_summary(entry) for entry in data if isinstance(entry, dict)]
 
 
-def open_reader(timeout: float = 3) -> UnixSocketReader | None:
-    """A reader for the engine on this host's unix socket (pinged), or None when DOCKER_HOST
-    names another kind of address; HostError when nothing answers on the socket."""
-    path = unix_socket_path(os.environ.get("DOCKER_HOST"))
+def open_reader(timeout: float = 3, endpoint: DockerEndpoint | None = None
+                ) -> UnixSocketReader | None:
+    """A reader for the engine on this host's unix socket (pinged), or None when the endpoint
+    (`endpoint`, else the one the docker CLI would use) is another kind of address; HostError when
+    nothing answers on the socket, or for a Docker context that cannot be used."""
+    endpoint = endpoint or resolve_endpoint()
+    path = unix_socket_path(endpoint.host)
     if path is None:
         return None
     reader = UnixSocketReader(path, timeout)

@@ -40,7 +40,14 @@ from docker.types import Mount
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from gpulab import children
-from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
+from gpulab.adapters.base import (
+    ContainerInfo,
+    ExecResult,
+    NetworkInfo,
+    PublishedPort,
+    RuntimeInfo,
+)
+from gpulab.adapters.docker_endpoint import DEFAULT_DOCKER_HOST, DockerEndpoint, resolve_endpoint
 from gpulab.errors import AdapterError, GpulabError, HostError
 
 if TYPE_CHECKING:
@@ -57,9 +64,9 @@ __all__ = [
     "docker_error",
     "node_host_config_args",
     "parse_restart_policy",
+    "probe_host_config_args",
 ]
 
-DEFAULT_DOCKER_HOST: Final = "unix:///var/run/docker.sock"
 SAVE_PLATFORM_API: Final = (1, 48)  # first Engine API whose image export takes `platform`
 _START_HINT: Final = "start Docker, or set DOCKER_HOST to the engine's address"
 _EXIT_CODE_WAIT: Final = 5.0  # seconds to wait for the engine to record an exec's exit code
@@ -67,51 +74,76 @@ _LOG_READER_JOIN: Final = 5.0  # seconds for a log reader to end once its stream
 _MAX_CMD_CHARS: Final = 80
 
 
-def connect(timeout: float = 10) -> DockerRuntime:
-    """The Docker engine named by DOCKER_HOST (or the default socket), or HostError.
+def connect(timeout: float = 10, endpoint: DockerEndpoint | None = None) -> DockerRuntime:
+    """The Docker engine the docker CLI would use (DOCKER_HOST, else DOCKER_CONTEXT, else the
+    current context, else the default socket: `docker_endpoint.resolve_endpoint`), or HostError.
 
+    `endpoint` is given when the caller resolved it already (kind must get the same one);
     `timeout` is the socket timeout of ordinary API calls; `DockerRuntime.exec` sets its own.
     """
-    host = os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST
+    endpoint = endpoint or resolve_endpoint()
     try:
-        client = docker.from_env(timeout=timeout)
+        # DOCKER_HOST is always set in this environment, so docker-py (7.2+) never falls back to
+        # a context of its own choosing; TLS comes from the endpoint's DOCKER_* variables.
+        client = docker.from_env(timeout=timeout, environment=endpoint.docker_py_env(os.environ))
     except docker.errors.DockerException as err:
-        raise _unreachable(err, host, timeout) from err
+        raise _unreachable(err, endpoint, timeout) from err
     except (ValueError, NameError) as err:  # docker-py parses DOCKER_HOST with urllib
-        raise _malformed(host, err) from None
-    runtime = DockerRuntime(client.api, host=host, timeout=timeout)
+        raise _malformed(endpoint, err) from None
+    runtime = DockerRuntime(client.api, host=endpoint.describe(), timeout=timeout,
+                            endpoint=endpoint)
     try:
         client.api.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
         runtime.close()
-        raise _unreachable(err, host, timeout) from err
+        raise _unreachable(err, endpoint, timeout) from err
     except (ValueError, NameError) as err:
         runtime.close()
-        raise _malformed(host, err) from None
+        raise _malformed(endpoint, err) from None
     return runtime
 
 
-def _malformed(host: str, err: BaseException) -> HostError:
-    """DOCKER_HOST that docker-py cannot even parse (a bad port, a broken IPv6 address) or an
-    ssh:// address without its ssh support (paramiko) installed."""
+def _where(endpoint: DockerEndpoint) -> str:
+    """What names the address: DOCKER_HOST, or the context that holds it."""
+    return f"Docker context '{endpoint.context}'" if endpoint.from_context else "DOCKER_HOST"
+
+
+def _start_hint(endpoint: DockerEndpoint) -> str:
+    if endpoint.from_context:
+        return (f"start the engine of Docker context '{endpoint.context}', or choose another "
+                "(docker context use NAME, or set DOCKER_HOST)")
+    return _START_HINT
+
+
+def _fix_address(endpoint: DockerEndpoint) -> str:
+    if endpoint.from_context:
+        return (f"fix it (docker context inspect {endpoint.context}) or use another context "
+                "(docker context use default)")
+    return "use e.g. unix:///var/run/docker.sock or tcp://HOST:2375, or unset it"
+
+
+def _malformed(endpoint: DockerEndpoint, err: BaseException) -> HostError:
+    """An address docker-py cannot even parse (a bad port, a broken IPv6 address) or an ssh://
+    address without its ssh support (paramiko) installed."""
+    host, where = endpoint.host, _where(endpoint)
     if host.startswith("ssh://") and isinstance(err, NameError):
-        return HostError(f"DOCKER_HOST '{host}' needs docker-py's ssh support",
-                         hint="pip install paramiko, or point DOCKER_HOST at a unix:// or "
+        return HostError(f"{where} '{host}' needs docker-py's ssh support",
+                         hint=f"pip install paramiko, or point {where} at a unix:// or "
                               "tcp:// address")
-    return HostError(f"DOCKER_HOST '{host}' is not a Docker address ({_one_line(str(err))})",
-                     hint="use e.g. unix:///var/run/docker.sock or tcp://HOST:2375, or unset it")
+    return HostError(f"{where} '{host}' is not a Docker address ({_one_line(str(err))})",
+                     hint=_fix_address(endpoint))
 
 
-def _unreachable(err: BaseException, host: str, timeout: float) -> HostError:
-    """Why the engine at `host` could not be reached, as one line with what to do."""
+def _unreachable(err: BaseException, endpoint: DockerEndpoint, timeout: float) -> HostError:
+    """Why the engine at the endpoint could not be reached, as one line with what to do."""
     text = str(err)
+    host = endpoint.describe()
+    start = _start_hint(endpoint)
     if "SSHHTTPAdapter" in text or "paramiko" in text:
-        return _malformed(host, NameError(text))
+        return _malformed(endpoint, NameError(text))
     if "Invalid bind address" in text or "Invalid port" in text or "URLSchemeUnknown" in text:
-        return HostError(
-            f"DOCKER_HOST '{host}' is not a Docker address",
-            hint="use e.g. unix:///var/run/docker.sock or tcp://HOST:2375, or unset it",
-        )
+        return HostError(f"{_where(endpoint)} '{endpoint.host}' is not a Docker address",
+                         hint=_fix_address(endpoint))
     cause = _root_cause(err)
     if isinstance(cause, PermissionError):
         return HostError(
@@ -119,15 +151,15 @@ def _unreachable(err: BaseException, host: str, timeout: float) -> HostError:
             hint="add your user to the 'docker' group and log in again, or set DOCKER_HOST",
         )
     if isinstance(cause, FileNotFoundError):
-        return HostError(f"no Docker engine at {host} (socket not found)", hint=_START_HINT)
+        return HostError(f"no Docker engine at {host} (socket not found)", hint=start)
     if isinstance(cause, ConnectionRefusedError):
-        return HostError(f"no Docker engine at {host} (connection refused)", hint=_START_HINT)
+        return HostError(f"no Docker engine at {host} (connection refused)", hint=start)
     if isinstance(cause, TimeoutError) or isinstance(err, requests.exceptions.Timeout):
         return HostError(
-            f"the Docker engine at {host} did not answer within {timeout:g}s", hint=_START_HINT
+            f"the Docker engine at {host} did not answer within {timeout:g}s", hint=start
         )
     reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    return HostError(f"cannot reach the Docker engine at {host}: {reason}", hint=_START_HINT)
+    return HostError(f"cannot reach the Docker engine at {host}: {reason}", hint=start)
 
 
 def _root_cause(err: BaseException) -> BaseException:
@@ -267,7 +299,7 @@ def node_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
     kind (providers/docker/provision.go, commonArgs and runArgsForNode): --privileged, unconfined
     seccomp and apparmor, tmpfs on /tmp and /run, an anonymous volume on /var, /lib/modules
     read-only, --cgroupns=private, --init=false, --restart=on-failure:1; and where the host needs
-    them (decided by gpulab.stacks.common.node_host_options as kind's util.go does):
+    them (decided by gpulab.node_options.node_host_options as kind's util.go does):
     --volume /dev/mapper, --device /dev/fuse, --userns=host, and the proxy variables.
     """
     return {
@@ -292,6 +324,22 @@ def node_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
         **({"devices": [f"{d}:{d}:rwm" for d in spec.devices]} if spec.devices else {}),
         **({"userns_mode": spec.userns_mode} if spec.userns_mode else {}),
     }
+
+
+def probe_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
+    """A node's `create_host_config` arguments (`node_host_config_args`) for doctor's throw-away
+    probe: every option that asks the engine for privileges or namespaces is the node's
+    (--privileged, seccomp/apparmor, --userns=host, --cgroupns=private, /dev/fuse, the binds,
+    the tmpfs mounts, --init=false). Left out: the network (kind creates its network with the
+    cluster, so it may not exist yet: the probe uses the default bridge), the restart policy
+    (the probe is removed at once) and the anonymous /var volume (the engine would copy the
+    image's /var into it, and a kindest/node keeps there the Kubernetes images its build
+    imported into containerd: kind fed26882 pkg/build/nodeimage/buildcontext.go:256,
+    imageimporter.go:80)."""
+    args = node_host_config_args(spec)
+    for dropped in ("network_mode", "restart_policy", "mounts"):
+        args.pop(dropped, None)
+    return args
 
 
 class _ExecTimeout(Exception):
@@ -381,9 +429,11 @@ def _first_match(chunks: Iterable[bytes], regex: re.Pattern[str]) -> bool:
 class DockerRuntime:
     """`ContainerRuntime` on a docker-py `APIClient` (anything with the same methods works)."""
 
-    def __init__(self, api: Any, *, host: str = DEFAULT_DOCKER_HOST, timeout: float = 10) -> None:
+    def __init__(self, api: Any, *, host: str = DEFAULT_DOCKER_HOST, timeout: float = 10,
+                 endpoint: DockerEndpoint | None = None) -> None:
         self._api = api
-        self.host = host
+        self.host = host  # as error messages name the engine
+        self.endpoint = endpoint or DockerEndpoint(host=host)  # what kind must be told
         self.timeout = timeout
         self._server_api: str | None = None
         self._execs: dict[str, str] = {}  # running exec id → container
@@ -552,15 +602,17 @@ class DockerRuntime:
                 if t and t != "<none>:<none>"]
         return tags[:limit]
 
-    def probe_privileged(self, image: str) -> str:
-        """'' when a --privileged container of `image` runs `true`, else why not (one line)."""
+    def probe_privileged(self, spec: ContainerSpec) -> str:
+        """'' when a container with the node options of `spec` (its image is on the host) runs
+        `true`, else why not (one line). The options are the node's own
+        (`probe_host_config_args`), so a daemon that refuses a node refuses the probe too."""
         api = self._api
         name = f"gpulab-privileged-probe-{os.getpid()}-{threading.get_ident()}"
         try:
             created = api.create_container(
-                image, name=name, entrypoint=["/bin/sh", "-c", "true"],
-                host_config=api.create_host_config(privileged=True, cgroupns="private"),
-                labels={"gpulab.dev/probe": "privileged"})
+                spec.image, name=name, entrypoint=["/bin/sh", "-c", "true"],
+                host_config=api.create_host_config(**probe_host_config_args(spec)),
+                labels=dict(spec.labels) or {"gpulab.dev/probe": "privileged"})
         except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
             return _one_line(getattr(err, "explanation", "") or str(err))
         try:
@@ -865,6 +917,7 @@ def _container_from_inspect(attrs: Mapping[str, Any]) -> ContainerInfo:
         status=str((attrs.get("State") or {}).get("Status", "")),
         labels={str(k): str(v) for k, v in (config.get("Labels") or {}).items()},
         networks={str(n): str((e or {}).get("IPAddress") or "") for n, e in networks.items()},
+        ports=PublishedPort.from_port_map((attrs.get("NetworkSettings") or {}).get("Ports")),
     )
 
 

@@ -38,7 +38,9 @@ class KindCli:
         want_version: the kind release the profile pins, named in the hint when kind is missing.
         timeout: seconds allowed for the quick commands (version, get, delete).
         create_timeout: seconds allowed for `create cluster` (image pull included); None = no limit.
-        env: extra environment for kind (e.g. DOCKER_HOST), on top of gpulab's own.
+        env: environment for kind on top of gpulab's own; a None value unsets the variable
+            (the Docker endpoint gives DOCKER_HOST and clears DOCKER_CONTEXT, so kind's docker
+            CLI talks to the engine gpulab talks to: `DockerEndpoint.client_env`).
     """
 
     def __init__(
@@ -49,7 +51,7 @@ class KindCli:
         want_version: str | None = None,
         timeout: float = 120,
         create_timeout: float | None = 1800,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
     ) -> None:
         self.binary = os.fspath(binary)
         self.kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
@@ -125,8 +127,11 @@ class KindCli:
         """Run kind with `args`; its stdout, or AdapterError with the command and output tail."""
         argv = [self._resolve(), *args]
         shown = shlex.join(["kind", *args])
+        env = {**os.environ, **{k: v for k, v in self.env.items() if v is not None}}
+        for name in (k for k, v in self.env.items() if v is None):
+            env.pop(name, None)
         try:  # a child gpulab can stop with its group (SIGTERM to `up`: gpulab.children)
-            done = children.run(argv, timeout=timeout, env={**os.environ, **self.env})
+            done = children.run(argv, timeout=timeout, env=env)
         except FileNotFoundError:
             raise self._missing(f"{argv[0]} disappeared") from None
         except PermissionError:

@@ -19,6 +19,7 @@ __all__ = [
     "ChartRef",
     "HelmComponent",
     "HostNeeds",
+    "HostPort",
     "LabProfile",
     "ManagementSpec",
     "ManifestComponent",
@@ -219,6 +220,21 @@ class HostNeeds:
     cpus: int = 2
 
 
+@dataclass(frozen=True)
+class HostPort:
+    """A port the lab publishes on the Docker host (kind's `extraPortMappings`, `--publish`)."""
+
+    address: str  # the host address it listens on: 127.0.0.1, 0.0.0.0, ::
+    port: int
+    protocol: str = "tcp"
+    what: str = ""  # what it is for, with the profile field that sets it
+
+    @property
+    def text(self) -> str:
+        address = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{address}:{self.port}" + ("" if self.protocol == "tcp" else f"/{self.protocol}")
+
+
 # Rough budgets (docs/peers-and-users.md §3): the kind management cluster with its add-ons.
 BASE_MEMORY_GIB = 4.0
 BASE_DISK_GIB = 12.0
@@ -250,6 +266,13 @@ class LabProfile(Strict):
 
     def docker_cidrs(self) -> list[tuple[str, str]]:
         """(field path, CIDR) pairs that must not overlap the Docker network."""
+        return []
+
+    def host_ports(self) -> list[HostPort]:
+        """Host ports the lab publishes, which must be free before `up` (doctor checks them).
+        None by default: kind publishes its API server on 127.0.0.1 and a port it finds free
+        itself (kind fed26882 providers/docker/provision.go:102-108 with `APIServerPort` unset,
+        common/getport.go:25-37)."""
         return []
 
     def composed_names(self, lab: str) -> list[tuple[str, str, int]]:

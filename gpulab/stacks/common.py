@@ -4,23 +4,32 @@ rendering helpers for Helm releases."""
 from __future__ import annotations
 
 import copy
-import json
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from gpulab import naming
-from gpulab.adapters.base import ContainerSpec, HelmRelease, LabAdapters, RuntimeInfo
+from gpulab.adapters.base import HelmRelease, LabAdapters
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, HostError
+from gpulab.node_options import (
+    NO_PROXY_SERVICES,
+    PROXY_VARIABLES,
+    NodeHostOptions,
+    docker_config_proxies,
+    mounts_dev_mapper,
+    node_host_options,
+    proxy_env,
+    with_host_options,
+)
 from gpulab.paths import write_secret
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import StepContext
@@ -37,21 +46,29 @@ KIND_SANDBOX_IMAGE = "registry.k8s.io/pause:3.10"
 VERIFY_IMAGE = KIND_SANDBOX_IMAGE
 
 __all__ = [
+    "NO_PROXY_SERVICES",
+    "PROXY_VARIABLES",
     "VERIFY_IMAGE",
     "HelmAddon",
     "LabAdapters",
     "ManagementCluster",
+    "NodeHostOptions",
     "PreloadImages",
     "adapters_of",
     "crd_established",
     "daemonset_ready",
     "deep_merge",
     "deployment_available",
+    "docker_config_proxies",
     "helm_release",
     "lab_clients",
     "management_kube",
     "manifest_objects",
+    "mounts_dev_mapper",
+    "node_host_options",
     "node_ready",
+    "proxy_env",
+    "with_host_options",
 ]
 
 
@@ -264,90 +281,9 @@ def snapshotter_of(config_dump: str) -> str:
 # from then on (kind pkg/cluster/internal/providers/common/cgroups.go, NodeReachedCgroupsReady).
 NODE_READY_LOG = r"Reached target .*Multi-User System.*|detected cgroup v1"
 NODE_READY_TIMEOUT = 30.0  # kind's, provision.go createContainerWithWaitUntilSystemd...
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
-NO_PROXY_SERVICES = (".svc", ".svc.cluster", ".svc.cluster.local")
-
-
-@dataclass(frozen=True)
-class NodeHostOptions:
-    """What kind adds to a node's `docker run` on this host (provision.go commonArgs)."""
-
-    userns_host: bool = False  # --userns=host where the daemon remaps user namespaces
-    mount_dev_mapper: bool = False  # --volume /dev/mapper:/dev/mapper
-    fuse_device: bool = False  # --device /dev/fuse on rootless Docker
-    env: tuple[tuple[str, str], ...] = ()  # proxy variables, then KIND_EXPERIMENTAL_...
-
-
-def mounts_dev_mapper(info: RuntimeInfo) -> bool:
-    """kind's mountDevMapper (providers/docker/util.go:51-93): never rootless; else when the
-    storage driver is btrfs, zfs or devicemapper, or the backing filesystem is btrfs, zfs or
-    xfs. (Docker 29's containerd store reports no backing filesystem, as kind does not either.)"""
-    if info.rootless:
-        return False
-    if info.storage_driver in ("btrfs", "zfs", "devicemapper"):
-        return True
-    backing = dict(info.driver_status).get("Backing Filesystem", "")
-    return backing in ("btrfs", "zfs", "xfs")
-
-
-def docker_config_proxies(environ: Mapping[str, str]) -> dict[str, str]:
-    """The Docker client's `proxies.default` ($DOCKER_CONFIG/config.json, else ~/.docker), which
-    kind v0.33 reads when no proxy variable is set (providers/docker/proxyconfig.go, PR 4192)."""
-    folder = Path(environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
-    try:
-        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    proxies = ((data.get("proxies") or {}).get("default") or {}) if isinstance(data, dict) else {}
-    keys = {"httpProxy": "HTTP_PROXY", "httpsProxy": "HTTPS_PROXY", "noProxy": "NO_PROXY"}
-    return {keys[k]: str(v) for k, v in proxies.items() if k in keys and v}
-
-
-def proxy_env(environ: Mapping[str, str], no_proxy: Sequence[str]) -> dict[str, str]:
-    """The proxy variables a node gets, as kind passes them (common/proxy.go,
-    provision.go getProxyEnv): upper- or lower-case HTTP(S)_PROXY/NO_PROXY from gpulab's
-    environment (else the Docker client's config), both cases set, and NO_PROXY extended with
-    what must never go through the proxy: the lab's CIDRs, the kind network's subnets, the node
-    names and the cluster's service domains. Nothing when no proxy is configured."""
-    found = {name: environ.get(name) or environ.get(name.lower()) or ""
-             for name in PROXY_VARIABLES}
-    if not (found["HTTP_PROXY"] or found["HTTPS_PROXY"]):
-        found = dict.fromkeys(PROXY_VARIABLES, "") | docker_config_proxies(environ)
-    if not (found.get("HTTP_PROXY") or found.get("HTTPS_PROXY")):
-        return {}
-    skip = [s for s in (found.get("NO_PROXY") or "").split(",") if s.strip()]
-    for entry in [*no_proxy, *NO_PROXY_SERVICES]:
-        if entry and entry not in skip:
-            skip.append(entry)
-    found["NO_PROXY"] = ",".join(skip)
-    env: dict[str, str] = {}
-    for name in PROXY_VARIABLES:
-        if found.get(name):
-            env[name] = env[name.lower()] = found[name]
-    return env
-
-
-def node_host_options(info: RuntimeInfo, environ: Mapping[str, str],
-                      no_proxy: Sequence[str]) -> NodeHostOptions:
-    """kind's host-dependent node options for this engine and environment."""
-    env = proxy_env(environ, no_proxy)
-    snapshotter = environ.get("KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER")
-    if snapshotter:  # kind passes it through to the node's entrypoint
-        env["KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"] = snapshotter
-    return NodeHostOptions(userns_host=info.userns_remap, mount_dev_mapper=mounts_dev_mapper(info),
-                           fuse_device=info.rootless, env=tuple(sorted(env.items())))
-
-
-def with_host_options(spec: ContainerSpec, options: NodeHostOptions) -> ContainerSpec:
-    """The node spec with what this host needs (render's specs are host-independent)."""
-    return replace(
-        spec,
-        binds=(*spec.binds, ("/dev/mapper", "/dev/mapper")) if options.mount_dev_mapper
-        else spec.binds,
-        devices=(*spec.devices, "/dev/fuse") if options.fuse_device else spec.devices,
-        userns_mode="host" if options.userns_host else spec.userns_mode,
-        env={**spec.env, **dict(options.env)},
-    )
+# The host-dependent node options (NodeHostOptions, node_host_options, with_host_options,
+# proxy_env, ...) live in gpulab.node_options, which doctor's privileged probe uses too; this
+# module imports them and names them in __all__, where the stacks have always found them.
 
 
 @dataclass

@@ -505,9 +505,12 @@ def test_privileged_probe_tells_what_the_engine_does(runtime: DockerRuntime,
                                                      kamaji_profile) -> None:
     """The probe agrees with a plain privileged `docker run` on this engine (this CI host
     refuses --privileged; a kind-capable host allows it), and leaves nothing behind."""
-    from gpulab.doctor import diagnose, observe_host
+    import os
 
-    probe = runtime.probe_privileged(TEST_IMAGE)
+    from gpulab.doctor import diagnose, observe_host
+    from gpulab.node_options import probe_node
+
+    probe = runtime.probe_privileged(probe_node(TEST_IMAGE, runtime.info(), os.environ))
     try:
         client.containers.run(TEST_IMAGE, ["true"], privileged=True, remove=True)
         allowed = True

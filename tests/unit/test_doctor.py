@@ -145,6 +145,7 @@ def test_no_git_finding_without_a_git_chart() -> None:
 
 
 def test_the_probe_falls_back_to_images_on_the_host_and_skips_shell_less_ones() -> None:
+    from gpulab.adapters.base import ContainerSpec
     from gpulab.doctor import _probe_privileged
 
     class Runtime:
@@ -152,19 +153,22 @@ def test_the_probe_falls_back_to_images_on_the_host_and_skips_shell_less_ones() 
             self.probed: list[str] = []
 
         def image_present(self, image: str) -> bool:
-            return False  # the profile's kindest/node is not pulled yet
+            return False  # the profile's kindest/node is not pulled (--no-pull, or it failed)
 
         def local_images(self, limit: int = 20) -> list[str]:
             return ["distroless:1", "busybox:1"]
 
-        def probe_privileged(self, image: str) -> str:
-            self.probed.append(image)
-            if image == "distroless:1":
+        def probe_privileged(self, spec: ContainerSpec) -> str:
+            self.probed.append(spec.image)
+            if spec.image == "distroless:1":
                 return 'exec: "/bin/sh": stat /bin/sh: no such file or directory'
             return "unable to apply caps: operation not permitted"
 
+    def node(image: str) -> ContainerSpec:
+        return ContainerSpec(name="probe", image=image, network="", labels={})
+
     runtime = Runtime()
-    image, answer = _probe_privileged(runtime, ("kindest/node:v1.36.4",))  # type: ignore[arg-type]
+    image, answer = _probe_privileged(runtime, ("kindest/node:v1.36.4",), node)  # type: ignore[arg-type]
     assert runtime.probed == ["distroless:1", "busybox:1"]
     assert (image, answer) == ("busybox:1", "unable to apply caps: operation not permitted")
 

@@ -17,6 +17,7 @@ from gpulab.profile.base import (
     ChartRef,
     HelmComponent,
     HostNeeds,
+    HostPort,
     LabProfile,
     Strict,
     dns_label,
@@ -24,6 +25,7 @@ from gpulab.profile.base import (
 
 __all__ = [
     "DEFAULT_QUEUES",
+    "VCLUSTER_LISTEN_ADDRESS",
     "GpuPoolSpec",
     "KaiComponentsSpec",
     "KaiSchedulerSpec",
@@ -39,6 +41,10 @@ __all__ = [
 # Queues KAI creates itself (defaultQueue.createDefaultQueue); a profile may not redefine them.
 DEFAULT_QUEUES = ("default-parent-queue", "default-queue")
 NODE_PORTS = (30000, 32767)
+# Where kind publishes each team's vCluster API on the host: loopback only, as kind publishes its
+# own API server (kind fed26882 pkg/internal/apis/config/default.go:56-57). kind's default for
+# extraPortMappings would be every address (providers/docker/provision.go:395-398).
+VCLUSTER_LISTEN_ADDRESS = "127.0.0.1"
 # Each vCluster Service also exposes the kubelet port (10250) when
 # `networking.advanced.proxyKubelets.byHostname` is on, its default (chart templates/service.yaml
 # :39-45, values.yaml:1159-1162 at vCluster v0.35.3), with `nodePort:
@@ -265,6 +271,14 @@ class VclusterKaiProfile(LabProfile):
         memory = (base.memory_gib + KAI_MEMORY_GIB + TEAM_MEMORY_GIB * teams
                   + GPU_NODE_MEMORY_GIB * self.gpu_pool.nodes)
         return HostNeeds(memory, base.disk_gib + TEAM_DISK_GIB * teams, base.cpus)
+
+    def host_ports(self) -> list[HostPort]:
+        """Each team's vCluster API port on the host's 127.0.0.1 (render.vcluster_port_mappings
+        publishes exactly these through kind)."""
+        return [HostPort(VCLUSTER_LISTEN_ADDRESS, team.host_port, "tcp",
+                         f"team {team.name}'s vCluster API (teams[{index}]."
+                         f"{'api_host_port' if team.api_host_port else 'api_node_port'})")
+                for index, team in enumerate(self.teams)]
 
     def team(self, name: str) -> TeamSpec:
         for team in self.teams:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab import naming
 from gpulab.adapters import base
 from gpulab.stacks import common
+from gpulab.stacks.vcluster_kai.profile import VCLUSTER_LISTEN_ADDRESS
 from gpulab.verify import kai
 from gpulab.verify import observe as verify_observe
 
@@ -81,7 +82,6 @@ VERIFY_PODS = {
     "queue-foreign": "KAI-08",
 }
 _OPERATOR_RBAC = "rbac.authorization.k8s.io/v1"
-VCLUSTER_LISTEN_ADDRESS = "127.0.0.1"  # kind's default listenAddress for published ports
 
 
 def gpu_node_names(profile: VclusterKaiProfile, lab: str) -> list[str]:
