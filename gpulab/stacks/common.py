@@ -4,11 +4,17 @@ rendering helpers for Helm releases."""
 from __future__ import annotations
 
 import copy
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from gpulab import naming
 from gpulab.adapters.base import HelmRelease, LabAdapters
@@ -240,7 +246,6 @@ class HelmAddon:
 
 CTR_LIST = ["ctr", "--namespace=k8s.io", "images", "ls", "-q"]
 CONTAINERD_CONFIG = ["containerd", "config", "dump"]
-DEFAULT_SNAPSHOTTER = "overlayfs"
 LEFT_TO_NODE = "left-to-node"  # marker lines: images the node pulls itself
 
 
@@ -256,23 +261,33 @@ def ctr_import(platform: str, snapshotter: str) -> list[str]:
 
 
 def snapshotter_of(config_dump: str) -> str:
-    """The CRI snapshotter in `containerd config dump` output, as kind reads it
-    (nodeutils/util.go:93-126): config version 2 under `plugins."io.containerd.grpc.v1.cri"
-    .containerd`, versions 3 and 4 under `plugins."io.containerd.cri.v1.images"`; else overlayfs."""
-    table = ""
-    wanted = ('plugins."io.containerd.grpc.v1.cri".containerd',
-              'plugins."io.containerd.cri.v1.images"')
-    for raw in config_dump.splitlines():
-        line = raw.strip()
-        if line.startswith("[") and line.endswith("]"):
-            table = line.strip("[]").strip()
-            continue
-        key, sep, value = line.partition("=")
-        if sep and key.strip() == "snapshotter" and table in wanted:
-            name = value.strip().strip('"').strip("'")
-            if name:
-                return name
-    return DEFAULT_SNAPSHOTTER
+    """The CRI snapshotter in `containerd config dump` output, read as kind reads it
+    (kind fed26882 pkg/cluster/nodeutils/util.go:101-127, `parseSnapshotter`): the dump is TOML;
+    config version 2 keeps it at `plugins."io.containerd.grpc.v1.cri".containerd.snapshotter`,
+    versions 3 and 4 at `plugins."io.containerd.cri.v1.images".snapshotter`. containerd 2.x
+    prints version 3 with go-toml v2's literal keys (`[plugins.'io.containerd.cri.v1.images']`,
+    `snapshotter = 'overlayfs'`), so the text is parsed as TOML, not matched line by line.
+
+    Raises ValueError, with the reason, when the dump does not say (kind fails there too)."""
+    try:
+        config = tomllib.loads(config_dump)
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"containerd config dump is not TOML ({err})") from None
+    version = config.get("version")
+    path: tuple[str, ...]
+    if version == 2:
+        path = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "snapshotter")
+    elif version in (3, 4):
+        path = ("plugins", "io.containerd.cri.v1.images", "snapshotter")
+    else:
+        raise ValueError(f"unknown containerd config version {version!r} (kind knows 2, 3 and 4)")
+    value: object = config
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"containerd config version {version} names no snapshotter at "
+                         f"{'.'.join(path)}")
+    return value
 
 
 # --------------------------------------------------------------------------- kind-like nodes
@@ -352,9 +367,22 @@ class PreloadImages:
         runtime = adapters_of(ctx).runtime
         return not any(runtime.image_present(image) for _, image in missing)
 
-    def _snapshotter(self, ctx: StepContext, node: str) -> str:
+    def _snapshotter(self, ctx: StepContext, node: str) -> str | None:
+        """The node's CRI snapshotter, or None (noted, with why) when it cannot be read: an
+        import into a guessed snapshotter would be invisible to the kubelet, so the caller has
+        the node pull instead (its containerd always uses its own snapshotter)."""
         dump = adapters_of(ctx).runtime.exec(node, CONTAINERD_CONFIG, timeout=60)
-        return snapshotter_of(dump.stdout) if dump.ok else DEFAULT_SNAPSHOTTER
+        if not dump.ok:
+            why = (dump.stderr or dump.stdout).strip()[-200:] or f"exit {dump.exit_code}"
+            ctx.note(f"containerd snapshotter of {node} unknown (`containerd config dump`: "
+                     f"{why}); images are pulled inside the node")
+            return None
+        try:
+            return snapshotter_of(dump.stdout)
+        except ValueError as err:
+            ctx.note(f"containerd snapshotter of {node} unknown ({err}); images are pulled "
+                     f"inside the node")
+            return None
 
     def _load(self, ctx: StepContext, node: str, image: str, platform: str,
               snapshotter: str) -> str:
@@ -383,8 +411,12 @@ class PreloadImages:
         left: list[tuple[str, str]] = []
         for node in self.nodes:
             missing = self._missing(ctx, node)
-            snapshotter = self._snapshotter(ctx, node) if missing else DEFAULT_SNAPSHOTTER
+            snapshotter = self._snapshotter(ctx, node) if missing else None
             for image in missing:
+                if snapshotter is None:
+                    if not self._pull_in_node(ctx, node, image):
+                        left.append((node, image))
+                    continue
                 if image not in on_host:
                     on_host[image] = runtime.image_present(image)
                     if not on_host[image]:
