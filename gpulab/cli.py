@@ -824,7 +824,7 @@ def _print_report(report: VerifyReport, next_step: str = "") -> None:
     """The verdicts as a table on stdout, the summary, notes and next step on stderr."""
     from rich.markup import escape
 
-    from gpulab.verify.report import FINDING, table_rows
+    from gpulab.verify.report import FINDING, summary_line, table_rows
 
     table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
     table.columns[0].no_wrap = True
@@ -835,13 +835,7 @@ def _print_report(report: VerifyReport, next_step: str = "") -> None:
         table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
                       escape(detail), seconds)
     _emit(table)
-    counts = report.counts()
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-    if report.findings:
-        count = len(report.findings)
-        summary += f", {count} finding{'s' if count > 1 else ''} (not a pass)"
-    replayed = f" (replayed against {report.judged_against})" if report.replayed else ""
-    err.print(f"{summary}{replayed}", markup=False)
+    err.print(summary_line(report), markup=False)
     for note in report.notes:
         err.print(f"warning: {note}", markup=False)
     if not report.ok and not report.replayed:

@@ -5,12 +5,23 @@ KAI v0.16.8 (docs/dev/upstream-facts/stack-vcluster-kai.md §1):
   `reason` code (`OverLimit`, `NonPreemptibleOverQuota`, `QueueDoesNotExist`, …) and a `message`;
   older fields `reason`/`message` on the condition itself are deprecated but still read;
 - the pod gets condition `PodScheduled=False/Unschedulable` and a Warning event `Unschedulable`.
+- when no node fits, the message is a histogram of per-node reasons, "no nodes with enough
+  resources were found: 1 node has DiskPressure condition. \n1 node(s) didn't have enough
+  resources: GPUs." (pkg/scheduler/api/common_info/pod_errors.go:21,219-245), the PodGroup's
+  "Resources were not found for pod NS/NAME due to: <that>" (actions/common/allocate.go:244-248).
+  A node is refused for its GPUs ("node(s) didn't have enough resources: GPUs" or "GPU memory",
+  pod_errors.go:101,107) before any predicate runs (framework/session.go:226-256); a node with
+  room on its GPU is refused by the predicates instead: a node condition ("node has
+  DiskPressure condition", scheduler_util/scheduler_utils.go:12-40, checked first,
+  plugins/predicates/predicates.go:343), then Kubernetes' own filters such as taints
+  (k8s_internal/predicates/predicates.go:85-93). `node_reasons` tells them apart.
 
 Pure functions over API objects, shared by the vcluster-kai checks and `verify --kubeconfig`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from gpulab.verify import objects as o
@@ -21,12 +32,14 @@ if TYPE_CHECKING:
 __all__ = [
     "FRACTION_ANNOTATION",
     "GPU_GROUP_LABEL",
+    "GPU_SHORTAGE",
     "KAI_SCHEDULER",
     "QUEUE_LABEL",
     "QUEUE_REASONS",
     "KaiReason",
     "kai_pod",
     "kai_reasons",
+    "node_reasons",
     "queue_reasons",
     "reasons_text",
 ]
@@ -103,6 +116,27 @@ def kai_reasons(host_pod: Mapping[str, Any] | None, pod_group: Mapping[str, Any]
     return unique
 
 
+# KAI's words for a node whose GPUs cannot hold the request (pod_errors.go:89,101,107; the
+# topology variant, job_errors.go:172).
+GPU_SHORTAGE = ("didn't have enough resources: GPU", "didn't have enough of mig profile")
+# One entry of KAI's per-node histogram: "<count> node(s) <why>", entries joined by ". " (by
+# ", " in kube-scheduler's "0/2 nodes are available: …", read the same way).
+_NODE_REASON = re.compile(
+    r"\b(\d+) (node(?:-group)?(?:\(s\))? .*?)(?=[.,] \d+ node|\.?\s*$)")
+
+
+def node_reasons(message: str) -> tuple[list[str], list[str]]:
+    """(GPU shortages, other reasons) among the per-node reasons of a KAI refusal, each
+    '<count> <reason>'. A message without a per-node histogram is a GPU shortage when it names
+    one, and otherwise names no node: ([], [])."""
+    text = " ".join(message.split())
+    entries = [f"{m.group(1)} {m.group(2)}" for m in _NODE_REASON.finditer(text)]
+    if not entries:
+        entries = [text] if any(words in text for words in GPU_SHORTAGE) else []
+    gpu = [e for e in entries if any(words in e for words in GPU_SHORTAGE)]
+    return gpu, [e for e in entries if e not in gpu]
+
+
 def reasons_text(reasons: Sequence[KaiReason], limit: int = 2) -> str:
     shown = [r.text() for r in reasons[:limit]]
     more = len(reasons) - limit
@@ -116,18 +150,22 @@ GPU_GROUP_LABEL = "runai-gpu-group"  # KAI's label on fraction pods sharing one 
 
 
 def kai_pod(name: str, namespace: str, labels: dict[str, str], image: str, *, queue: str,
-            fraction: str = "", gpus: int = 0, node: str = "") -> dict[str, Any]:
-    """A pod for KAI: in `queue`, asking a `fraction` of one GPU (KAI's `gpu-fraction`) or
-    `gpus` whole GPUs, on `node` when given (kubernetes.io/hostname)."""
+            fraction: str = "", gpus: int = 0, node: str = "",
+            scheduler_name: str = KAI_SCHEDULER, queue_label: str = QUEUE_LABEL
+            ) -> dict[str, Any]:
+    """A pod for KAI: in `queue` (labelled with KAI's `queueLabelKey`), asking a `fraction` of
+    one GPU (KAI's `gpu-fraction`) or `gpus` whole GPUs, on the node whose
+    `kubernetes.io/hostname` label is `node` when given; `scheduler_name` is the one KAI's Config
+    names (`spec.global.schedulerName`)."""
     container: dict[str, Any] = {"name": "app", "image": image, "imagePullPolicy": "IfNotPresent"}
     if gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
-    spec: dict[str, Any] = {"schedulerName": KAI_SCHEDULER, "restartPolicy": "Never",
+    spec: dict[str, Any] = {"schedulerName": scheduler_name, "restartPolicy": "Never",
                             "terminationGracePeriodSeconds": 0, "containers": [container]}
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     metadata: dict[str, Any] = {"name": name, "namespace": namespace,
-                                "labels": {**labels, QUEUE_LABEL: queue}}
+                                "labels": {**labels, queue_label: queue}}
     if fraction:
         metadata["annotations"] = {FRACTION_ANNOTATION: fraction}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

@@ -5,6 +5,11 @@ Recordings on disk are gpulab.verify.recording's (format) and each stack's `reco
 Findings are known weaknesses verify demonstrates on the lab: they are shown (table row `FINDING`,
 JSON `findings`, a JUnit testcase with a `skipped` element of type `finding`) but are neither a
 pass nor a failure, so they never change the exit code.
+
+A report may judge fewer checks than its stack has (`--tc`, or a recording made with `--tc`): the
+summary says how many of them (`5 of 8 checks`), and the checks a replayed recording does not
+hold are rows of their own (`NOT RECORDED` in the table, `skip` with `not_recorded: true` in JSON,
+a JUnit `skipped` element of type `not-recorded`), never silently missing.
 """
 
 from __future__ import annotations
@@ -14,27 +19,33 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulab.errors import ExitCode
+from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
-    from gpulab.verify.result import CheckResult, Status
+    from gpulab.verify.result import Status
 
 __all__ = [
     "FINDING",
+    "NOT_RECORDED",
     "TABLE_HEADER",
     "Finding",
     "ObservedState",
     "VerifyReport",
     "exit_code",
     "junit_xml",
+    "not_recorded_result",
     "report_json",
+    "summary_line",
     "table_rows",
     "write_junit",
 ]
 
 TABLE_HEADER = ("check", "tenant", "result", "evidence or reason", "seconds")
 FINDING = "FINDING"
+NOT_RECORDED = "NOT RECORDED"
 
 
 class ObservedState(Protocol):
@@ -94,6 +105,10 @@ class VerifyReport:
     findings: known weaknesses shown on the lab (see Finding); they do not change `ok`.
     judged_against: for a replay, the profile the verdicts were judged against ("the
         recording's profile", or the `--profile` given).
+    all_checks: every check of the stack, in order (empty: not known, e.g. `verify
+        --kubeconfig`); a report judging fewer says so (`coverage`).
+    not_recorded: the checks a replayed recording does not hold (it was made with `--tc`):
+        each has a `skip` result per member saying so (`not_recorded_result`).
     """
 
     lab: str
@@ -104,6 +119,8 @@ class VerifyReport:
     notes: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
     judged_against: str = ""
+    all_checks: tuple[str, ...] = ()
+    not_recorded: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -115,6 +132,59 @@ class VerifyReport:
         for result in self.results:
             out[result.status] += 1
         return out
+
+    def is_not_recorded(self, result: CheckResult) -> bool:
+        """`result` stands for a check the replayed recording does not hold."""
+        return result.status == "skip" and result.id in self.not_recorded
+
+    def judged(self) -> tuple[str, ...]:
+        """The checks this report judged, in order (not-recorded ones left out)."""
+        ids = dict.fromkeys(r.id for r in self.results if r.id not in self.not_recorded)
+        return tuple(ids)
+
+    def coverage(self) -> str:
+        """'5 of 8 checks' when the report judged fewer checks than its stack has; '' when it
+        judged them all (or the stack's checks are not known)."""
+        if not self.all_checks:
+            return ""
+        judged = [c for c in self.judged() if c in self.all_checks]
+        if len(judged) >= len(self.all_checks):
+            return ""
+        return f"{len(judged)} of {len(self.all_checks)} checks"
+
+
+def not_recorded_result(check: str, member: str, recorded: Sequence[str]) -> CheckResult:
+    """The result of a check the replayed recording does not hold (it was made with `--tc`):
+    `skip`, with a reason saying so: not a pass, and no property was judged."""
+    held = ", ".join(recorded) or "no check"
+    return CheckResult(
+        check, member, "skip",
+        reason=f"not recorded: the recording holds {held} only (it was made with --tc), so "
+               f"{check} was not judged; record again without --tc (gpulab verify --record DIR)")
+
+
+def summary_line(report: VerifyReport) -> str:
+    """The one line under the table: counts, findings, how many of the stack's checks were
+    judged, and for a replay the profile it was judged against, e.g. '10 pass, 6 not recorded;
+    5 of 8 checks (TC-06, TC-07, TC-08 not in the recording) (replayed against the recording's
+    profile)'."""
+    counts = report.counts()
+    unrecorded = sum(1 for r in report.results if report.is_not_recorded(r))
+    counts["skip"] -= unrecorded
+    parts = [f"{n} {k}" for k, n in counts.items() if n]
+    if unrecorded:
+        parts.append(f"{unrecorded} not recorded")
+    text = ", ".join(parts) or "no result"
+    if report.findings:
+        count = len(report.findings)
+        text += f", {count} finding{'s' if count > 1 else ''} (not a pass)"
+    if coverage := report.coverage():
+        text += f"; {coverage}"
+        if report.not_recorded:
+            text += f" ({', '.join(report.not_recorded)} not in the recording)"
+    if report.replayed:
+        text += f" (replayed against {report.judged_against})"
+    return text
 
 
 def exit_code(report: VerifyReport) -> ExitCode:
@@ -128,7 +198,9 @@ def table_rows(report: VerifyReport) -> list[tuple[str, str, str, str, str]]:
     """Rows under TABLE_HEADER: ('TC-05 sharing', 'tenant-a', 'PASS', evidence|reason, '1.2'),
     then one `FINDING` row per finding."""
     rows = [
-        (f"{r.id} {r.title}".strip(), r.tenant, r.status.upper(), r.detail, f"{r.seconds:.1f}")
+        (f"{r.id} {r.title}".strip(), r.tenant,
+         NOT_RECORDED if report.is_not_recorded(r) else r.status.upper(), r.detail,
+         f"{r.seconds:.1f}")
         for r in report.results
     ]
     rows += [(f"{f.id} {f.title}".strip(), f.tenant, FINDING, f.detail, f"{f.seconds:.1f}")
@@ -147,7 +219,10 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
         "observed_at": report.state.observed_at,
         "seconds": round(report.seconds, 3),
         "summary": report.counts(),
-        "results": [r.to_dict() for r in report.results],
+        "checks": {"judged": len(report.judged()), "of": len(report.all_checks) or None,
+                   "not_recorded": list(report.not_recorded)},
+        "results": [{**r.to_dict(), "not_recorded": True} if report.is_not_recorded(r)
+                    else r.to_dict() for r in report.results],
         "findings": [f.to_dict() for f in report.findings],
         "notes": list(report.notes),
     }
@@ -180,6 +255,11 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify",
         "time": f"{sum(r.seconds for r in report.results):.3f}",
         "timestamp": report.state.observed_at,
     })
+    properties = dict(properties or {})
+    if coverage := report.coverage():
+        properties["gpulab.checks"] = coverage
+    if report.not_recorded:
+        properties["gpulab.not_recorded"] = ",".join(report.not_recorded)
     if properties:  # e.g. how long each step of `up` took (gpulab up's timings)
         props = ET.SubElement(testsuite, "properties")
         for key, value in properties.items():
@@ -195,7 +275,9 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify",
             continue
         tag = {"fail": "failure", "error": "error", "skip": "skipped"}[result.status]
         element = ET.SubElement(case, tag, {"message": result.reason})
-        if result.status != "skip":
+        if report.is_not_recorded(result):
+            element.set("type", "not-recorded")
+        elif result.status != "skip":
             element.set("type", result.status)
             element.text = result.evidence or result.reason
     for finding in report.findings:

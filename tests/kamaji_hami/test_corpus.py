@@ -76,6 +76,28 @@ def _share_pending(st: dict[str, Any]) -> None:
     pod["spec"].pop("nodeName", None)
 
 
+def _bound_never_started(st: dict[str, Any]) -> None:
+    """gpu-share-1 placed and bound by HAMi, its container never started: phase Pending while
+    bound is "time spent pulling images" (k8s.io/api v0.36.3 core/v1/types.go:3499-3502)."""
+    run = _run(st, "gpu-share-1")
+    run.update(outcome="timeout", last_seen="Pending, schedulerName hami-scheduler, node "
+                                            "gpulab-kamaji-hami-tenant-a-worker")
+    run["pod"]["status"] = {"phase": "Pending", "containerStatuses": [{
+        "name": "app", "ready": False, "restartCount": 0,
+        "state": {"waiting": {"reason": "ImagePullBackOff",
+                              "message": 'Back-off pulling image "registry.k8s.io/pause:3.10"'}}}]}
+
+
+def _refused_at_admission(st: dict[str, Any]) -> None:
+    """gpu-share-1 placed and bound by HAMi, then turned away by the kubelet: phase Failed with
+    status.reason UnexpectedAdmissionError (what HAMi v2.10.0's e2e reads for a pod that
+    "reached admission", hack/hami-mig-e2e.sh:621), no container ever started."""
+    run = _run(st, "gpu-share-1")
+    run.update(outcome="failed")
+    run["pod"]["status"] = {"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                            "message": "Allocate failed due to no devices found"}
+
+
 def _grant(st: dict[str, Any], name: str, memory: int) -> None:
     annotations = _run(st, name)["pod"]["metadata"]["annotations"]
     card, vendor, _memory, cores = annotations["hami.io/vgpu-devices-allocated"].split(":")[0] \
@@ -283,6 +305,12 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
     ("bound to another node than HAMi chose",
      lambda st, _o: _run(st, "gpu-share-1")["pod"]["spec"].update(nodeName="somewhere-else"),
      {"TC-03", "TC-05"}, "somewhere-else"),
+    ("first share pod bound but never started",
+     lambda st, _o: _bound_never_started(st), {"TC-03", "TC-05", "TC-06"},
+     "gpu-share-1 is bound to gpulab-kamaji-hami-tenant-a-worker but not running"),
+    ("first share pod refused by the kubelet at admission",
+     lambda st, _o: _refused_at_admission(st), {"TC-03", "TC-05", "TC-06"},
+     "gpu-share-1 failed: UnexpectedAdmissionError"),
     ("share pod without a HAMi allocation", lambda st, _o: _not_placed_by_hami(st, "gpu-share-2"),
      {"TC-05"}, "gpu-share-2 runs without a HAMi allocation"),
     ("share pod on another card than pinned", lambda st, _o: _other_card(st, "gpu-share-3"),

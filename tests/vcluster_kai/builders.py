@@ -4,9 +4,16 @@ them, in gpulab's names.
 The write-up's facts: three vClusters `team-*` in `vcluster-team-*`, host pods named
 `<pod>-x-<namespace>-x-<vcluster>`, every team pod Running on the one GPU node, each team queue
 showing `Allocated: nvidia.com/gpu: 330m`. KAI's reasons use the codes and message texts of the
-facts doc (§1 "Unschedulable reporting"); the capacity message and the KAI-generated names
-(PodGroup suffixes, GPU group) are illustrative: the write-up does not print them, and this
-state is built here, not recorded from a running lab.
+facts doc (§1 "Unschedulable reporting"). What KAI v0.16.8 writes is followed where it was read
+at the tag: a bare pod's PodGroup is `pg-<pod name>-<pod uid>`, named in the pod's
+`pod-group-name` annotation, owned by the pod and labelled with the pod's labels
+(pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go:69-80,94-96,119-132,
+pkg/podgrouper/podgroup/handler.go:93-103, pkg/podgrouper/pod_controller.go:179-206); the capacity
+refusal is the fit-error histogram of pkg/scheduler/api/common_info/pod_errors.go:21,101,219-245
+(both nodes lack a free GPU: the control plane has none, the worker's is shared out; the resource
+check runs before the predicates, pkg/scheduler/framework/session.go:226-256), wrapped for the
+PodGroup by pkg/scheduler/actions/common/allocate.go:244-248. The GPU group id is illustrative,
+and this state is built here, not recorded from a running lab.
 
 `healthy_state(profile)` passes all eight checks for every team and carries the queue-label
 finding; tests derive failing states from it with `team_replace` and `run_replace`.
@@ -42,8 +49,10 @@ GPU_GROUP = "8d1d6a1c-5c3f-4f5e-9a52-2b6f0f9d7a10"
 RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
 OVER_LIMIT = ("{queue} quota has reached the allowable limit of GPUs. Limit is 1 GPUs, currently "
               "0.33 GPUs allocated and workload requested 2 GPUs")
-NO_CAPACITY = ("0/2 nodes are available: 1 node(s) didn't have enough resources: GPUs, 1 node(s) "
-               "had untolerated taint {node-role.kubernetes.io/control-plane: }.")
+NO_CAPACITY = ("no nodes with enough resources were found: 2 node(s) didn't have enough "
+               "resources: GPUs.")
+# The PodGroup's reason for a pod KAI found no node for (allocate.go:244-248).
+NOT_FOUND = "Resources were not found for pod {namespace}/{name} due to: {message}"
 
 
 RUN_ID = "8b1e5c0a94d2"  # the gpulab.dev/run label of the recorded verify run
@@ -114,7 +123,7 @@ def host_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, *, running:
         kr.VC_NAME_ANNOTATION: name,
         kr.VC_NAMESPACE_ANNOTATION: NS,
         kr.VC_UID_ANNOTATION: uid(f"vc-{team.name}", name),
-        kr.POD_GROUP_ANNOTATION: f"pg-{host_name}-{uid('host', host_name)}"[:63],
+        kr.POD_GROUP_ANNOTATION: f"pg-{host_name}-{uid('host', host_name)}",
     })
     if running:
         meta["labels"]["runai-gpu-group"] = GPU_GROUP
@@ -133,6 +142,8 @@ def host_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, *, running:
 
 def pod_group(pod: dict[str, Any], queue: str, reasons: list[dict[str, Any]] | None = None
               ) -> dict[str, Any]:
+    """KAI's PodGroup of a bare pod: named as the pod's annotation says, owned by the pod, with
+    the pod's labels (the module docstring cites where KAI does this)."""
     meta = pod["metadata"]
     status: dict[str, Any] = {"phase": "Running" if not reasons else "Pending"}
     if reasons:
@@ -142,7 +153,10 @@ def pod_group(pod: dict[str, Any], queue: str, reasons: list[dict[str, Any]] | N
     return {
         "apiVersion": kr.PODGROUP_API, "kind": "PodGroup",
         "metadata": {"name": meta["annotations"][kr.POD_GROUP_ANNOTATION],
-                     "namespace": meta["namespace"], "uid": uid("pg", meta["name"])},
+                     "namespace": meta["namespace"], "uid": uid("pg", meta["name"]),
+                     "labels": dict(meta.get("labels") or {}),
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
+                                          "name": meta["name"], "uid": meta["uid"]}]},
         "spec": {"minMember": 1, "queue": queue, "priorityClassName": "train"},
         "status": status,
     }
@@ -192,7 +206,10 @@ def over_limit_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
 
 def over_capacity_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
     host = host_pod(profile, team, "gpu-over-capacity", running=False, message=NO_CAPACITY)
-    group = pod_group(host, team.queue_name, [{"message": NO_CAPACITY}])
+    group = pod_group(host, team.queue_name, [{
+        "reason": "PodSchedulingErrors",
+        "message": NOT_FOUND.format(namespace=team.namespace, name=host["metadata"]["name"],
+                                    message=NO_CAPACITY)}])
     return ProbeRun("gpu-over-capacity", "KAI-07",
                     created=virtual_pod(profile, team, "gpu-over-capacity"),
                     host_name=host["metadata"]["name"], host=host, pod_group=group,

@@ -5,7 +5,8 @@ each vCluster's control-plane pod; each team's vCluster is a `VClusterApi` whose
 vCluster's syncer (the host copy: translated name, labels and annotations unchanged, vCluster's
 own labels and annotations added) and whose new namespaces refuse pods until their `default`
 ServiceAccount exists (`service_account_after`). `FakeKai` plays KAI whenever host pods are read: pod-grouper
-(a PodGroup in the label's queue, `default-queue` without one), the scheduler (queue limits up
+(a PodGroup `pg-<pod>-<uid>` owned by the pod, with its labels, in the label's queue,
+`default-queue` without one), the scheduler (queue limits up
 the parent chain first, then the GPU pool's capacity, fractions binpacked), the kubelet (bound
 pods turn Running) and the queue-controller (`status.allocated`, `330m` style).
 """
@@ -76,7 +77,7 @@ class FakeKai:
     def _group(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]
         name = meta.setdefault("annotations", {}).setdefault(
-            kr.POD_GROUP_ANNOTATION, f"pg-{meta['name']}-{meta['uid']}"[:63])
+            kr.POD_GROUP_ANNOTATION, f"pg-{meta['name']}-{meta['uid']}")
         key = ("PodGroup", meta["namespace"], name)
         if key not in self.host.objects:
             queue = meta.get("labels", {}).get(kr.QUEUE_LABEL) or "default-queue"
@@ -85,7 +86,9 @@ class FakeKai:
             self.host.objects[key] = {
                 "apiVersion": kr.PODGROUP_API, "kind": "PodGroup",
                 "metadata": {"name": name, "namespace": meta["namespace"],
-                             "uid": f"pg-{meta['uid']}"},
+                             "uid": f"pg-{meta['uid']}", "labels": dict(meta.get("labels") or {}),
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
+                                                  "name": meta["name"], "uid": meta["uid"]}]},
                 "spec": {"minMember": 1, "queue": queue}, "status": {"phase": "Pending"}}
         return self.host.objects[key]
 

@@ -318,6 +318,31 @@ def test_over_limit_refused_for_another_reason(healthy: KaiLabState,
     assert "didn't have enough resources: GPUs" in result.reason
 
 
+def test_over_limit_of_another_queue_is_not_the_teams_limit(
+        healthy: KaiLabState, kai_profile: VclusterKaiProfile) -> None:
+    """KAI names the queue whose limit it reached (unschedule_info.go:81): the org queue's limit
+    does not show that the team queue's works."""
+    group = copy.deepcopy(healthy.teams[NLP].run("gpu-over-limit").pod_group)  # type: ignore[union-attr]
+    reason = group["status"]["schedulingConditions"][0]["reasons"][0]
+    reason["message"] = reason["message"].replace(f"{NLP} quota", "ml-org quota")
+    result = verdict(run_replace(healthy, NLP, "gpu-over-limit", pod_group=group), kai_profile,
+                     "KAI-06")
+    assert result.status == "fail"
+    assert "is Pending for queue ml-org's limit, not queue team-nlp's GPU limit 1" in (
+        result.reason)
+
+
+def test_over_capacity_without_a_gpu_shortage(healthy: KaiLabState,
+                                              kai_profile: VclusterKaiProfile) -> None:
+    group = copy.deepcopy(healthy.teams[NLP].run("gpu-over-capacity").pod_group)  # type: ignore[union-attr]
+    group["status"]["schedulingConditions"][0]["reasons"] = [
+        {"reason": "PodSchedulingErrors", "message": "Unable to schedule pod"}]
+    result = verdict(run_replace(healthy, NLP, "gpu-over-capacity", pod_group=group),
+                     kai_profile, "KAI-07")
+    assert result.status == "fail"
+    assert "names no GPU shortage: PodSchedulingErrors: Unable to schedule pod" in result.reason
+
+
 def test_over_limit_from_the_event_when_the_podgroup_has_no_code(
         healthy: KaiLabState, kai_profile: VclusterKaiProfile) -> None:
     group = copy.deepcopy(healthy.teams[NLP].run("gpu-over-limit").pod_group)  # type: ignore[union-attr]
@@ -372,9 +397,14 @@ def test_over_capacity_placed_is_over_commit(healthy: KaiLabState,
 
 def test_over_capacity_refused_for_the_queue(healthy: KaiLabState,
                                              kai_profile: VclusterKaiProfile) -> None:
-    limit = b.over_limit_run(kai_profile, kai_profile.teams[0])
-    state = run_replace(healthy, NLP, "gpu-over-capacity", pod_group=limit.pod_group,
-                        events=limit.events)
+    team = kai_profile.teams[0]
+    limit = b.over_limit_run(kai_profile, team)
+    own = healthy.teams[NLP].run("gpu-over-capacity")
+    assert own is not None and own.host is not None and limit.pod_group is not None
+    reasons = limit.pod_group["status"]["schedulingConditions"][0]["reasons"]
+    state = run_replace(healthy, NLP, "gpu-over-capacity",
+                        pod_group=b.pod_group(own.host, team.queue_name, reasons),
+                        events=(b.event(own.host, "Unschedulable", reasons[0]["message"]),))
     result = verdict(state, kai_profile, "KAI-07")
     assert result.status == "fail"
     assert result.reason.startswith("KAI refused gpu-over-capacity for its queue, not for the "
@@ -450,6 +480,17 @@ def test_the_finding_is_shown_as_not_demonstrated_when_the_probe_failed(
     assert not finding.demonstrated
     assert "verify could not show it here (not on the host yet)" in finding.evidence
     assert finding.detail.startswith("(not demonstrated) ")
+
+
+def test_the_finding_rests_on_the_probes_own_podgroup(
+        healthy: KaiLabState, kai_profile: VclusterKaiProfile) -> None:
+    """A PodGroup of an earlier run in the target queue does not demonstrate the gap."""
+    group = copy.deepcopy(healthy.teams[NLP].run("queue-foreign").pod_group)  # type: ignore[union-attr]
+    group["metadata"]["labels"]["gpulab.dev/run"] = "0123456789ab"
+    [finding] = evaluate(run_replace(healthy, NLP, "queue-foreign", pod_group=group),
+                         kai_profile).findings
+    assert not finding.demonstrated
+    assert "belongs to another verify run" in finding.evidence
 
 
 def test_the_finding_needs_kai_08(healthy: KaiLabState, kai_profile: VclusterKaiProfile) -> None:

@@ -84,6 +84,75 @@ def _only_foreign_reasons(name: str) -> Any:
     return edit
 
 
+def _group_of_another_pod(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    """gpu-share's PodGroup read is gpu-over-limit's (this run's, same queue): not the one the
+    share pod's `pod-group-name` annotation names (KAI v0.16.8 pod_controller.go:179-206)."""
+    _run(st, "gpu-share")["pod_group"] = copy.deepcopy(_run(st, "gpu-over-limit")["pod_group"])
+
+
+def _group_of_an_earlier_run(name: str) -> Any:
+    """`name`'s PodGroup read is the one KAI made for a same-named pod of an earlier verify run:
+    named after that pod's uid, owned by it, with its labels (default_grouper.go:69-80,94-96,
+    119-132)."""
+    def edit(st: dict[str, Any], _other: dict[str, Any]) -> None:
+        run = _run(st, name)
+        meta = run["pod_group"]["metadata"]
+        earlier = "host-of-an-earlier-run"
+        meta["name"] = f"pg-{run['host']['metadata']['name']}-{earlier}"
+        meta["uid"] = "pg-of-an-earlier-run"
+        meta["labels"]["gpulab.dev/run"] = "0123456789ab"
+        meta["ownerReferences"][0]["uid"] = earlier
+    return edit
+
+
+def _in_queue(name: str, queue: str) -> Any:
+    """`name`'s PodGroup in `queue` (KAI accounts the pod there): KAI's reasons name that queue,
+    as KAI writes them for it (unschedule_info.go:81)."""
+    def quota(message: str) -> str:
+        return message.replace(f"{TEAM} quota", f"{queue} quota")
+
+    def edit(st: dict[str, Any], _other: dict[str, Any]) -> None:
+        run = _run(st, name)
+        run["pod_group"]["spec"]["queue"] = queue
+        for cond in run["pod_group"]["status"].get("schedulingConditions", []):
+            for reason in cond["reasons"]:
+                reason["message"] = quota(reason["message"])
+                if "details" in reason:
+                    reason["details"]["queueDetails"]["name"] = queue
+        for cond in run["host"]["status"].get("conditions", []):
+            if "message" in cond:
+                cond["message"] = quota(cond["message"])
+        for event in run["events"]:
+            event["message"] = quota(event["message"])
+    return edit
+
+
+def _refused_on_a_node(why: str) -> Any:
+    """KAI's refusal of gpu-over-capacity when the worker had room on its GPU but was refused
+    for `why` (a predicate runs only once a node's GPUs fit, framework/session.go:226-256), and
+    the control plane, without GPUs, for its GPUs (pod_errors.go:101,219-245)."""
+    message = ("no nodes with enough resources were found: " + why
+               + ". \n1 node(s) didn't have enough resources: GPUs.")
+
+    def edit(st: dict[str, Any], _other: dict[str, Any]) -> None:
+        run = _run(st, "gpu-over-capacity")
+        host = run["host"]["metadata"]
+        run["pod_group"]["status"]["schedulingConditions"][0]["reasons"] = [{
+            "reason": "PodSchedulingErrors",
+            "message": f"Resources were not found for pod {host['namespace']}/{host['name']} "
+                       f"due to: {message}"}]
+        run["host"]["status"]["conditions"][0]["message"] = message
+        for event in run["events"]:
+            event["message"] = message
+    return edit
+
+
+def _listing_after_cleanup(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    """team-vision's pods listed once verify had deleted its pods: only the system's are left."""
+    st["listing"]["pods"] = [p for p in st["listing"]["pods"]
+                             if p["metadata"]["namespace"] != "gpulab-verify"]
+
+
 ALL = set(TEAMS)
 # (name, edit, {(check, team)} that must fail, a phrase the reason must hold)
 BROKEN: list[tuple[str, Any, set[tuple[str, str]], str]] = [
@@ -135,12 +204,44 @@ BROKEN: list[tuple[str, Any, set[tuple[str, str]], str]] = [
     ("over-capacity pod of an earlier verify run",
      _host_meta("gpu-over-capacity", "labels", {"gpulab.dev/run": "0123456789ab"}),
      {("KAI-07", TEAM)}, "belongs to another verify run"),
+    # team-nlp no longer lists its pod (only the created uid gives it away): its own listing
+    # then lacks its verify pod, which KAI-08 fails for team-nlp too.
     ("a pod team-nlp's verify created, listed under another name",
      _created_pod_listed_under_another_name,
-     {("KAI-08", TEAM)}, "lists pod default/renamed of team-nlp"),
+     {("KAI-08", TEAM), ("KAI-08", "team-nlp")}, "lists pod default/renamed of team-nlp"),
     ("pod re-created while verify waited",
      _host_meta("gpu-over-limit", "annotations", {"vcluster.loft.sh/uid": "someone-elses"}),
      {("KAI-06", TEAM)}, "is the copy of virtual pod uid someone-elses"),
+    # The PodGroup read is not the pod's own, or not this run's (KAI names it after the pod's
+    # uid, in the pod's annotation, owns it by the pod and copies the pod's labels).
+    ("share pod's PodGroup not the one its annotation names", _group_of_another_pod,
+     {("KAI-04", TEAM), ("KAI-05", TEAM)}, "is not the one its host pod"),
+    ("over-limit PodGroup the pod's annotation does not name",
+     lambda st, _o: _run(st, "gpu-over-limit")["pod_group"]["metadata"].update(
+         name="pg-someone-elses-workload"), {("KAI-06", TEAM)}, "is not the one its host pod"),
+    ("over-limit PodGroup of an earlier run", _group_of_an_earlier_run("gpu-over-limit"),
+     {("KAI-06", TEAM)}, "belongs to another verify run"),
+    ("over-capacity PodGroup owned by another pod",
+     lambda st, _o: _run(st, "gpu-over-capacity")["pod_group"]["metadata"][
+         "ownerReferences"][0].update(uid="an-earlier-pod"), {("KAI-07", TEAM)},
+     "is owned by uid an-earlier-pod"),
+    # The pod is accounted in another team's queue.
+    ("share pod accounted in another team's queue", _in_queue("gpu-share", "team-nlp"),
+     {("KAI-04", TEAM), ("KAI-05", TEAM)}, "is in queue team-nlp, not team-vision"),
+    ("over-limit pod accounted in another team's queue", _in_queue("gpu-over-limit", "team-nlp"),
+     {("KAI-06", TEAM)}, "is in queue team-nlp, not team-vision"),
+    ("over-capacity pod accounted in another team's queue",
+     _in_queue("gpu-over-capacity", "team-nlp"), {("KAI-07", TEAM)},
+     "is in queue team-nlp, not team-vision"),
+    # KAI refused the probe on the GPU node for something else than its GPU.
+    ("capacity refusal for a node under disk pressure",
+     _refused_on_a_node("1 node has DiskPressure condition"), {("KAI-07", TEAM)},
+     "1 node has DiskPressure condition"),
+    ("capacity refusal for the disk-pressure taint",
+     _refused_on_a_node("1 node(s) had untolerated taint {node.kubernetes.io/disk-pressure: }"),
+     {("KAI-07", TEAM)}, "untolerated taint {node.kubernetes.io/disk-pressure: }"),
+    ("listing taken after the cleanup", _listing_after_cleanup, {("KAI-08", TEAM)},
+     "lacks its own verify pods of this run"),
     ("another vCluster accepts the credentials",
      lambda st, _o: st["credential_probes"][0].update(outcome="accepted", detail="200 OK"),
      {("KAI-08", TEAM)}, "accepted team-vision's credentials"),
@@ -265,6 +366,13 @@ BROKEN_HOST: list[tuple[str, Any, set[tuple[str, str]], str]] = [
      {("KAI-03", TEAM)}, "limit"),
     ("host pool has a GPU node the vCluster does not list", _second_gpu_node,
      {("KAI-02", t) for t in TEAMS}, "but not the GPU node gpulab-vcluster-kai-worker2"),
+    ("org queue under another parent",
+     lambda m: _queue(m, "ml-org")["spec"].update(parentQueue="default-parent-queue"),
+     {("KAI-03", t) for t in TEAMS}, "Queue ml-org: spec.parentQueue is 'default-parent-queue'"),
+    ("host lost the GPU, the vClusters' node copies stale",
+     lambda m: [n["status"][key].update({"nvidia.com/gpu": "0"})
+                for n in m["host"]["gpu_nodes"] for key in ("allocatable", "capacity")],
+     {("KAI-02", t) for t in TEAMS}, "its copy is stale"),
     ("org queue quota changed",
      lambda m: _queue(m, "ml-org")["spec"]["resources"]["gpu"].update(quota=2),
      {("KAI-03", t) for t in TEAMS}, "Queue ml-org"),
@@ -293,6 +401,12 @@ HOST_MISSING: list[tuple[str, Any, str, str]] = [
     ("GPU users unreadable",
      lambda m: m["host"].update(gpu_users=None, gpu_users_error="timeout"),
      "KAI-04 KAI-05 KAI-06 KAI-07", "could not tell whether the GPU was idle"),
+    # The vClusters' node copies are only as good as the host's nodes they are synced from.
+    ("host GPU nodes not observed", lambda m: m["host"].update(gpu_nodes=None), "KAI-02",
+     "the host's GPU nodes were not observed"),
+    ("host GPU nodes unreadable",
+     lambda m: m["host"].update(gpu_nodes=None, nodes_error="403 Forbidden"), "KAI-02",
+     "the host's GPU nodes could not be read: 403 Forbidden"),
 ]
 
 

@@ -9,7 +9,7 @@ from gpulab.stacks.common import lab_clients
 from gpulab.stacks.vcluster_kai.checks.isolation import queue_finding
 from gpulab.stacks.vcluster_kai.checks.registry import CHECK_IDS, select
 from gpulab.stacks.vcluster_kai.observe import KaiGateways, observe_lab
-from gpulab.verify.report import VerifyReport
+from gpulab.verify.report import VerifyReport, not_recorded_result
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
@@ -37,17 +37,24 @@ def evaluate(
 ) -> VerifyReport:
     """Judge an observed (or recorded) state: pure, no I/O.
 
-    One result per check and team (checks in registry order, teams in profile order); a check the
-    state was not observed for reports `error`. The queue-label finding is judged with KAI-08
-    (its probe runs in KAI-08's phase).
+    One result per check and team (checks in registry order, teams in profile order); a check
+    asked for that the state was not observed for reports `error`; judged by default, the checks
+    a recording made with --tc does not hold are `skip` results saying they were not recorded.
+    The queue-label finding is judged with KAI-08 (its probe runs in KAI-08's phase).
     """
-    ids = tuple(checks) if checks is not None else (state.checks or CHECK_IDS)
+    recorded = state.checks or CHECK_IDS
+    ids = tuple(checks) if checks is not None else recorded
+    # Judged by default, a recording made with --tc holds only some checks: the others are
+    # shown as not recorded, never left out (docs/checks.md "Record and replay").
+    unrecorded = () if checks is not None else tuple(c for c in CHECK_IDS if c not in recorded)
     selected = select(ids)
     results: list[CheckResult] = []
-    for check in selected:
+    for check in select((*ids, *unrecorded)):
         for team in profile.teams:
             st = state.team(team.name)
-            if check.id not in state.checks:
+            if check.id in unrecorded:
+                result = not_recorded_result(check.id, team.name, recorded)
+            elif check.id not in state.checks:
                 observed = ", ".join(state.checks) or "none"
                 result = CheckResult(check.id, team.name, "error",
                                      reason=f"{check.id} was not observed in this run or "
@@ -70,7 +77,8 @@ def evaluate(
         if note:
             notes.append(note)
     return VerifyReport(lab=state.lab, results=tuple(results), state=state, seconds=seconds,
-                        replayed=replayed, notes=tuple(notes), findings=findings)
+                        replayed=replayed, notes=tuple(notes), findings=findings,
+                        all_checks=CHECK_IDS, not_recorded=unrecorded)
 
 
 def run_verify(

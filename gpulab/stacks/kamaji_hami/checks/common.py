@@ -268,7 +268,13 @@ def explain_gpu_pod(ctx: Ctx, run: PodRun | None, pod_name: str) -> str:
     phase = o.pod_phase(pod)
     if phase == "Failed":
         status = pod.get("status") or {}
-        return f"{pod_name} failed: {status.get('reason', '')} {status.get('message', '')}".strip()
+        why = f"{status.get('reason', '')} {status.get('message', '')}".strip()
+        # The kubelet refuses a pod at admission with status.reason UnexpectedAdmissionError when
+        # the device plugin's Allocate fails (HAMi v2.10.0 hack/hami-mig-e2e.sh:621 reads it).
+        hint = (f"; the kubelet refused it at admission: the device plugin on {node} could not "
+                f"allocate its GPU (kubectl -n kube-system logs of the "
+                f"{render.MOCK_PLUGIN} pod on {node})" if "AdmissionError" in why and node else "")
+        return f"{pod_name} failed: {why or 'no reason given'}{hint}"
     if node and phase != "Running":
         problems = o.container_problems(pod)
         hint = ""

@@ -1,6 +1,12 @@
 """TC-03 GPU admission path: a GPU pod created in the tenant comes back with schedulerName
-hami-scheduler (HAMi's webhook, reached through Konnectivity, rewrote it) and HAMi places it
-(`hami.io/vgpu-node`, FilteringSucceed and BindingSucceed events)."""
+hami-scheduler (HAMi's webhook, reached through Konnectivity, rewrote it), HAMi places it
+(`hami.io/vgpu-node`, FilteringSucceed and BindingSucceed events) and the node runs it.
+
+"Runs" is the pod's phase (k8s.io/api v0.36.3 core/v1/types.go:3499-3511): `Pending` while
+bound means a container was never started (its image is still being pulled, or cannot be);
+`Failed` without having run is the kubelet's refusal at admission (`status.reason`
+UnexpectedAdmissionError when the device plugin's Allocate failed, as HAMi v2.10.0's own e2e
+reads it: hack/hami-mig-e2e.sh:621). Either way the admission path did not end in a GPU pod."""
 
 from __future__ import annotations
 
@@ -22,11 +28,12 @@ __all__ = ["ID", "POD", "check"]
 
 ID = "TC-03"
 POD = "gpu-share-1"
+_RAN = ("Running", "Succeeded")  # the kubelet admitted the pod and started its container
 
 
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
-    """The first verify GPU pod was rewritten to hami-scheduler on admission and bound by HAMi to
-    one of the tenant's workers."""
+    """The first verify GPU pod was rewritten to hami-scheduler on admission, bound by HAMi to
+    one of the tenant's workers, and that node runs it."""
     prepared = prepare_gpu(lab, profile, tenant, ID)
     if isinstance(prepared, CheckResult):
         return prepared
@@ -62,8 +69,10 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
             f"hami-scheduler was found: events expire or may be dropped; re-run verify",
             f"{evidence}; events: {o.short_events(run.events)}",
         )
+    if o.pod_phase(pod) not in _RAN:
+        return ctx.failed(explain_gpu_pod(ctx, run, POD), evidence)
     return ctx.passed(
         f"{POD} admitted with schedulerName hami-scheduler; {o.VGPU_NODE}={chosen}; "
         f"FilteringSucceed: {o.event_message(filtered[-1])}; "
-        f"BindingSucceed: {o.event_message(bound[-1])}"
+        f"BindingSucceed: {o.event_message(bound[-1])}; {o.pod_phase(pod)} on {node}"
     )

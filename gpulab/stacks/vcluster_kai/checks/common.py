@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.state import KaiLabState, ProbeRun, TeamState
 
-__all__ = ["Ctx", "control_plane_summary", "explain_run", "not_verifys_pod", "own_events",
-           "prepare", "run_or_verdict"]
+__all__ = ["Ctx", "accounted_elsewhere", "control_plane_summary", "explain_run",
+           "not_pods_group", "not_verifys_pod", "own_events", "prepare", "run_or_verdict"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,8 @@ def run_or_verdict(ctx: Ctx, name: str) -> ProbeRun | CheckResult:
         return ctx.error(f"{name} was not part of this observation")
     if foreign := not_verifys_pod(run, ctx.spec, ctx.lab.run_id):
         return ctx.failed(foreign)
+    if foreign := not_pods_group(run, ctx.spec, ctx.lab.run_id):
+        return ctx.failed(foreign)
     return own_events(run)
 
 
@@ -165,6 +167,60 @@ def not_verifys_pod(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
 
 
 CHECK_LABEL = kr.CHECK_LABEL
+
+
+def not_pods_group(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
+    """Why the PodGroup read for `run` is not its host pod's own ('' when it is, or when none
+    was read). KAI v0.16.8's pod-grouper groups a pod without owners as its own top owner: the
+    PodGroup is `pg-<pod name>-<pod uid>` in the pod's namespace, named in the pod's
+    `pod-group-name` annotation (pkg/podgrouper/podgrouper/plugins/defaultgrouper/
+    default_grouper.go:94-96, pkg/podgrouper/pod_controller.go:179-206), owned by the pod and
+    labelled with the pod's labels (default_grouper.go:69-80,119-132,
+    pkg/podgrouper/podgroup/handler.go:93-103), so with this run's `gpulab.dev/run` label
+    (`run_id`; not checked when empty, as in older recordings)."""
+    group, pod = run.pod_group, run.host
+    if group is None or pod is None:
+        return ""
+    meta = o.metadata(group)
+    name = str(meta.get("name") or "")
+    where = f"{meta.get('namespace') or '(none)'}/{name}"
+    look = f"kubectl -n {spec.namespace} get podgroups.scheduling.run.ai {name} -o yaml"
+    other_run = o.labels(group).get(LABEL_RUN)
+    if run_id and other_run != run_id:
+        return (f"PodGroup {where} read for {run.name} belongs to another verify run "
+                f"({LABEL_RUN}={other_run!r}, this run is {run_id!r}; KAI copies the pod's "
+                f"labels to its PodGroup): it is not this run's pod's PodGroup; {look}")
+    named = o.annots(pod).get(kr.POD_GROUP_ANNOTATION)
+    if meta.get("namespace") != o.metadata(pod).get("namespace") or name != named:
+        return (f"PodGroup {where} read for {run.name} is not the one its host pod "
+                f"{o.name(pod)} names in its {kr.POD_GROUP_ANNOTATION} annotation "
+                f"({named or 'none'}): another workload's PodGroup is not evidence; {look}")
+    owners = [str(ref.get("uid") or "") for ref in meta.get("ownerReferences") or []
+              if isinstance(ref, dict)]
+    uid = str(o.metadata(pod).get("uid") or "")
+    if owners and uid not in owners:
+        return (f"PodGroup {where} read for {run.name} is owned by uid {', '.join(owners)}, not "
+                f"by host pod {o.name(pod)} (uid {uid}): a PodGroup left by an earlier pod of "
+                f"that name; {look}")
+    return ""
+
+
+def accounted_elsewhere(ctx: Ctx, run: ProbeRun) -> str:
+    """Why `run`'s pod is not accounted in the team's own queue ('' when it is, or when it has no
+    PodGroup): KAI charges a workload to its PodGroup's `spec.queue` (the pod-grouper copies the
+    `kai.scheduler/queue` label there, default_grouper.go:134-146), so another queue there means
+    the team's queue status and limits say nothing about this pod."""
+    group = run.pod_group
+    if group is None:
+        return ""
+    queue = str((group.get("spec") or {}).get("queue") or "")
+    if queue == ctx.queue:
+        return ""
+    label = o.labels(run.host).get(kr.QUEUE_LABEL, "none") if run.host else "none"
+    return (f"PodGroup {o.name(group)} of {run.name} is in queue {queue or 'none'}, not "
+            f"{ctx.queue}: KAI accounts {ctx.team}'s pod in {queue or 'no'} queue (host pod "
+            f"labelled {kr.QUEUE_LABEL}={label}); kubectl -n {ctx.spec.namespace} get "
+            f"podgroups.scheduling.run.ai {o.name(group)} -o yaml")
 
 
 def own_events(run: ProbeRun) -> ProbeRun:

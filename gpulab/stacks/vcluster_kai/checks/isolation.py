@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gpulab import naming
 from gpulab.stacks.vcluster_kai import render as kr
-from gpulab.stacks.vcluster_kai.checks.common import prepare
+from gpulab.stacks.vcluster_kai.checks.common import not_pods_group, prepare
 from gpulab.verify import objects as o
 from gpulab.verify.report import Finding
 from gpulab.verify.result import CheckResult, summarize_problems
@@ -77,6 +77,17 @@ def _listing_problems(ctx: Ctx) -> tuple[list[str], list[str]]:
     return problems, evidence
 
 
+def _own_pods_missing(ctx: Ctx) -> list[str]:
+    """The team's own verify pods (created in this run, by the uid the create call returned)
+    that its listing does not show: verify lists a vCluster's pods while every pod it created
+    there still exists (observe.py, before the cleanup), so a listing without them is not of
+    that moment."""
+    assert ctx.st.listing is not None
+    listed = {_uid(p) for p in ctx.st.listing.pods}
+    return [f"{run.name} uid {_uid(run.created)}" for run in ctx.st.pods or ()
+            if run.created and _uid(run.created) and _uid(run.created) not in listed]
+
+
 def _probe_problems(ctx: Ctx) -> tuple[list[str], list[str], list[str]]:
     """(failures, errors, evidence) of this team's credentials at the other vClusters."""
     failures: list[str] = []
@@ -117,6 +128,12 @@ def check(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> CheckResu
         return ctx.unobserved("the isolation listing")
     if ctx.st.listing.error:
         return ctx.failed(f"{team}'s vCluster refused to list pods: {ctx.st.listing.error}")
+    if missing := _own_pods_missing(ctx):
+        return ctx.failed(
+            f"{team}'s pod listing lacks its own verify pods of this run ({', '.join(missing)}): "
+            f"it was not taken while verify's pods existed (after the cleanup, or from another "
+            f"run), so it cannot show that the other teams' pods are hidden; re-run gpulab "
+            f"verify --tc KAI-08")
     failures, evidence = _listing_problems(ctx)
     probe_failures, errors, probe_evidence = _probe_problems(ctx)
     failures += probe_failures
@@ -140,7 +157,8 @@ def queue_finding(lab: KaiLabState, profile: VclusterKaiProfile) -> tuple[Findin
     if not target:
         target = next((str(o.labels(p).get(kr.QUEUE_LABEL)) for p in
                        kr.verify_objects(profile, team) if o.name(p) == "queue-foreign"), "")
-    group = run.pod_group if run else None
+    foreign = not_pods_group(run, team, lab.run_id) if run is not None else ""
+    group = run.pod_group if run and not foreign else None
     grouped = str(((group or {}).get("spec") or {}).get("queue") or "")
     seconds = run.waited if run else 0.0
     if run is not None and group is not None and grouped == target:
@@ -156,7 +174,7 @@ def queue_finding(lab: KaiLabState, profile: VclusterKaiProfile) -> tuple[Findin
                       f"queued in {grouped or 'no queue'}: something on the host enforces the "
                       f"team's queue, so the queue-label gap is closed on this lab")
     why = "not observed in this run or recording" if run is None else (
-        run.create_error or run.last_seen or run.outcome)
+        foreign or run.create_error or run.last_seen or run.outcome)
     return Finding(
         FINDING_ID, FINDING_TITLE, team.name,
         f"OSS vCluster passes {kr.QUEUE_LABEL} through unchanged (its patches are Pro), so a "

@@ -6,6 +6,7 @@ describes what each proves and when it fails.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from gpulab.stacks.vcluster_kai import objects as ko
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.checks.common import (
     Ctx,
+    accounted_elsewhere,
     control_plane_summary,
     explain_run,
     prepare,
@@ -96,7 +98,9 @@ def _allocatable(node: JsonObj | None) -> str:
 
 def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> CheckResult:
     """The team's vCluster lists the pool's GPU nodes, as the host has them: same name, the pool
-    label, `nvidia.com/gpu` allocatable = the pool's GPUs per node."""
+    label, `nvidia.com/gpu` allocatable = the pool's GPUs per node. The host's node is the truth
+    (vCluster syncs its copy from it): a copy showing GPUs the host's node no longer has is
+    stale, and without the host's nodes the copy proves nothing."""
     ctx = prepare(lab, profile, team, "KAI-02")
     if isinstance(ctx, CheckResult):
         return ctx
@@ -104,12 +108,20 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
         if ctx.st.nodes_error:
             return ctx.failed(f"{team}'s vCluster refused to list nodes: {ctx.st.nodes_error}")
         return ctx.unobserved("the node list")
+    if lab.host.gpu_nodes is None:
+        why = (f"could not be read: {lab.host.nodes_error}" if lab.host.nodes_error
+               else "were not observed in this run or recording")
+        return ctx.error(f"the host's GPU nodes {why}; the nodes {team}'s vCluster lists are "
+                         f"copies synced from them and may be stale, so they prove nothing alone")
     pool = profile.gpu_pool
-    host_nodes = {o.name(n): n for n in lab.host.gpu_nodes or ()}
+    host_nodes = {o.name(n): n for n in lab.host.gpu_nodes}
     wanted = sorted(host_nodes) or kr.gpu_node_names(profile, lab.lab)
     listed = {o.name(n): n for n in ctx.st.nodes}
     problems: list[str] = []
     seen: list[str] = []
+    if not host_nodes:
+        problems.append(f"the host has no node labelled {kr.POOL_LABEL}={pool.name} (the GPU "
+                        f"pool; gpulab up labels the worker and fake-gpu-operator serves it)")
     for name in wanted:
         node = listed.get(name)
         if node is None:
@@ -120,16 +132,18 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
                 f"selector all (gpulab's values)")
             continue
         have = _allocatable(node)
+        host = host_nodes.get(name)
+        if host is not None and _allocatable(host) != str(pool.count):
+            stale = (f"; {team}'s vCluster still shows {have}: its copy is stale (the host's "
+                     f"node is the truth)" if have != _allocatable(host) else "")
+            problems.append(
+                f"{name} has {kr.GPU_RESOURCE} {_allocatable(host)} on the host{stale}: "
+                f"fake-gpu-operator does not advertise the pool's {pool.count} GPU(s) (step "
+                f"management/fake-gpus; kubectl describe node {name} on the host)")
+            continue
         if have != str(pool.count):
-            host = host_nodes.get(name)
-            if host is not None and _allocatable(host) != str(pool.count):
-                problems.append(
-                    f"{name} has {kr.GPU_RESOURCE} {have} in {team}'s vCluster and "
-                    f"{_allocatable(host)} on the host: fake-gpu-operator does not advertise "
-                    f"the pool's {pool.count} GPU(s) (step management/fake-gpus)")
-            else:
-                problems.append(f"{name} has {kr.GPU_RESOURCE} {have} in {team}'s vCluster, "
-                                f"the pool has {pool.count} per node")
+            problems.append(f"{name} has {kr.GPU_RESOURCE} {have} in {team}'s vCluster, "
+                            f"the pool has {pool.count} per node")
             continue
         label = o.labels(node).get(kr.POOL_LABEL)
         if label != pool.name:
@@ -199,6 +213,11 @@ def check_queue_tree(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -
             continue
         spec = live.get("spec") or {}
         problems += [f"Queue {name}: {d}" for d in _differences(want, spec, "spec")]
+        if "parentQueue" not in want and spec.get("parentQueue"):
+            # The profile writes this queue at the top of the tree: under another parent it is
+            # not the profile's hierarchy (and that parent's quota and limit apply to it).
+            problems.append(f"Queue {name}: spec.parentQueue is {spec['parentQueue']!r}, the "
+                            f"profile writes none ({name} is a top-level queue)")
         parent = f" under {spec['parentQueue']}" if spec.get("parentQueue") else ""
         evidence.append(f"{name}{parent} ({_resources_text(spec)})")
     shown = "; ".join(evidence)
@@ -285,6 +304,8 @@ def check_sharing(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> C
     share = kr.probe_sizes(profile, ctx.spec).share
     runs: dict[str, ProbeRun] = {team: run}
     problems: list[str] = []
+    if elsewhere := accounted_elsewhere(ctx, run):
+        problems.append(elsewhere)
     for other in profile.teams:
         if other.name == team:
             continue
@@ -343,6 +364,16 @@ def _placed(ctx: Ctx, run: ProbeRun, what: str, why: str) -> CheckResult | None:
     return None
 
 
+_OVER_LIMIT_QUEUE = re.compile(r"(\S+) quota " + OVER_LIMIT_TEXT)
+
+
+def _over_limit_queue(reason: ko.KaiReason) -> str:
+    """The queue an OverLimit message names ('<queue> quota has reached the allowable limit of
+    GPUs. …', unschedule_info.go:81); '' when it names none."""
+    match = _OVER_LIMIT_QUEUE.search(reason.message)
+    return match.group(1) if match else ""
+
+
 def check_over_limit(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> CheckResult:
     """A request above the team queue's GPU limit stays Pending and KAI says `OverLimit` (read
     from the PodGroup's scheduling conditions, the pod's events as a fallback)."""
@@ -364,9 +395,20 @@ def check_over_limit(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -
                                      f"live queue (KAI-03)")
     if placed is not None:
         return placed
+    if elsewhere := accounted_elsewhere(ctx, run):
+        return ctx.failed(elsewhere, o.pod_summary(run.host))
     reasons = ko.queue_reasons(run.pod_group) or ko.kai_reasons(run.host, None, run.events)
     coded = [r for r in reasons if r.code == "OverLimit"]
     worded = [r for r in reasons if OVER_LIMIT_TEXT in r.message or "OverLimit" in r.message]
+    # KAI walks the queue chain up from the workload's queue and names the queue whose limit
+    # is reached first in its message (proportion/capacity_policy/max_allowed_check.go:19-32,
+    # api/unschedule_info.go:55-82): only the team's own queue shows the team's limit works.
+    foreign = [q for q in map(_over_limit_queue, coded + worded) if q not in ("", ctx.queue)]
+    if foreign:
+        return ctx.failed(f"{run.name} ({what}) is Pending for queue {foreign[0]}'s limit, not "
+                          f"{limit}: {ko.reasons_text(coded + worded, 1)}; kubectl get "
+                          f"queues.scheduling.run.ai {foreign[0]} -o yaml",
+                          o.pod_summary(run.host))
     pg = f"PodGroup {o.name(run.pod_group)}" if run.pod_group else "no PodGroup"
     if coded:
         return ctx.passed(f"{run.name} ({what}, {limit}) stays {o.pod_phase(run.host)}; KAI "
@@ -407,14 +449,31 @@ def check_over_capacity(lab: KaiLabState, profile: VclusterKaiProfile, team: str
                                      f"{sizes.total_gpus} GPU(s): the GPU is over-committed")
     if placed is not None:
         return placed
+    if elsewhere := accounted_elsewhere(ctx, run):
+        return ctx.failed(elsewhere, o.pod_summary(run.host))
     # The PodGroup's conditions, when there are any, are KAI's own verdict on the workload; the
     # pod's condition and events are read only without them.
     reasons = ko.queue_reasons(run.pod_group) or ko.kai_reasons(run.host, None, run.events)
     capacity = [r for r in reasons if not r.is_queue]
-    if capacity:
+    # KAI refuses a node for its GPUs before any predicate runs: a node refused for something
+    # else (a condition, a taint) had room on its GPU, so only GPU shortages on every node KAI
+    # looked at show the GPU is full (gpulab.verify.kai.node_reasons).
+    shortages = [kai.node_reasons(r.message) for r in capacity]
+    others = [entry for _gpu, other in shortages for entry in other]
+    if others:
+        return ctx.failed(
+            f"KAI turned {run.name} ({what}) away for something else than the GPU on some node "
+            f"({'; '.join(others[:2])}): KAI checks a node's GPUs before anything else, so that "
+            f"node had room on its GPU and this does not show the GPU is full; kubectl "
+            f"describe nodes on the host (conditions, taints)", o.pod_summary(run.host))
+    if any(gpu for gpu, _other in shortages):
         return ctx.passed(f"{run.name} ({what}) stays {o.pod_phase(run.host)} while the share "
                           f"pods hold {used:g} of {sizes.total_gpus} GPU(s); KAI "
                           f"({capacity[0].source}): {capacity[0].text()}")
+    if capacity:
+        return ctx.failed(f"KAI keeps {run.name} ({what}) {o.pod_phase(run.host)} but names no "
+                          f"GPU shortage: {ko.reasons_text(capacity)}; this does not show the "
+                          f"GPU is full", o.pod_summary(run.host))
     if reasons:
         return ctx.failed(f"KAI refused {run.name} for its queue, not for the GPU's capacity: "
                           f"{ko.reasons_text(reasons)}; queue {ctx.queue}'s limit should hold "
