@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpulab import __version__
-from gpulab.errors import ExitCode, GpulabError, ProfileError, UsageError
+from gpulab.errors import ExitCode, GpulabError, HostError, ProfileError, UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -315,16 +315,53 @@ def _data(value: Any, output: Output) -> None:
         typer.echo(json.dumps(value, indent=2))
 
 
-def _resolve_lab(profile: str | None, name: str | None) -> tuple[LoadedProfile, str]:
-    """The profile and lab name; with `--name` alone, the profile that lab was built from."""
-    from gpulab import core
+def _resolve_lab(profile: str | None, name: str | None, *, for_up: bool = False
+                 ) -> tuple[LoadedProfile, str]:
+    """The profile and lab name (`--name`, else the profile's). A lab `up` built is described
+    by its record (gpulab.lab_record): without -p, the profile document it was built from is
+    used, wherever its file went; a -p must agree with it (the same profile, or the same
+    document) or is refused. `up` builds from the -p given, the other commands from the
+    record. A lab recorded by an older gpulab (a reference, no document) resolves as before."""
+    from gpulab import core, lab_record
+    from gpulab.profile.base import dns_label
 
-    if profile is None and name is not None:
-        recorded = core.recorded_profile(name)
-        if recorded is not None:
-            profile = recorded
-    loaded = _load(profile)
-    return loaded, core.lab_name(loaded.profile, name)
+    given = _load(profile) if profile is not None or name is None else None
+    if name is None:
+        assert given is not None
+        lab = given.profile.name
+    else:
+        try:
+            lab = dns_label(name)
+        except ValueError as error:
+            raise UsageError(f"--name: {error}") from None
+    record = lab_record.read(lab)
+    recorded = lab_record.recorded_loaded(record) if record is not None else None
+    if record is None or recorded is None:  # no record, or an older gpulab's: as before
+        if profile is None:
+            if name is not None:
+                given = _load(record.ref if record is not None else None)
+        elif for_up and name is not None and record is not None and record.ref is not None \
+                and given is not None and lab_record.profile_ref(given) != record.ref:
+            raise _disagrees(lab, record.ref, profile, for_up=True)
+        assert given is not None
+        return given, core.lab_name(given.profile, lab)
+    if profile is not None and given is not None:
+        if not lab_record.agrees(record, given):
+            raise _disagrees(lab, record.ref or str(record.path), profile, for_up=for_up)
+        if for_up:
+            return given, core.lab_name(given.profile, lab)
+    return recorded, core.lab_name(recorded.profile, lab)
+
+
+def _disagrees(lab: str, recorded: str, profile: str, *, for_up: bool) -> UsageError:
+    """A -p that is not the profile the lab was built from (neither its name nor its document)."""
+    if for_up:
+        hint = (f"gpulab up --name {lab} continues it; gpulab down --name {lab} first to build "
+                f"it from '{profile}'")
+    else:
+        hint = f"leave out -p: --name {lab} alone uses the profile the lab was built from"
+    return UsageError(f"lab '{lab}' was built from profile '{recorded}', not '{profile}'",
+                      hint=hint)
 
 
 @contextlib.contextmanager
@@ -386,25 +423,6 @@ def _tool_output(error: BaseException | None, verbose: bool) -> list[str]:
     return lines if verbose else lines[-TOOL_OUTPUT_LINES:]
 
 
-def _recorded_or_given(profile: str | None, name: str | None) -> str | None:
-    """`up --name X` rebuilds X from the profile X was built from; another -p is refused."""
-    from gpulab import core
-    from gpulab.errors import UsageError
-
-    if name is None:
-        return profile
-    recorded = core.recorded_profile(name)
-    if recorded is None or profile is None:
-        return profile if profile is not None else recorded
-    given = _load(profile)
-    ref = given.source.stem if given.builtin else str(given.source.resolve())
-    if ref != recorded:
-        raise UsageError(f"lab '{name}' was built from profile '{recorded}', not '{profile}'",
-                         hint=f"gpulab up --name {name} continues it; gpulab down --name {name} "
-                              f"first to build it from '{profile}'")
-    return profile
-
-
 @app.command()
 def up(
     profile: ProfileOpt = None,
@@ -425,14 +443,15 @@ def up(
         from gpulab import core
         from gpulab.engine.progress import make_reporter
 
-        loaded = _load(_recorded_or_given(profile, name))
-        lab = core.lab_name(loaded.profile, name)
+        loaded, lab = _resolve_lab(profile, name, for_up=True)
         again = f"gpulab up{_flags(profile, name)}"
         if not json_events:
-            err.print(f"Building lab '{lab}' from {loaded.source}", markup=False)
+            gone = "" if loaded.builtin or loaded.source.exists() else \
+                " (the profile recorded in the lab folder; that file is gone)"
+            err.print(f"Building lab '{lab}' from {loaded.source}{gone}", markup=False)
         with _locked(lab, f"up{_flags(profile, name)}"), _stop_signals() as received, \
                 make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
-            result = core.up(loaded.profile, name, reporter, skip_preflight=skip_preflight)
+            result = core.up(loaded.profile, lab, reporter, skip_preflight=skip_preflight)
             if result.built_anything:  # a lab that exists remembers its profile for `--name`
                 core.record_profile(lab, loaded)
                 core.record_timings(lab, result)
@@ -506,19 +525,23 @@ def down(
     """Remove everything the lab owns (found by Docker labels), then check nothing is left."""
 
     def body() -> int:
-        from gpulab import core
+        from gpulab import core, lab_record
 
-        loaded, lab = _resolve_lab(profile, name)
+        try:
+            loaded, lab = _resolve_lab(profile, name)
+            members = loaded.profile.member_names()
+        except ProfileError:  # a recorded document this gpulab no longer takes: down needs none
+            record = lab_record.read(name) if name is not None and profile is None else None
+            if name is None or record is None or not record.complete:
+                raise
+            lab, members = name, []
+            err.print(f"note: the profile recorded in {record.path} is not valid for this "
+                      "gpulab; removing the lab by its record and labels", markup=False)
         endpoint = core.docker_endpoint()  # kind must remove what gpulab sees: the same engine
         runtime = core.connect_runtime(endpoint=endpoint)
         kind = core.kind_cli(endpoint)
         with _locked(lab, f"down{_flags(profile, name)}"):
-            result = core.down(lab, runtime, kind)
-        from gpulab import kubeconfigs
-
-        target = kubeconfigs.user_kubeconfig()
-        for context in kubeconfigs.remove_file(target, lab, loaded.profile.member_names()):
-            result.removed.append(f"context {context} from {target}")
+            result = core.down(lab, runtime, kind, members)
         chosen = _chosen_output(output, json_out)
         if chosen is not Output.text:
             _data({"lab": lab, "removed": result.removed, "kept": result.kept,
@@ -558,16 +581,18 @@ def status(
 
         loaded, lab = _resolve_lab(profile, name)
         info = core.status(lab, core.connect_runtime(), loaded.profile)
+        if not info["exists"]:
+            raise core.no_lab(lab)
+        mgmt = info["management"]
         if output is not Output.text:
             _data(info, output)
-            return 0
-        if not info["exists"]:
-            err.print(f"no lab named '{lab}' on this host (gpulab up --name {lab} builds it)",
-                      markup=False)
-        mgmt = info["management"]
-        _emit(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}")
-        for table in core.status_tables(loaded.profile, info):
-            _emit(table)
+        else:
+            _emit(f"lab {lab}: management cluster {mgmt['cluster']} is {mgmt['state']}")
+            for table in core.status_tables(loaded.profile, info):
+                _emit(table)
+        if mgmt.get("api_error"):  # shown above as it is; the lab cannot be used (exit 4)
+            raise HostError(mgmt["api_error"], hint=f"gpulab up --name {lab} builds or repairs "
+                            f"it; gpulab logs --name {lab} collects diagnostics")
         return 0
 
     _guard(body)
@@ -656,22 +681,24 @@ def kubeconfig(
     """Print the path of a tenant's (or team's) saved kubeconfig (never its contents)."""
 
     def body() -> int:
+        from gpulab import core
         from gpulab.errors import UsageError
-        from gpulab.paths import lab_dir
 
         loaded, lab = _resolve_lab(profile, name)
+        folder = core.require_lab(lab)
         known = ["management", *loaded.profile.member_names()]
         if tenant not in known:
             raise UsageError(f"unknown tenant '{tenant}'", hint=f"choose from {', '.join(known)}")
-        path = lab_dir(lab) / f"{tenant}.kubeconfig"
+        path = folder / f"{tenant}.kubeconfig"
         if not path.is_file():
-            raise UsageError(f"no kubeconfig saved for {tenant} in lab '{lab}'",
-                             hint=f"run gpulab up --name {lab}")
+            raise HostError(f"lab '{lab}' is not up: no kubeconfig saved for {tenant} in "
+                            f"{folder}", hint=f"run gpulab up --name {lab}")
         if merge:
-            from gpulab import kubeconfigs
+            from gpulab import kubeconfigs, lab_record
 
             target = kubeconfigs.user_kubeconfig()
             context = kubeconfigs.context_name(lab, tenant)
+            lab_record.record_context(lab, context, target)  # first: `down` removes it
             kubeconfigs.merge_file(path, target, context)
             err.print(f"added context {context} to {target} (mode 0600); use it with "
                       f"kubectl --context {context} or kubectl config use-context {context}",
@@ -759,8 +786,9 @@ def verify(
     With --kubeconfig: a HAMi or KAI cluster gpulab did not build (GPU-0x/GPU-1x checks;
     --inspect and --dry-run only look).
 
-    Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab or host
-    cannot be reached. Findings do not change the exit code.
+    Exit 0 when every check passes, 3 when any fails, 2 for usage errors, 4 when the lab is not
+    up or its API (or a --kubeconfig cluster) cannot be reached, 5 when another command holds
+    the lab, 6 when there is no such lab. Findings do not change the exit code.
     """
 
     def body() -> int:
@@ -786,6 +814,7 @@ def verify(
             loaded, lab = _resolve_lab(profile, name)
             recorded_profile = loaded.profile
             checks = core.verify_checks(loaded.profile.stack, tc)
+            core.require_lab(lab)  # before the lock, which would make the lab's folder
 
             def progress(tenant: str, message: str) -> None:
                 if verbose and not machine:
@@ -973,7 +1002,9 @@ def logs(
     tar: Annotated[bool, typer.Option("--tar", help="Also pack it as FOLDER.tar.gz.")] = False,
 ) -> None:
     """Collect diagnostics: node journals, container states, each cluster's pods, events, nodes,
-    helm releases and HAMi logs. Prints the bundle's path on stdout."""
+    helm releases and HAMi logs. Prints the bundle's path on stdout. A source that cannot be
+    reached is noted in the bundle's errors.txt; no bundle is written for a lab that does not
+    exist (exit 6)."""
 
     def body() -> int:
         import time
@@ -981,9 +1012,12 @@ def logs(
         from gpulab import core
 
         _, lab = _resolve_lab(profile, name)
+        runtime = core.connect_runtime()
+        if not core.lab_exists(lab, runtime):  # no bundle of nothing
+            raise core.no_lab(lab)
         target = folder or Path(f"gpulab-logs-{lab}-{time.strftime('%Y%m%d-%H%M%S')}")
         err.print(f"collecting diagnostics for lab '{lab}' ...", markup=False)
-        path = core.collect_logs(lab, target, core.connect_runtime(), tar=tar)
+        path = core.collect_logs(lab, target, runtime, tar=tar)
         errors = target / "errors.txt"
         if errors.exists():
             err.print(f"some collectors failed, see {errors}", markup=False)

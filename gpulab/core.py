@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gpulab.errors import GpulabError, HostError, UsageError
+from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
 from gpulab.profile.base import dns_label
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
+    from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
     from gpulab.stacks import Stack
@@ -47,8 +48,11 @@ __all__ = [
     "inspect_clusters",
     "kind_cli",
     "lab_adapters",
+    "lab_exists",
     "lab_name",
     "labs",
+    "management_api_problem",
+    "no_lab",
     "plan_steps",
     "preflight",
     "read_docker",
@@ -59,6 +63,7 @@ __all__ = [
     "recorded_timings",
     "replay_clusters",
     "replay_verify",
+    "require_lab",
     "status",
     "status_tables",
     "up",
@@ -157,17 +162,11 @@ LAB_RECORD = "lab.json"
 
 
 def record_profile(lab: str, loaded: LoadedProfile) -> None:
-    """Remember which profile built the lab, so `--name` alone finds it later."""
-    import json
+    """Remember the profile that built the lab (its whole document: gpulab.lab_record), so
+    `--name` alone is enough later, even when the profile's file is gone."""
+    from gpulab import lab_record
 
-    from gpulab.paths import lab_dir
-
-    folder = lab_dir(lab)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    ref = loaded.source.stem if loaded.builtin else str(loaded.source.resolve())
-    (folder / LAB_RECORD).write_text(
-        json.dumps({"profile": ref, "stack": loaded.profile.stack}, indent=2) + "\n",
-        encoding="utf-8")
+    lab_record.record_profile(lab, loaded)
 
 
 TIMINGS_RECORD = "timings.json"
@@ -210,17 +209,65 @@ def recorded_timings(lab: str) -> list[dict[str, Any]]:
 
 
 def recorded_profile(lab: str) -> str | None:
-    """The profile reference `up` recorded for the lab, or None."""
-    import json
+    """The profile reference (built-in name or file path) `up` recorded for the lab, or None."""
+    from gpulab import lab_record
 
+    record = lab_record.read(lab)
+    return record.ref if record is not None else None
+
+
+def no_lab(lab: str) -> NoLabError:
+    """The one line for a lab that does not exist on this host (exit 6)."""
+    return NoLabError(f"no lab named '{lab}' on this host",
+                      hint=f"gpulab labs lists the labs here; gpulab up --name {lab} builds it")
+
+
+def require_lab(lab: str) -> Path:
+    """The lab's folder; NoLabError when it has none (the commands that use only the folder:
+    `kubeconfig`, `verify`)."""
     from gpulab.paths import lab_dir
 
+    folder = lab_dir(lab)
+    if not folder.is_dir():
+        raise no_lab(lab)
+    return folder
+
+
+def lab_exists(lab: str, runtime: ContainerRuntime) -> bool:
+    """The lab has a folder, or Docker holds something labelled for it (a leftover)."""
+    from gpulab.naming import LABEL_LAB, kind_cluster_name
+    from gpulab.paths import lab_dir
+
+    if lab_dir(lab).is_dir():
+        return True
+    for labels in ({LABEL_LAB: lab}, {"io.x-k8s.kind.cluster": kind_cluster_name(lab)}):
+        if runtime.containers(labels) or runtime.networks(labels) or runtime.volumes(labels):
+            return True
+    return False
+
+
+def management_api_problem(lab: str, kube: Callable[[Path], KubeGateway] | None = None
+                           ) -> str | None:
+    """None when the lab's management API answers (`GET /version` through its saved
+    kubeconfig); else why not: the lab is not up (no kubeconfig saved yet) or the API does not
+    answer (its cluster stopped, Docker restarted). Either way exit 4."""
+    from gpulab.paths import lab_dir
+
+    path = lab_dir(lab) / "management.kubeconfig"
+    if not path.is_file():
+        return f"lab '{lab}' is not up: no {path.name} in {path.parent}"
+    client: Any = None
     try:
-        data = json.loads((lab_dir(lab) / LAB_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ref = data.get("profile") if isinstance(data, dict) else None
-    return ref if isinstance(ref, str) and ref else None
+        client = (kube or _status_client)(path)
+        client.server_version()
+    except GpulabError as err:
+        first = (err.message.strip().splitlines() or [type(err).__name__])[0]
+        return f"lab '{lab}': its management API does not answer ({first})"
+    finally:
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
+    return None
 
 
 # --------------------------------------------------------------------------- up
@@ -340,7 +387,29 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
     ctx = StepContext(lab=lab, adapters=adapters)
     if sleep is not None:
         ctx.sleep = sleep
-    return run_steps(steps, ctx, report)
+    result = run_steps(steps, ctx, report)
+    if result.built_anything:  # what exists now, kept in the lab folder (gpulab.lab_record)
+        from gpulab import lab_record
+
+        lab_record.record_created(lab, _created(lab, adapters.runtime))
+    return result
+
+
+def _created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
+    """The Docker objects labelled for the lab, and its kind cluster when a node carries it."""
+    from gpulab.naming import LABEL_LAB, kind_cluster_name
+
+    cluster = kind_cluster_name(lab)
+    found: dict[str, set[str]] = {"kind_clusters": set(), "containers": set(),
+                                  "networks": set(), "volumes": set()}
+    for labels in ({LABEL_LAB: lab}, {"io.x-k8s.kind.cluster": cluster}):
+        for container in runtime.containers(labels):
+            found["containers"].add(container.name)
+            if container.labels.get("io.x-k8s.kind.cluster") == cluster:
+                found["kind_clusters"].add(cluster)
+        found["networks"].update(n.name for n in runtime.networks(labels))
+        found["volumes"].update(runtime.volumes(labels))
+    return {kind: sorted(names) for kind, names in found.items()}
 
 
 # --------------------------------------------------------------------------- down
@@ -355,14 +424,20 @@ class Teardown:
     leftovers: list[str] = field(default_factory=list)
 
 
-def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Teardown:
-    """Remove everything labelled for the lab; works on half-built labs and after crashes."""
+def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
+         members: Sequence[str] = ()) -> Teardown:
+    """Remove everything labelled for the lab, and the contexts `gpulab kubeconfig --merge`
+    added for it (those its record lists; for a lab recorded by an older gpulab, also the
+    `gpulab-LAB-MEMBER` contexts of `members` in the user's kubeconfig); works on half-built
+    labs and after crashes."""
     import shutil
 
+    from gpulab import lab_record
     from gpulab.naming import LABEL_LAB, kind_cluster_name
     from gpulab.paths import lab_dir
 
     result = Teardown()
+    record = lab_record.read(lab)  # before the lab's folder goes
     cluster = kind_cluster_name(lab)
     kind_label = {"io.x-k8s.kind.cluster": cluster}
     if kind is not None and cluster in kind.clusters():
@@ -399,11 +474,35 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None) -> Tear
         result.leftovers += [f"network {n.name}" for n in runtime.networks(labels)]
     if kind is not None and cluster in kind.clusters():
         result.leftovers.append(f"kind cluster {cluster}")
+    if record is not None:  # what up created, by name, even were its labels gone
+        named = ({f"container {n}" for n in record.created.get("containers", [])
+                  if runtime.get(n) is not None}
+                 | {f"network {n}" for n in record.created.get("networks", [])
+                    if runtime.network(n) is not None})
+        result.leftovers += sorted(named - set(result.leftovers))
+    result.removed += _remove_contexts(lab, record, members)
     shared = runtime.network("kind")
     if shared is not None and result.removed:
         result.kept.append("Docker network 'kind' (shared by every kind cluster on this host; "
                            "`docker network rm kind` when nothing uses it)")
     return result
+
+
+def _remove_contexts(lab: str, record: LabRecord | None, members: Sequence[str]
+                     ) -> list[str]:
+    """Remove the lab's merged contexts: exactly the recorded ones (each from the file it went
+    into) when the record is complete; else also the ones named after `members` in the user's
+    kubeconfig, as before the record kept them."""
+    from gpulab import kubeconfigs
+
+    wanted: dict[Path, set[str]] = {}
+    for merged in record.contexts if record is not None else ():
+        wanted.setdefault(merged.kubeconfig, set()).add(merged.context)
+    if record is None or not record.complete:
+        names = {kubeconfigs.context_name(lab, m) for m in ["management", *members]}
+        wanted.setdefault(kubeconfigs.user_kubeconfig(), set()).update(names)
+    return [f"context {context} from {target}" for target, names in wanted.items()
+            for context in kubeconfigs.remove_names(target, names)]
 
 
 # --------------------------------------------------------------------------- labs
@@ -431,7 +530,7 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
     for folder in folders:
         lab = folder.name
         ref = recorded_profile(lab)
-        members, stack = _recorded_members(ref)
+        members, stack = _recorded_members(lab)
         kubeconfigs = sorted(p.stem for p in folder.glob("*.kubeconfig"))
         found = containers.get(lab, [])
         record = folder / LAB_RECORD
@@ -458,17 +557,25 @@ def _kind_lab(labels: Any) -> str:
     return cluster.removeprefix("gpulab-") if cluster.startswith("gpulab-") else ""
 
 
-def _recorded_members(ref: str | None) -> tuple[list[str], str]:
-    """The tenants (teams) and stack of a recorded profile reference ([] and '' if unreadable)."""
-    if ref is None:
-        return [], ""
+def _recorded_members(lab: str) -> tuple[list[str], str]:
+    """The tenants (teams) and stack of the profile the lab was built from: the recorded
+    document, else (an older record) the profile its reference names ([] and '' if unreadable).
+    """
+    from gpulab import lab_record
     from gpulab.stacks import load_profile
 
-    try:
-        profile = load_profile(ref).profile
-    except GpulabError:
+    record = lab_record.read(lab)
+    if record is None:
         return [], ""
-    return profile.member_names(), profile.stack
+    try:
+        loaded = lab_record.recorded_loaded(record)
+        if loaded is None and record.ref is not None:
+            loaded = load_profile(record.ref)
+    except GpulabError:
+        return [], record.stack
+    if loaded is None:
+        return [], record.stack
+    return loaded.profile.member_names(), loaded.profile.stack
 
 
 def _lab_state(found: list[Any], kubeconfigs: list[str], members: list[str],
@@ -495,11 +602,18 @@ def status(
     kube: Callable[[Path], KubeGateway] | None = None,
 ) -> dict[str, Any]:
     """What exists for the lab, in its stack's shape (`stack`, `management`, `tenants`,
-    `exists`); `kube` builds a client per kubeconfig (tests pass fakes)."""
+    `exists`: the lab has a folder or something in Docker); `management.api_error` says why
+    its management API cannot be used ('' when it answers); `kube` builds a client per
+    kubeconfig (tests pass fakes)."""
+    from gpulab.paths import lab_dir
     from gpulab.stacks import for_profile
 
-    info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube or _status_client))
+    kube = kube or _status_client
+    info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube))
+    info["exists"] = bool(info.get("exists")) or lab_dir(lab).is_dir()
     info["timings"] = recorded_timings(lab)
+    if info["exists"] and isinstance(info.get("management"), dict):
+        info["management"]["api_error"] = management_api_problem(lab, kube) or ""
     return info
 
 
@@ -552,10 +666,16 @@ def verify(
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
-    """Run the acceptance checks live against the lab's saved kubeconfigs."""
+    """Run the acceptance checks live against the lab's saved kubeconfigs: NoLabError without
+    a lab folder, HostError when the lab is not up or its management API does not answer."""
     from gpulab.paths import lab_dir
     from gpulab.stacks import for_profile
 
+    require_lab(lab)
+    problem = management_api_problem(lab)
+    if problem:
+        raise HostError(problem, hint=f"gpulab status --name {lab} shows the lab; gpulab up "
+                                      f"--name {lab} builds or repairs it")
     return for_profile(profile).run_checks(
         profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress
     )

@@ -15,6 +15,7 @@ __all__ = [
     "ExitCode",
     "GpulabError",
     "HostError",
+    "NoLabError",
     "ProfileError",
     "StepError",
     "UsageError",
@@ -28,8 +29,10 @@ class ExitCode(IntEnum):
     FAILED = 1  # a step of `up`/`down` failed; the lab may be partly built (resumable)
     USAGE = 2  # bad flags, unknown profile, invalid profile file
     CHECKS_FAILED = 3  # `verify` ran and at least one check failed
-    HOST = 4  # the host cannot run the lab: Docker unreachable, missing tool, preflight failed
+    HOST = 4  # the host cannot run the lab: Docker unreachable, missing tool, preflight failed;
+    #           or cannot reach it: the lab is not up, its management API does not answer
     BUSY = 5  # another gpulab command holds the lab (up, down or verify): try again later
+    NO_LAB = 6  # no lab of that name on this host (`gpulab labs` lists them); `down` is exempt
     INTERRUPTED = 130
 
 
@@ -68,6 +71,13 @@ class ProfileError(UsageError):
         super().__init__(f"{source}: {count} {noun} in profile, nothing was created")
         self.source = source
         self.problems = problems
+
+
+class NoLabError(GpulabError):
+    """The command names a lab that does not exist on this host (as minikube's "profile not
+    found", exit 85): no lab folder, and for the commands that look, nothing in Docker either."""
+
+    exit_code = ExitCode.NO_LAB
 
 
 class HostError(GpulabError):

@@ -15,7 +15,8 @@ import yaml
 from gpulab.errors import UsageError
 from gpulab.paths import write_secret
 
-__all__ = ["context_name", "merge", "merge_file", "remove", "remove_file", "user_kubeconfig"]
+__all__ = ["context_name", "merge", "merge_file", "remove", "remove_file", "remove_names",
+           "user_kubeconfig"]
 
 SECTIONS = ("clusters", "users", "contexts")
 
@@ -98,10 +99,16 @@ def merge_file(lab_kubeconfig: Path, target: Path, name: str) -> Path:
 
 def remove_file(target: Path, lab: str, members: list[str]) -> list[str]:
     """Remove the lab's `gpulab-<lab>-<member>` entries from `target`; the contexts removed."""
+    return remove_names(target, {context_name(lab, member) for member in ["management", *members]})
+
+
+def remove_names(target: Path, names: set[str]) -> list[str]:
+    """Remove the entries (context, cluster, user) of exactly these names from `target`; the
+    contexts removed. A missing file has none."""
     if not target.exists():
         return []
-    names = {context_name(lab, member) for member in ["management", *members]}
-    config, removed = remove(_read(target), names)
-    if removed:
+    before = _read(target)
+    config, removed = remove(before, names)
+    if config != before:
         write_secret(target, yaml.safe_dump(config, sort_keys=False).encode())
     return removed

@@ -72,8 +72,10 @@ def test_down_on_nothing_says_so() -> None:
 def test_status_on_nothing(client) -> None:
     lab = unique("none")
     result = runner.invoke(app, ["status", "--name", lab, "-o", "json"])
-    assert result.exit_code == 0, result.stderr
-    assert '"exists": false' in result.stdout
+    assert result.exit_code == 6, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (f"error: no lab named '{lab}' on this host (gpulab labs lists the "
+                             f"labs here; gpulab up --name {lab} builds it)\n")
 
 
 def test_up_stops_at_the_first_step_needing_the_internet_and_leaves_nothing(
@@ -132,7 +134,8 @@ def test_status_lists_workers_from_labels(runtime, node_spec, lab: str) -> None:
     runtime.run_node(node_spec(labels={LABEL_TENANT: "tenant-a"},
                                name=f"gpulab-{lab}-tenant-a-worker"))
     result = runner.invoke(app, ["status", "--name", lab, "-o", "json"])
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 4, result.stderr  # shown, but not up: no management cluster
+    assert f"error: lab '{lab}' is not up: no management.kubeconfig" in result.stderr
     info = json.loads(result.stdout)
     assert info["exists"] is True
     assert info["tenants"]["tenant-a"]["workers"][0]["state"] == "running"
@@ -211,7 +214,7 @@ def test_status_json_carries_the_step_timings_of_up(_isolated_home: Path) -> Non
     timings = [{"step": "management/cluster", "outcome": "done", "seconds": 21.5}]
     (folder / "timings.json").write_text(_json.dumps(timings))
     result = runner.invoke(app, ["status", "--name", lab, "-o", "json"])
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 4, result.stderr  # its management cluster was never saved
     assert _json.loads(result.stdout)["timings"] == timings
 
 

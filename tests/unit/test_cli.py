@@ -83,9 +83,9 @@ def test_broken_profile_is_one_line_per_problem_and_exit_2(tmp_path) -> None:
     (["plan", "--profile", "nope"], "unknown profile 'nope'"),
     (["plan", "--name", "Bad_Name"], "--name: 'Bad_Name' is not a DNS-1123 label"),
     (["kubeconfig", "tenant-z"], "unknown tenant 'tenant-z'"),
-    (["kubeconfig", "tenant-a"], "no kubeconfig saved for tenant-a"),
 ])
-def test_user_errors_are_one_line_exit_2(argv, message) -> None:
+def test_user_errors_are_one_line_exit_2(argv, message, _isolated_home) -> None:
+    (_isolated_home / "labs" / "kamaji-hami").mkdir(parents=True)  # the lab exists
     result = runner.invoke(app, argv)
     assert result.exit_code == 2, result.stdout
     assert message in result.stderr
@@ -158,10 +158,22 @@ def test_verify_usage_errors() -> None:
     assert missing.exit_code == 2
 
 
-def test_verify_on_a_lab_that_is_not_up() -> None:
-    result = runner.invoke(app, ["verify", "--name", "ghost"])
-    assert result.exit_code == 4
-    assert "lab 'ghost' is not up" in result.stderr and "gpulab up --name ghost" in result.stderr
+def test_verify_kubeconfig_on_no_lab_and_on_a_lab_that_is_not_up(_isolated_home) -> None:
+    for argv in (["verify", "--name", "ghost"], ["kubeconfig", "tenant-a", "--name", "ghost"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 6, (argv, result.stderr)
+        assert result.stderr.strip() == ("error: no lab named 'ghost' on this host (gpulab labs "
+                                         "lists the labs here; gpulab up --name ghost builds it)")
+    folder = _isolated_home / "labs" / "ghost"
+    folder.mkdir(parents=True)  # as a failed `up` leaves it: no kubeconfig saved yet
+    (folder / "timings.json").write_text("[]")
+    for argv, what in ((["verify", "--name", "ghost"], "no management.kubeconfig"),
+                       (["kubeconfig", "tenant-a", "--name", "ghost"], "no kubeconfig saved")):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 4, (argv, result.stderr)
+        assert "lab 'ghost' is not up" in result.stderr and what in result.stderr
+        assert "gpulab up --name ghost" in result.stderr
+        assert len([line for line in result.stderr.splitlines() if "error" in line]) == 1
 
 
 def test_name_alone_finds_the_profile_a_lab_was_built_from(_isolated_home) -> None:
@@ -174,9 +186,14 @@ def test_name_alone_finds_the_profile_a_lab_was_built_from(_isolated_home) -> No
     result = runner.invoke(app, ["kubeconfig", "team-nlp", "--name", "teams"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == str(folder / "team-nlp.kubeconfig")
-    # an explicit --profile still wins
+    # a --profile that is not the one the lab was built from is refused, in one line
     other = runner.invoke(app, ["kubeconfig", "team-nlp", "--name", "teams", "-p", "kamaji-hami"])
-    assert other.exit_code == 2 and "unknown tenant 'team-nlp'" in other.stderr
+    assert other.exit_code == 2
+    assert other.stderr.strip() == ("error: lab 'teams' was built from profile 'vcluster-kai', "
+                                    "not 'kamaji-hami' (leave out -p: --name teams alone uses "
+                                    "the profile the lab was built from)")
+    same = runner.invoke(app, ["kubeconfig", "team-nlp", "--name", "teams", "-p", "vcluster-kai"])
+    assert same.exit_code == 0, same.stderr
 
 
 def test_verify_replay_of_a_hand_edited_recording_is_one_line(tmp_path) -> None:
@@ -248,13 +265,14 @@ def test_verify_replay_refuses_a_profile_of_another_stack_and_name() -> None:
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_verify_interrupted_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch,
-                                                     keep: bool) -> None:
+                                                     keep: bool, _isolated_home) -> None:
     from gpulab import core
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(core, "verify", interrupted)
+    (_isolated_home / "labs" / "kamaji-hami").mkdir(parents=True)  # the lab exists
     result = runner.invoke(app, ["verify", *(["--keep"] if keep else [])])
     assert result.exit_code == 130
     assert "interrupted: verify of lab 'kamaji-hami' stopped before judging" in result.stderr

@@ -15,12 +15,15 @@ from typer.testing import CliRunner
 from gpulab import core
 from gpulab.cli import app
 from gpulab.errors import ExitCode, UsageError
+from gpulab.paths import lab_dir
 from gpulab.profile.load import builtin_profiles
 from gpulab.stacks import RECORDING_DEFAULT_STACK
 from gpulab.stacks.vcluster_kai.record import read_recording, write_recording
 from gpulab.stacks.vcluster_kai.run import evaluate
 from gpulab.verify.recording import MANIFEST, recording_stack
 from gpulab.verify.report import exit_code, junit_xml, report_json, table_rows
+from tests.cluster.builders import kubeconfig_file
+from tests.cluster.test_kmock import served
 from tests.vcluster_kai import builders as b
 from tests.vcluster_kai.builders import RECORDINGS
 
@@ -180,8 +183,11 @@ def test_cli_knows_the_teams() -> None:
     kai = next(r for r in rows if r["name"] == "vcluster-kai")
     assert kai["stack"] == "vcluster-kai"
     assert kai["tenants"] == ["team-nlp", "team-vision", "team-recommender"]
+    no_lab = runner.invoke(app, ["kubeconfig", "team-nlp", "-p", "vcluster-kai"])
+    assert no_lab.exit_code == 6 and "no lab named 'vcluster-kai'" in no_lab.stderr
+    (lab_dir("vcluster-kai")).mkdir(parents=True)
     missing = runner.invoke(app, ["kubeconfig", "team-nlp", "-p", "vcluster-kai"])
-    assert missing.exit_code == 2 and "no kubeconfig saved for team-nlp" in missing.stderr
+    assert missing.exit_code == 4 and "no kubeconfig saved for team-nlp" in missing.stderr
     unknown = runner.invoke(app, ["kubeconfig", "tenant-a", "-p", "vcluster-kai"])
     assert unknown.exit_code == 2 and "choose from management, team-nlp" in unknown.stderr
 
@@ -200,6 +206,11 @@ def test_cli_plan_and_verify_on_a_lab_that_is_not_up() -> None:
     plan = runner.invoke(app, ["plan", "-p", "vcluster-kai"])
     assert plan.exit_code == 0 and "team-recommender/gpu-node" in plan.stdout
     verify = runner.invoke(app, ["verify", "-p", "vcluster-kai", "--name", "ghost"])
+    assert verify.exit_code == 6 and "no lab named 'ghost'" in verify.stderr
+    lab_dir("ghost").mkdir(parents=True)
+    with served([]) as (url, _km):  # the management API answers; the teams' kubeconfigs lack
+        kubeconfig_file(lab_dir("ghost") / "management.kubeconfig", url)
+        verify = runner.invoke(app, ["verify", "-p", "vcluster-kai", "--name", "ghost"])
     assert verify.exit_code == 4
     assert "lab 'ghost' is not up" in verify.stderr and "team-nlp.kubeconfig" in verify.stderr
     bad_tc = runner.invoke(app, ["verify", "-p", "vcluster-kai", "--tc", "KAI-99"])
