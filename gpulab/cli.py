@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -17,14 +18,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpulab import __version__
 from gpulab.errors import ExitCode, GpulabError, HostError, ProfileError, UsageError
+from gpulab.terminal import SafeConsole, literal, output_width
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+
+    from rich.console import Console
 
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
@@ -45,10 +49,10 @@ profiles_app = typer.Typer(help="List and show the built-in profiles.", no_args_
                            context_settings=HELP_OPTIONS)
 app.add_typer(profiles_app, name="profiles")
 
-out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-if not out.is_terminal:  # pipes and CI logs: never cut or fold a column (see _emit)
-    out.width = 1000
+# Markup and emoji are never read from user or cluster text, control characters are escaped
+# (gpulab.terminal); tables wrap to the terminal, else $COLUMNS or a readable width (_emit).
+out = SafeConsole()
+err = SafeConsole(stderr=True)
 
 
 class Output(str, Enum):
@@ -63,6 +67,22 @@ def _output(value: str) -> Output:
         return Output(value.strip().lower())
     except ValueError:
         choices = ", ".join(o.value for o in Output)
+        raise typer.BadParameter(f"'{value}' is not one of {choices}") from None
+
+
+class PlanOutput(str, Enum):
+    text = "text"
+    yaml = "yaml"
+    json = "json"
+    manifests = "manifests"
+
+
+def _plan_output(value: str) -> PlanOutput:
+    """`plan -o`: the outputs of every command, and `manifests`."""
+    try:
+        return PlanOutput(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(o.value for o in PlanOutput)
         raise typer.BadParameter(f"'{value}' is not one of {choices}") from None
 
 
@@ -129,7 +149,7 @@ NameOpt = Annotated[
 
 
 def _fail(error: GpulabError) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {error}", markup=True)
+    err.print(Text.assemble(("error:", "bold red"), " ", literal(str(error))))
     if isinstance(error, ProfileError):
         for problem in error.problems:
             err.print(f"  {problem}", markup=False)
@@ -187,13 +207,16 @@ def _root(
 
 
 def _emit(renderable: Any, console: Console | None = None) -> None:
-    """Print a table (or text) on stdout (or `console`): as it is on a terminal; in pipes and CI
-    logs without trailing padding or control codes, never cut or folded."""
+    """Print a table (or text, taken literally) on stdout (or `console`): tables wrap to the
+    terminal; in pipes and CI logs to $COLUMNS or gpulab.terminal.READABLE_WIDTH, without
+    trailing padding or control codes. Lines of text are never cut (soft wrap)."""
     console = console or out
+    if isinstance(renderable, str):
+        renderable = literal(renderable)
     if console.is_terminal:
         console.print(renderable)
         return
-    console.width = max(console.width, 1000)
+    console.width = output_width(console)
     with console.capture() as captured:
         console.print(renderable)
     text = "\n".join(line.rstrip() for line in captured.get().splitlines())
@@ -202,7 +225,12 @@ def _emit(renderable: Any, console: Console | None = None) -> None:
     stream.flush()
 
 
-@profiles_app.command("list")
+def _add_row(table: Table, *cells: str | Text) -> None:
+    """A row of text taken literally (names and messages from profiles, clusters, tools)."""
+    table.add_row(*(literal(c) if isinstance(c, str) else c for c in cells))
+
+
+@profiles_app.command("list", short_help="List the built-in profiles.")
 def profiles_list(
     output: OutputOpt = Output.text,
 ) -> None:
@@ -234,15 +262,15 @@ def profiles_list(
             return
         table = Table("PROFILE", "STACK", "TENANTS", "DESCRIPTION", box=None)
         for row in rows:
-            table.add_row(row["name"], row.get("stack", "invalid"),
-                          ", ".join(row.get("tenants", [])), row.get("description") or row.get(
-                              "error", ""))
+            _add_row(table, row["name"], row.get("stack", "invalid"),
+                     ", ".join(row.get("tenants", [])), row.get("description") or row.get(
+                         "error", ""))
         _emit(table)
 
     _guard(body)
 
 
-@profiles_app.command("show")
+@profiles_app.command("show", short_help="Print a profile's file, to copy and edit it.")
 def profiles_show(
     profile: Annotated[str, typer.Argument(help="Built-in profile name or file path.")],
 ) -> None:
@@ -255,31 +283,46 @@ def profiles_show(
     _guard(body)
 
 
-@app.command()
+@app.command(short_help="Show every step and object `up` would create, changing nothing.")
 def plan(
     profile: ProfileOpt = None,
     name: NameOpt = None,
     output: Annotated[
-        Output, typer.Option("--output", "-o", parser=_output,
-                             help="text (steps), yaml (every object), json")
-    ] = Output.text,
+        PlanOutput, typer.Option("--output", "-o", parser=_plan_output,
+                                 help="text (steps), yaml or json (steps with every object), "
+                                      "manifests (a cluster's objects for kubectl apply -f -)")
+    ] = PlanOutput.text,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="With -o manifests: the cluster whose "
+                                                   "objects to print (management, a tenant or "
+                                                   "a team).", autocompletion=_complete_members)
+    ] = None,
 ) -> None:
     """Show, without changing anything, the steps `up` would run and all they would create.
 
     The MetalLB range comes from the Docker network when Docker is reachable; otherwise it is
-    shown as pending.
+    shown as pending. `-o manifests --cluster NAME | kubectl apply -f -` applies the objects
+    gpulab applies itself to that cluster; its Helm releases and upstream manifests are listed
+    as comments in their place.
     """
 
     def body() -> None:
         from gpulab import core
         from gpulab.engine.plan import plan_json, plan_text, plan_yaml
 
+        if cluster is not None and output is not PlanOutput.manifests:
+            raise UsageError("--cluster goes with -o manifests")
         loaded = _load(profile)
         steps, facts_note = core.plan_steps(loaded.profile, name, probe_host=True)
-        if output is Output.yaml:
+        if facts_note and output is not PlanOutput.text:
+            err.print(f"note: {facts_note}", markup=False)
+        if output is PlanOutput.manifests:
+            typer.echo(_manifests(loaded.profile, steps, cluster), nl=False)
+            return
+        if output is PlanOutput.yaml:
             typer.echo(plan_yaml(steps), nl=False)
             return
-        if output is Output.json:
+        if output is PlanOutput.json:
             typer.echo(plan_json(steps))
             return
         lab = core.lab_name(loaded.profile, name)
@@ -289,10 +332,31 @@ def plan(
         table = Table("#", "STEP", "WHAT", "CREATES", box=None)
         table.columns[3].overflow = "fold"
         for index, (step, title, lines) in enumerate(plan_text(steps), start=1):
-            table.add_row(str(index), step, title, "\n".join(lines))
+            _add_row(table, str(index), step, title, "\n".join(lines))
         _emit(table)
 
     _guard(body)
+
+
+def _manifests(profile: LabProfile, steps: list[Any], cluster: str | None) -> str:
+    """`plan -o manifests`: one cluster's objects as `up` applies them (not verify's test
+    objects, which verify creates and removes)."""
+    from gpulab.engine.plan import manifest_clusters, plan_manifests
+    from gpulab.stacks import for_profile
+
+    previews = {s.name for s in for_profile(profile).verify_previews(profile)}
+    built = [s for s in steps if s.name not in previews]
+    clusters = manifest_clusters(built)
+    if cluster is None and len(clusters) == 1:
+        cluster = clusters[0]
+    if cluster is None:
+        raise UsageError(f"-o manifests needs --cluster: the lab's objects go to "
+                         f"{', '.join(clusters)} (one kubectl apply each)",
+                         hint=f"e.g. gpulab plan -o manifests --cluster {clusters[0]}")
+    if cluster not in clusters:
+        raise UsageError(f"--cluster {cluster}: not a cluster of this lab",
+                         hint=f"choose from {', '.join(clusters)}")
+    return plan_manifests(built, cluster)
 
 
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show each step's details.")]
@@ -423,7 +487,7 @@ def _tool_output(error: BaseException | None, verbose: bool) -> list[str]:
     return lines if verbose else lines[-TOOL_OUTPUT_LINES:]
 
 
-@app.command()
+@app.command(short_help="Build the lab, or continue building it.")
 def up(
     profile: ProfileOpt = None,
     name: NameOpt = None,
@@ -434,6 +498,11 @@ def up(
     skip_preflight: Annotated[
         bool, typer.Option("--skip-preflight", help="Do not stop on failed doctor checks.")
     ] = False,
+    output: Annotated[
+        Output, typer.Option("--output", "-o", parser=_output,
+                             help="text, yaml or json: with yaml or json, a summary on stdout "
+                                  "at the end (steps, seconds, outcome, kubeconfigs)")
+    ] = Output.text,
 ) -> None:
     """Build the lab. Safe to re-run: finished steps are skipped, a failed or interrupted run
     continues from the first unfinished step. With --name alone, a lab is continued from the
@@ -443,6 +512,9 @@ def up(
         from gpulab import core
         from gpulab.engine.progress import make_reporter
 
+        if json_events and output is not Output.text:
+            raise UsageError("--json (one event per line) and -o (a summary at the end) both "
+                             "write stdout: choose one")
         loaded, lab = _resolve_lab(profile, name, for_up=True)
         again = f"gpulab up{_flags(profile, name)}"
         if not json_events:
@@ -463,31 +535,59 @@ def up(
             what = names.get(received[0], "interrupted") if received else "interrupted"
             err.print(f"{what}: lab '{lab}' is partly built; `{again}` continues, "
                       f"`gpulab down --name {lab}` removes it", markup=False)
-            return 128 + int(received[0]) if received else int(ExitCode.INTERRUPTED)
+            code = 128 + int(received[0]) if received else int(ExitCode.INTERRUPTED)
+            return _up_summary(output, lab, loaded, result, "interrupted", code)
         if not result.ok:
             for failure in result.failures:
                 err.print(f"error: {failure.error}", markup=False)  # once: not in progress lines
                 if failure.last_seen:
                     err.print(f"  last seen: {failure.last_seen}", markup=False)
-                output = _tool_output(failure.error, verbose)
-                if output:
+                tail = _tool_output(failure.error, verbose)
+                if tail:
                     err.print("  its output" + ("" if verbose else
-                                                f" (last {len(output)} lines; -v: all)") + ":",
+                                                f" (last {len(tail)} lines; -v: all)") + ":",
                               markup=False)
-                    for line in output:
+                    for line in tail:
                         err.print(f"  | {line}", markup=False)
             err.print(f"next: `{again}` resumes from here; `gpulab logs --name {lab}` collects "
                       f"diagnostics; `gpulab down --name {lab}` removes the lab", markup=False)
             codes = {int(f.error.exit_code) for f in result.failures if f.error}
-            return max(codes) if codes else int(ExitCode.FAILED)
+            code = max(codes) if codes else int(ExitCode.FAILED)
+            return _up_summary(output, lab, loaded, result, "failed", code)
         if not json_events:
             if result.all_skipped:
                 err.print(f"lab '{lab}' is already up; nothing to do", markup=False)
             else:
                 err.print(_next_steps(loaded.profile, lab), markup=False)
-        return 0
+        return _up_summary(output, lab, loaded, result,
+                           "already-up" if result.all_skipped else "built", 0)
 
     _guard(body)
+
+
+def _up_summary(output: Output, lab: str, loaded: LoadedProfile, result: Any, outcome: str,
+                code: int) -> int:
+    """`up -o json|yaml`: what happened, as data on stdout (stderr keeps the progress); returns
+    `code`."""
+    if output is Output.text:
+        return code
+    from gpulab.paths import lab_dir
+
+    folder = lab_dir(lab)
+    members = ["management", *loaded.profile.member_names()]
+    _data({
+        "lab": lab,
+        "profile": str(loaded.source),
+        "outcome": outcome,  # built, already-up, failed, interrupted
+        "exit_code": code,
+        "seconds": round(sum(s.elapsed for s in result.results), 1),
+        "steps": [{"step": s.name, "title": s.title, "outcome": s.outcome.value,
+                   "seconds": round(s.elapsed, 1),
+                   "error": str(s.error) if s.error else None} for s in result.results],
+        "kubeconfigs": {m: str(folder / f"{m}.kubeconfig") for m in members
+                        if (folder / f"{m}.kubeconfig").is_file()},
+    }, output)
+    return code
 
 
 def _emit_timings(result: Any) -> None:
@@ -496,8 +596,8 @@ def _emit_timings(result: Any) -> None:
                   title_justify="left")
     for step in result.results:
         if step.outcome.value != "not-run":
-            table.add_row(step.name, step.outcome.value, f"{step.elapsed:.1f}")
-    table.add_row("total", "", f"{sum(s.elapsed for s in result.results):.1f}")
+            _add_row(table, step.name, step.outcome.value, f"{step.elapsed:.1f}")
+    _add_row(table, "total", "", f"{sum(s.elapsed for s in result.results):.1f}")
     _emit(table, err)
 
 
@@ -515,7 +615,7 @@ def _next_steps(profile: Any, lab: str) -> str:
             f"  gpulab verify --name {lab}")
 
 
-@app.command()
+@app.command(short_help="Remove the lab and check nothing of it is left.")
 def down(
     profile: ProfileOpt = None,
     name: NameOpt = None,
@@ -567,7 +667,7 @@ def down(
     _guard(body)
 
 
-@app.command()
+@app.command(short_help="Show the lab's clusters, nodes and GPU cards in use.")
 def status(
     profile: ProfileOpt = None,
     name: NameOpt = None,
@@ -598,7 +698,7 @@ def status(
     _guard(body)
 
 
-@app.command()
+@app.command(short_help="Check this host can run the lab, with a fix for each problem.")
 def doctor(
     profile: ProfileOpt = None,
     name: NameOpt = None,
@@ -607,6 +707,16 @@ def doctor(
                            help="Download the pinned kind and helm into gpulab's cache "
                                 "(checksums verified).")
     ] = False,
+    kind_binary: Annotated[
+        Path | None, typer.Option("--kind", metavar="<path>",
+                                  help="A kind binary already on this host (offline hosts): "
+                                       "its version is checked against the profile's pin, "
+                                       "then it is copied into gpulab's cache.")
+    ] = None,
+    helm_binary: Annotated[
+        Path | None, typer.Option("--helm", metavar="<path>",
+                                  help="A helm binary already on this host, as --kind.")
+    ] = None,
     no_pull: Annotated[
         bool, typer.Option("--no-pull",
                            help="Do not pull the profile's node image when it is missing "
@@ -624,15 +734,12 @@ def doctor(
 
     def body() -> int:
         from gpulab import core
-        from gpulab.tools import HELM_VERSION, find_tool, install_tool
+        from gpulab.tools import HELM_VERSION
 
         loaded, lab = _resolve_lab(profile, name)
-        if install_tools:
-            for tool, version in (("kind", loaded.profile.management.kind_version),
-                                  ("helm", HELM_VERSION)):
-                if find_tool(tool) is None:
-                    path = install_tool(tool, version)
-                    err.print(f"installed {tool} {version} at {path}", markup=False)
+        kind_version = loaded.profile.management.kind_version
+        _install_tools(install_tools, {"kind": (kind_binary, kind_version),
+                                       "helm": (helm_binary, HELM_VERSION)})
         from gpulab.engine.progress import make_reporter
 
         runtime = None
@@ -650,20 +757,49 @@ def doctor(
         if chosen is not Output.text:
             _data([f.to_dict() for f in findings], chosen)
         else:
-            from rich.markup import escape
-
-            table = Table("CHECK", "STATUS", "DETAIL", "FIX", box=None)
-            colors = {"ok": "green", "warn": "yellow", "fail": "red"}
-            for f in findings:
-                table.add_row(f.check, f"[{colors[f.status]}]{f.status}[/]", escape(f.detail),
-                              escape(f.fix))
-            _emit(table)
+            _print_findings(findings)
         return int(ExitCode.HOST) if any(f.status == "fail" for f in findings) else 0
 
     _guard(body)
 
 
-@app.command()
+def _install_tools(download: bool, tools: dict[str, tuple[Path | None, str]]) -> None:
+    """`doctor --install-tools` / `--kind PATH` / `--helm PATH`: a binary given is checked and
+    copied into the cache; a binary named by $GPULAB_KIND / $GPULAB_HELM is checked; a missing
+    one is downloaded."""
+    from gpulab.tools import TOOL_ENV, adopt_tool, check_version, find_tool, install_tool
+
+    for tool, (given, version) in tools.items():
+        if given is not None:
+            path = adopt_tool(tool, given, version)
+            err.print(f"installed {tool} {version} at {path} (from {given})", markup=False)
+        elif download:
+            found = find_tool(tool)
+            variable = TOOL_ENV[tool]
+            if found is not None and os.environ.get(variable, "").strip():
+                check_version(tool, found, version, f"{variable}={found}")
+                err.print(f"using {tool} at {found} ({variable})", markup=False)
+            elif found is None:
+                path = install_tool(tool, version)
+                err.print(f"installed {tool} {version} at {path}", markup=False)
+
+
+def _print_findings(findings: list[Any]) -> None:
+    """Doctor's table (check, status, detail wrapped), then each fix whole on its own line, so
+    the commands in it can be copied."""
+    table = Table("CHECK", "STATUS", "DETAIL", box=None)
+    table.columns[0].no_wrap = True
+    table.columns[2].overflow = "fold"
+    colors = {"ok": "green", "warn": "yellow", "fail": "red"}
+    for f in findings:
+        _add_row(table, f.check, literal(f.status, colors[f.status]), f.detail)
+    _emit(table)
+    fixes = [f for f in findings if f.fix]
+    if fixes:
+        _emit("\n".join(["", "to fix:", *(f"  {f.check}: {f.fix}" for f in fixes)]))
+
+
+@app.command(short_help="Print the path of a tenant's kubeconfig.")
 def kubeconfig(
     tenant: Annotated[str, typer.Argument(help="Tenant (or team) name, or 'management'.",
                                           autocompletion=_complete_members)],
@@ -727,13 +863,13 @@ def _replay(directory: Path, tc: str | None, profile: str | None, name: str | No
     return core.replay_verify(directory, tc, against)
 
 
-@app.command()
+@app.command(short_help="Run the acceptance checks on a lab, or on any HAMi or KAI cluster.")
 def verify(
     profile: ProfileOpt = None,
     name: NameOpt = None,
     tc: Annotated[
         str | None, typer.Option("--tc", help="Only these checks, e.g. TC-05,TC-06 or KAI-05 "
-                                               "(or 5,6).")
+                                               "(or 5,6).", autocompletion=_complete_checks)
     ] = None,
     keep: Annotated[
         bool, typer.Option("--keep", help="Leave verify's namespace and pods in the tenants "
@@ -758,21 +894,30 @@ def verify(
     kubeconfig: Annotated[
         list[Path] | None,
         typer.Option("--kubeconfig", metavar="<path>",
-                     help="A cluster gpulab did not build (repeat for several tenants); see "
-                          "docs/verify-any-cluster.md.")
+                     help="A cluster gpulab did not build (repeat for several tenants); "
+                          "without it, --context, --inspect and --dry-run use $KUBECONFIG or "
+                          "~/.kube/config, as kubectl does. See docs/verify-any-cluster.md.")
     ] = None,
     context: Annotated[
         list[str] | None,
         typer.Option("--context", metavar="<str>",
-                     help="The kubeconfig context: once for all, or once per --kubeconfig.")
+                     help="The kubeconfig context: once for all, or once per --kubeconfig; "
+                          "without --kubeconfig, one cluster per --context.")
     ] = None,
+    request_timeout: Annotated[
+        str, typer.Option("--request-timeout", metavar="<duration>",
+                          help="How long to wait for each API request of a --kubeconfig "
+                               "cluster, as kubectl's flag: 30s, 1m, 500ms; 0 for no limit.")
+    ] = "30s",
     inspect: Annotated[
-        bool, typer.Option("--inspect", help="With --kubeconfig: show what is installed and "
-                                             "the GPU cards; read-only, creates nothing.")
+        bool, typer.Option("--inspect", help="A cluster gpulab did not build: show what is "
+                                             "installed and the GPU cards; read-only, creates "
+                                             "nothing.")
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="With --kubeconfig: also show the pods verify "
-                                             "would create, sized from the cards found.")
+        bool, typer.Option("--dry-run", help="A cluster gpulab did not build: also show the "
+                                             "pods verify would create, sized from the cards "
+                                             "found.")
     ] = False,
     namespace: Annotated[
         str | None, typer.Option("--namespace", help="With --kubeconfig: the namespace for "
@@ -797,16 +942,21 @@ def verify(
 
         chosen = _chosen_output(output, json_out)
         machine = chosen is not Output.text
-        if kubeconfig or inspect or dry_run or _cluster_recording(replay):
+        if kubeconfig or context or inspect or dry_run or _cluster_recording(replay):
             if profile is not None or name is not None:
-                raise UsageError("--kubeconfig, --inspect and --dry-run look at a cluster "
-                                 "gpulab did not build; -p/--name are for labs")
+                raise UsageError("--kubeconfig, --context, --inspect and --dry-run look at a "
+                                 "cluster gpulab did not build; -p/--name are for labs")
             return _verify_cluster(kubeconfig or [], context or [], inspect=inspect,
                                    dry_run=dry_run, namespace=namespace, replay=replay,
                                    record=record, output=chosen, keep=keep, junit=junit,
-                                   tc=tc, verbose=verbose)
-        if context or namespace:
-            raise UsageError("--context and --namespace go with --kubeconfig")
+                                   tc=tc, verbose=verbose,
+                                   timeout=_request_timeout(request_timeout))
+        if namespace:
+            raise UsageError("--namespace goes with a cluster gpulab did not build "
+                             "(--kubeconfig, --context, --inspect or --dry-run)")
+        if request_timeout != "30s":
+            raise UsageError("--request-timeout goes with a cluster gpulab did not build "
+                             "(--kubeconfig, --context, --inspect or --dry-run)")
 
         if replay is not None:
             report, recorded_profile = _replay(replay, tc, profile, name, record)
@@ -850,20 +1000,28 @@ def verify(
 
 
 def _print_report(report: VerifyReport, next_step: str = "") -> None:
-    """The verdicts as a table on stdout, the summary, notes and next step on stderr."""
-    from rich.markup import escape
-
+    """The verdicts as a table on stdout (a pass's evidence wrapped in it; the reason of any
+    other result, and a finding, whole on a line of its own under the table, so the commands in
+    it can be copied), then the summary, notes and next step on stderr."""
     from gpulab.verify.report import FINDING, summary_line, table_rows
 
     table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
     table.columns[0].no_wrap = True
+    table.columns[2].no_wrap = True
     table.columns[3].overflow = "fold"
+    table.columns[4].justify = "right"
     colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow",
               FINDING: "magenta"}
+    below: list[str] = []
     for check, tenant, result, detail, seconds in table_rows(report):
-        table.add_row(check, tenant, f"[{colors.get(result, 'white')}]{result}[/]",
-                      escape(detail), seconds)
+        shown = detail
+        if result != "PASS" and detail:
+            below.append(f"{result} {check} ({tenant}): {detail}")
+            shown = "see below"
+        _add_row(table, check, tenant, literal(result, colors.get(result, "")), shown, seconds)
     _emit(table)
+    if below:
+        _emit("\n".join(["", *below]))
     err.print(summary_line(report), markup=False)
     for note in report.notes:
         err.print(f"warning: {note}", markup=False)
@@ -884,18 +1042,17 @@ def _cluster_recording(replay: Path | None) -> bool:
 def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bool,
                     dry_run: bool, namespace: str | None, replay: Path | None,
                     record: Path | None, output: Output, keep: bool, junit: Path | None,
-                    tc: str | None, verbose: bool) -> int:
+                    tc: str | None, verbose: bool, timeout: float | None) -> int:
     """`verify --kubeconfig` on clusters gpulab did not build (docs/verify-any-cluster.md):
     discovery (`--inspect`), the derived plan (`--dry-run`), or the run and its verdicts; or the
-    same from a recording of them (`--replay`)."""
+    same from a recording of them (`--replay`). Without --kubeconfig, kubectl's default
+    kubeconfig ($KUBECONFIG, else ~/.kube/config) at its current context or each --context."""
     from gpulab.profile.base import dns_label
 
     if tc is not None:
         raise UsageError("--tc does not apply to --kubeconfig: every GPU-0x check runs")
-    if replay is not None and kubeconfigs:
-        raise UsageError("--replay reads a recording; it takes no --kubeconfig")
-    if replay is None and not kubeconfigs:
-        raise UsageError("--inspect and --dry-run need --kubeconfig FILE (or --replay DIR)")
+    if replay is not None and (kubeconfigs or contexts):
+        raise UsageError("--replay reads a recording; it takes no --kubeconfig or --context")
     if (inspect or dry_run) and (keep or junit):
         raise UsageError("--keep and --junit go with a run, not with --inspect / --dry-run")
     if namespace is not None:
@@ -903,16 +1060,80 @@ def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bo
             dns_label(namespace)
         except ValueError as err:
             raise UsageError(f"--namespace {namespace!r}: {err}") from None
-    if inspect or dry_run:
-        return _inspect_clusters(kubeconfigs, contexts, dry_run=dry_run, namespace=namespace,
-                                 replay=replay, record=record, output=output)
-    return _run_clusters(kubeconfigs, contexts, namespace=namespace, replay=replay,
-                         record=record, output=output, keep=keep, junit=junit, verbose=verbose)
+    with _http_notes(verbose):
+        if inspect or dry_run:
+            return _inspect_clusters(kubeconfigs, contexts, dry_run=dry_run,
+                                     namespace=namespace, replay=replay, record=record,
+                                     output=output, timeout=timeout)
+        return _run_clusters(kubeconfigs, contexts, namespace=namespace, replay=replay,
+                             record=record, output=output, keep=keep, junit=junit,
+                             verbose=verbose, timeout=timeout)
+
+
+def _request_timeout(value: str) -> float | None:
+    """`--request-timeout` as kubectl reads it (30s, 1m, 500ms, a number of seconds; 0: none)."""
+    from gpulab.cluster.kubeconfig import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise UsageError(f"--request-timeout: {error}") from None
+
+
+@contextlib.contextmanager
+def _http_notes(verbose: bool) -> Iterator[None]:
+    """The HTTP client's own output, as gpulab lines: urllib3's warnings (an unverified TLS
+    connection, ...) become one `note:` each, after the command's output, instead of raw
+    Python warnings; its retry lines (and the Kubernetes client's) show only with -v."""
+    import logging
+    import warnings
+
+    class Retries(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if verbose:
+                err.print(f"  retry: {' '.join(record.getMessage().split())}", markup=False)
+
+    handler = Retries(logging.WARNING)
+    loggers = [logging.getLogger(n) for n in ("urllib3", "gpulab.adapters.kube")]
+    saved = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for logger, propagate in zip(loggers, saved, strict=True):
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+        _warnings_as_notes(caught)
+
+
+def _warnings_as_notes(caught: list[Any]) -> None:
+    import warnings
+
+    def from_http(w: Any) -> bool:  # raised in, or of a category of, urllib3 or the client
+        where = {w.category.__module__.split(".")[0], *Path(str(w.filename)).parts}
+        return bool(where & {"urllib3", "kubernetes"})
+
+    ours = [w for w in caught if from_http(w)]
+    insecure = [w for w in ours if w.category.__name__ == "InsecureRequestWarning"]
+    if insecure:
+        err.print(f"note: {len(insecure)} request(s) went to an API server without checking "
+                  "its TLS certificate (insecure-skip-tls-verify in the kubeconfig): anyone "
+                  "on the network path could have answered", markup=False)
+    for message in sorted({" ".join(str(w.message).split()) for w in ours
+                           if w not in insecure}):
+        err.print(f"note: the HTTP client warned: {message}", markup=False)
+    for w in caught:  # anything else, as Python would have shown it
+        if w not in ours:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: bool,
                       namespace: str | None, replay: Path | None, record: Path | None,
-                      output: Output) -> int:
+                      output: Output, timeout: float | None) -> int:
     import uuid
 
     from gpulab import core
@@ -922,7 +1143,7 @@ def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: 
     from gpulab.cluster.report import inspection_data, inspection_lines, plan_lines
 
     snapshots = (read_snapshots(replay) if replay is not None
-                 else core.inspect_clusters(kubeconfigs, contexts))
+                 else core.inspect_clusters(kubeconfigs, contexts, request_timeout=timeout))
     if record is not None:
         write_snapshots(record, snapshots)
     found = [inventory(s) for s in snapshots]
@@ -944,7 +1165,7 @@ def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: 
 
 def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: str | None,
                   replay: Path | None, record: Path | None, output: Output, keep: bool,
-                  junit: Path | None, verbose: bool) -> int:
+                  junit: Path | None, verbose: bool, timeout: float | None) -> int:
     from gpulab import core
     from gpulab.cluster.record import write_snapshots
     from gpulab.cluster.state import ClusterVerifyState
@@ -966,11 +1187,13 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
         report = core.replay_clusters(replay)
     else:
         if not machine:
-            err.print(f"verifying {len(kubeconfigs)} cluster(s) ...", markup=False)
+            count = len(kubeconfigs) or max(len(contexts), 1)
+            err.print(f"verifying {count} cluster(s) ...", markup=False)
         with _stop_signals() as received:
             try:
                 report = core.verify_clusters(kubeconfigs, contexts, namespace=namespace,
-                                              keep=keep, progress=progress, explain=explain)
+                                              keep=keep, progress=progress, explain=explain,
+                                              request_timeout=timeout)
             except KeyboardInterrupt:  # run_plan removed the namespace it was using
                 what = "terminated" if received else "interrupted"
                 err.print(f"{what}: verify stopped before judging; the namespace of the "
@@ -991,7 +1214,7 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
     return int(exit_code(report))
 
 
-@app.command()
+@app.command(short_help="Collect a diagnostics bundle of the lab.")
 def logs(
     folder: Annotated[
         Path | None,
@@ -1034,7 +1257,7 @@ def _age(seconds: int) -> str:
     return f"{seconds}s"
 
 
-@app.command("labs")
+@app.command("labs", short_help="List every lab on this host and its state.")
 def labs_command(output: OutputOpt = Output.text) -> None:
     """List every lab on this host (state folder and Docker labels): profile, stack, state
     (ready, partial, broken), tenants, age, kubeconfigs; and leftovers without state."""
@@ -1058,9 +1281,9 @@ def labs_command(output: OutputOpt = Output.text) -> None:
         table = Table("NAME", "PROFILE", "STACK", "STATE", "TENANTS", "AGE", "KUBECONFIGS",
                       box=None)
         for lab in found["labs"]:
-            table.add_row(lab["name"], lab["profile"] or "-", lab["stack"] or "-", lab["state"],
-                          ",".join(lab["tenants"]) or "-", _age(lab["age_seconds"]),
-                          str(len(lab["kubeconfigs"])))
+            _add_row(table, lab["name"], lab["profile"] or "-", lab["stack"] or "-",
+                     lab["state"], ",".join(lab["tenants"]) or "-", _age(lab["age_seconds"]),
+                     str(len(lab["kubeconfigs"])))
         _emit(table)
         for left in found["leftovers"]:
             err.print(f"leftover: lab '{left['name']}' has containers but no state "
@@ -1071,10 +1294,11 @@ def labs_command(output: OutputOpt = Output.text) -> None:
     _guard(body)
 
 
-app.command("ls", help="Alias of `gpulab labs`.")(labs_command)
+app.command("ls", help="Alias of `gpulab labs`.", short_help="Alias of `gpulab labs`.")(
+    labs_command)
 
 
-@app.command("version")
+@app.command("version", short_help="Print the versions of gpulab and all it deploys.")
 def version_command(output: OutputOpt = Output.text) -> None:
     """gpulab's version and every version it deploys, per built-in profile (for bug reports)."""
 
@@ -1105,6 +1329,36 @@ def version_command(output: OutputOpt = Output.text) -> None:
         return 0
 
     _guard(body)
+
+
+class Shell(str, Enum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+    powershell = "powershell"
+    pwsh = "pwsh"
+
+
+def _shell(value: str) -> Shell:
+    try:
+        return Shell(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(s.value for s in Shell)
+        raise typer.BadParameter(f"'{value}' is not one of {choices}") from None
+
+
+@app.command(short_help="Print the shell completion script for bash, zsh, fish or PowerShell.")
+def completion(
+    shell: Annotated[Shell, typer.Argument(help="bash, zsh, fish, powershell or pwsh.",
+                                           parser=_shell, metavar="SHELL")],
+) -> None:
+    """Print the completion script for SHELL (commands, lab names, profiles, tenants, check
+    ids), as kind, kubectl and helm do; e.g. `source <(gpulab completion bash)` or
+    `gpulab completion zsh > "${fpath[1]}/_gpulab"`."""
+    from typer._completion_shared import get_completion_script
+
+    typer.echo(get_completion_script(prog_name="gpulab", complete_var="_GPULAB_COMPLETE",
+                                     shell=shell.value))
 
 
 def main() -> None:

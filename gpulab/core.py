@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from gpulab.adapters.docker_endpoint import DockerEndpoint
     from gpulab.adapters.kind import KindCli
     from gpulab.adapters.kube import KubeClient
+    from gpulab.cluster.kubeconfig import ClusterAccess
     from gpulab.cluster.state import ClusterSnapshot
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
@@ -728,31 +729,21 @@ def record_verify(directory: Path, report: VerifyReport, profile: LabProfile) ->
 
 
 def cluster_members(kubeconfigs: Sequence[Path], contexts: Sequence[str]
-                    ) -> list[tuple[str, Path, str | None]]:
-    """(member name, kubeconfig, context) per cluster of `verify --kubeconfig`: `--context` once
-    for all files, or once per `--kubeconfig` in the same order. Names are the context, else the
-    file's stem, made unique."""
-    if contexts and len(contexts) not in (1, len(kubeconfigs)):
-        raise UsageError(f"{len(contexts)} --context for {len(kubeconfigs)} --kubeconfig",
-                         hint="give one --context for all, or one per --kubeconfig, in order")
-    out: list[tuple[str, Path, str | None]] = []
-    seen: set[str] = set()
-    for index, path in enumerate(kubeconfigs):
-        if not path.is_file():
-            raise UsageError(f"kubeconfig {path} is not a readable file",
-                             hint="pass the path of a kubeconfig (as for kubectl --kubeconfig)")
-        context = contexts[index if len(contexts) > 1 else 0] if contexts else None
-        name = context or path.stem or f"cluster-{index + 1}"
-        unique, n = name, 2
-        while unique in seen:
-            unique, n = f"{name}-{n}", n + 1
-        seen.add(unique)
-        out.append((unique, path, context))
-    return out
+                    ) -> list[ClusterAccess]:
+    """One per cluster of `verify --kubeconfig`, read as kubectl reads kubeconfigs
+    (gpulab.cluster.kubeconfig): per `--kubeconfig` (`--context` once for all files, or once per
+    file, in order) or, without one, per `--context` of $KUBECONFIG / ~/.kube/config."""
+    from gpulab.cluster.kubeconfig import resolve
+
+    return resolve(kubeconfigs, contexts)
+
+
+FOREIGN_UNREACHABLE = ("check the kubeconfig's server address, the network path to it, and "
+                       "--request-timeout")
 
 
 @contextmanager
-def _cluster_clients(members: Sequence[tuple[str, Path, str | None]]
+def _cluster_clients(members: Sequence[ClusterAccess], *, request_timeout: float | None = 30
                      ) -> Iterator[list[tuple[str, str, KubeClient]]]:
     """(member, server, client) per cluster, closed on exit; an unusable kubeconfig is a
     UsageError before any cluster is contacted."""
@@ -761,34 +752,39 @@ def _cluster_clients(members: Sequence[tuple[str, Path, str | None]]
 
     clients: list[tuple[str, str, KubeClient]] = []
     try:
-        for name, path, context in members:
+        for member in members:
             try:
-                client = KubeClient(path, context=context, request_timeout=20,
-                                    retry=RetryPolicy.disabled())
+                client = KubeClient(config=member.config, context=member.context,
+                                    request_timeout=request_timeout,
+                                    retry=RetryPolicy.disabled(),
+                                    unreachable_hint=FOREIGN_UNREACHABLE)
             except AdapterError as err:
-                raise UsageError(str(err).split("\n")[0],
-                                 hint="check the file; --context must name one of its "
-                                      "contexts (kubectl config get-contexts)") from None
-            clients.append((name, client.server, client))
+                raise UsageError(f"{member.source.describe()}, context {member.context}: "
+                                 f"{err.message}",
+                                 hint="check the kubeconfig (kubectl config view --minify "
+                                      f"--context {member.context})") from None
+            clients.append((member.name, client.server, client))
         yield clients
     finally:
         for _n, _s, made in clients:
             made.close()
 
 
-def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str]
-                     ) -> list[ClusterSnapshot]:
+def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
+                     request_timeout: float | None = 30) -> list[ClusterSnapshot]:
     """Read each cluster, read-only (gpulab.cluster.observe)."""
     from gpulab.cluster.observe import read_cluster
 
-    with _cluster_clients(cluster_members(kubeconfigs, contexts)) as clients:
+    with _cluster_clients(cluster_members(kubeconfigs, contexts),
+                          request_timeout=request_timeout) as clients:
         return [read_cluster(kube, name, server) for name, server, kube in clients]
 
 
 def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
                     namespace: str | None, keep: bool,
                     progress: Callable[[str, str], None] | None = None,
-                    explain: Callable[[Any], None] | None = None) -> VerifyReport:
+                    explain: Callable[[Any], None] | None = None,
+                    request_timeout: float | None = 30) -> VerifyReport:
     """`verify --kubeconfig`: read, plan, run and judge every cluster (gpulab.cluster.run)."""
     import tempfile
     from pathlib import Path
@@ -796,18 +792,19 @@ def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
     from gpulab.cluster.run import run_verify
 
     members = cluster_members(kubeconfigs, contexts)
-    with _cluster_clients(members) as clients, \
+    with _cluster_clients(members, request_timeout=request_timeout) as clients, \
             tempfile.TemporaryDirectory(prefix="gpulab-verify-") as scratch:
-        cross = (_cross_gateway({name: (path, context) for name, path, context in members},
-                                Path(scratch)) if len(members) > 1 else None)
+        cross = (_cross_gateway({m.name: (m.config, m.context) for m in members},
+                                Path(scratch), request_timeout=request_timeout)
+                 if len(members) > 1 else None)
         return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
                           cross=cross, explain=explain)
 
 
-def _cross_gateway(members: dict[str, tuple[Path, str | None]], scratch: Path
-                   ) -> CrossTenantGateway:
+def _cross_gateway(members: dict[str, tuple[dict[str, Any], str]], scratch: Path, *,
+                   request_timeout: float | None = 10) -> CrossTenantGateway:
     """GPU-06's credential probe: one member's user presented to another's API server (URL and
-    CA), each kubeconfig taken at its `--context` (written to `scratch`, 0600, then removed)."""
+    CA), each kubeconfig taken at its context (written to `scratch`, 0600, then removed)."""
     import yaml
 
     from gpulab.adapters.kube import KubeClient, RetryPolicy
@@ -815,15 +812,13 @@ def _cross_gateway(members: dict[str, tuple[Path, str | None]], scratch: Path
     from gpulab.verify.observe import kubeconfig_cross_gateway
 
     def kubeconfig_of(member: str) -> Path:
-        path, context = members[member]
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if context:
-            config["current-context"] = context
+        config, context = members[member]
         return write_secret(scratch / f"{member}.kubeconfig",
-                            yaml.safe_dump(config).encode())
+                            yaml.safe_dump({**config, "current-context": context}).encode())
 
     def gateway(path: Path) -> KubeClient:
-        return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
+        return KubeClient(path, request_timeout=request_timeout, retry=RetryPolicy.disabled(),
+                          unreachable_hint=FOREIGN_UNREACHABLE)
 
     return kubeconfig_cross_gateway(kubeconfig_of, gateway, scratch)
 

@@ -290,25 +290,34 @@ class KubeClient:
         *,
         context: str | None = None,
         host: str | None = None,
-        request_timeout: float = 30,
+        config: Mapping[str, Any] | None = None,
+        request_timeout: float | None = 30,
         retry: RetryPolicy | None = None,
+        unreachable_hint: str = "is the cluster running? `gpulab status` shows the lab",
     ) -> None:
-        self._timeout = request_timeout
+        self._timeout = request_timeout  # seconds per request; None: no limit (kubectl's 0)
         self._retry = retry or RetryPolicy()
+        self._unreachable_hint = unreachable_hint
         self._discovered: dict[tuple[str, str], _Resource] = {}
-        if kubeconfig is None and host is not None:
+        if kubeconfig is None and config is None and host is not None:
             self._api = k8s_client.ApiClient(k8s_client.Configuration(host=host))
         else:
             try:
-                self._api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-                    config_file=str(kubeconfig) if kubeconfig else None, context=context
-                )
+                if config is not None:  # a kubeconfig already read and merged (kubectl's rules)
+                    self._api = k8s_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
+                        dict(config), context=context, persist_config=False)
+                else:
+                    self._api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+                        config_file=str(kubeconfig) if kubeconfig else None, context=context
+                    )
             except Exception as err:  # ConfigException, OSError, yaml errors: all mean "unusable"
-                where = str(kubeconfig) if kubeconfig else "the default kubeconfig"
+                where = (str(kubeconfig) if kubeconfig else
+                         "the kubeconfig" if config is not None else "the default kubeconfig")
                 where += f" (context {context})" if context else ""
                 raise AdapterError(
                     f"cannot load {where}: {_one_line(str(err), 200)}",
-                    hint="check the file, or re-run `gpulab up` to write it again",
+                    hint="check the kubeconfig" if config is not None else
+                         "check the file, or re-run `gpulab up` to write it again",
                 ) from err
             if host is not None:
                 self._api.configuration.host = host
@@ -397,7 +406,7 @@ class KubeClient:
         except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as exc:
             raise KubeApiError(
                 f"{verb} {what} at {self.server}: connection failed ({_connection_reason(exc)})",
-                status=0, hint="is the cluster running? `gpulab status` shows the lab",
+                status=0, hint=self._unreachable_hint,
             ) from exc
         raise AssertionError("unreachable: tenacity either returns or reraises")  # pragma: no cover
 

@@ -9,6 +9,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
+from gpulab.terminal import neutral
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -35,8 +37,8 @@ class PlainReporter:
         line = self.format(event)
         if line is None:
             return
-        with self._lock:
-            print(line, file=self.stream, flush=True)
+        with self._lock:  # control characters in a title or a tool's note are shown escaped
+            print(neutral(line), file=self.stream, flush=True)
 
     def format(self, event: Event) -> str | None:
         if event.kind == "started":  # one line per step (when it ends); -v also shows starts
@@ -82,31 +84,35 @@ class LiveReporter:
 
         self.console = console
         self.verbose = verbose
-        self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+        self.progress = Progress(  # titles and notes are shown as they are, never as markup
+            SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
             console=console, transient=True,
         )
         self._tasks: dict[str, TaskID] = {}
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
+        from rich.markup import escape
+
         with self._lock:
             if event.kind == "started":
                 self._tasks[event.step] = self.progress.add_task(event.title)
                 return
             if event.kind == "note":
                 if self.verbose:
-                    self.progress.console.print(f"   [dim]{event.message}[/]", highlight=False)
+                    self.progress.console.print(f"   [dim]{escape(event.message)}[/]",
+                                                highlight=False)
                 return
             task = self._tasks.pop(event.step, None)
             if task is not None:
                 self.progress.remove_task(task)
+            title = escape(event.title)
             if event.kind == "done":
-                text = f" [green]✓[/] {event.title} [dim]{event.elapsed:.1f}s[/]"
+                text = f" [green]✓[/] {title} [dim]{event.elapsed:.1f}s[/]"
             elif event.kind == "skipped":
-                text = f" [green]✓[/] {event.title} [dim](already done, skipped)[/]"
+                text = f" [green]✓[/] {title} [dim](already done, skipped)[/]"
             else:  # the message follows once, from the command
-                text = f" [red]✗[/] {event.title} [dim]{event.elapsed:.1f}s[/]"
+                text = f" [red]✗[/] {title} [dim]{event.elapsed:.1f}s[/]"
             self.progress.console.print(text, highlight=False)
 
     def __enter__(self) -> LiveReporter:

@@ -230,11 +230,15 @@ def test_cli_a_cluster_that_does_not_answer_exits_4_naming_it(tmp_path: Path) ->
     (["--kubeconfig", "{missing}", "--inspect"], "is not a readable file"),
     (["--kubeconfig", "{cfg}", "--context", "nope", "--inspect"], "context nope"),
     (["--kubeconfig", "{cfg}", "--inspect", "--namespace", "Bad_NS"], "--namespace 'Bad_NS'"),
-    (["--inspect"], "need --kubeconfig FILE"),
-    (["-p", "kamaji-hami", "--context", "a"], "--context and --namespace go with --kubeconfig"),
+    (["--inspect"], "no kubeconfig: $KUBECONFIG names"),
+    (["-p", "kamaji-hami", "--context", "a"], "-p/--name are for labs"),
+    (["--namespace", "gpu-check"], "--namespace goes with a cluster gpulab did not build"),
+    (["--kubeconfig", "{cfg}", "--request-timeout", "soon"], "'soon' is not a duration"),
 ])
 def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
-                                                  words: str) -> None:
+                                                  words: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none.yaml"))
     config = b.kubeconfig_file(tmp_path / "c.yaml")
     argv = [a.format(cfg=config, missing=tmp_path / "missing.yaml") for a in args]
     result = runner.invoke(app, ["verify", *argv])
@@ -249,7 +253,9 @@ def test_the_credential_probe_takes_each_kubeconfig_at_its_context(tmp_path: Pat
     first = b.kubeconfig_file(tmp_path / "a.yaml", "https://a.example:6443")
     second = b.kubeconfig_file(tmp_path / "b.yaml", "https://b.example:6443")
     scratch = tmp_path / "scratch"
-    cross = core._cross_gateway({"a": (first, "ctx-b"), "b": (second, None)}, scratch)
+    members = {m.name: (m.config, m.context)
+               for m in core.cluster_members([first, second], ["ctx-b", "ctx-a"])}
+    cross = core._cross_gateway({"a": members["ctx-b"], "b": members["ctx-a"]}, scratch)
     gateway = cross("a", "b")
     assert gateway.server == "https://b.example:6443"  # type: ignore[attr-defined]
     assert sorted(p.name for p in scratch.iterdir()) == ["a.kubeconfig", "b.kubeconfig"], (

@@ -411,17 +411,21 @@ def test_cli_run_prints_the_plan_judges_records_and_writes_junit(
 
     api, clock = b.shape_one_card_per_node(), FakeClock()
     FakeHami(api, clock).attach()
-    config = tmp_path / "prod.kubeconfig"
-    config.write_text("apiVersion: v1\nkind: Config\n")
+    config = b.kubeconfig_file(tmp_path / "prod.kubeconfig")
+    seen: dict[str, Any] = {}
+
     @contextlib.contextmanager
-    def clients(_members: Any) -> Any:
+    def clients(members: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs, contexts=[m.context for m in members])
         yield [("prod", SERVER, api)]
 
     monkeypatch.setattr(core, "_cluster_clients", clients)
     monkeypatch.setattr("gpulab.cluster.run.Clock", lambda: Clock(clock.now, clock.sleep))
     monkeypatch.setattr("gpulab.cluster.execute.Timeouts", lambda: TIMEOUTS)
     result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--junit",
-                                      str(tmp_path / "v.xml"), "--record", str(tmp_path / "rec")])
+                                      str(tmp_path / "v.xml"), "--record", str(tmp_path / "rec"),
+                                      "--request-timeout", "1m30s"])
+    assert seen == {"request_timeout": 90.0, "contexts": ["ctx-a"]}, "the file's current context"
     assert result.exit_code == 0, result.output
     assert "cluster prod: card node-3/GPU-l4-3" in result.stderr, "the plan comes first"
     assert "GPU-03" in result.stdout

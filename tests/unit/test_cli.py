@@ -45,8 +45,8 @@ def test_profiles_list() -> None:
     assert kamaji["tenants"] == ["tenant-a", "tenant-b"]
 
 
-def test_plan_yaml_without_docker_shows_pending_pool() -> None:
-    result = runner.invoke(app, ["plan", "-o", "yaml"])
+def test_plan_manifests_without_docker_show_pending_pool() -> None:
+    result = runner.invoke(app, ["plan", "-o", "manifests", "--cluster", "management"])
     assert result.exit_code == 0, result.stderr
     docs = list(yaml.safe_load_all(result.stdout))
     pool = next(d for d in docs if d["kind"] == "IPAddressPool")
@@ -115,8 +115,9 @@ def test_status_and_down_without_docker_are_host_errors() -> None:
 
 
 def test_plan_lists_the_objects_verify_creates() -> None:
-    docs = list(yaml.safe_load_all(runner.invoke(app, ["plan", "-o", "yaml"]).stdout))
-    pods = [d for d in docs if d["kind"] == "Pod"]
+    steps = yaml.safe_load(runner.invoke(app, ["plan", "-o", "yaml"]).stdout)
+    pods = [a["body"] for s in steps for a in s["artifacts"] if a["kind"] == "object"
+            and a["body"]["kind"] == "Pod"]
     assert len(pods) == 10  # five per tenant
     assert {p["metadata"]["namespace"] for p in pods} == {"gpulab-verify"}
 

@@ -59,7 +59,7 @@ def test_bare_gpulab_prints_help_and_succeeds() -> None:
 
 
 @pytest.mark.parametrize("command", [["status"], ["doctor"], ["plan"], ["profiles", "list"],
-                                     ["labs"], ["version"], ["verify"], ["down"]])
+                                     ["labs"], ["version"], ["verify"], ["down"], ["up"]])
 def test_a_bad_output_lists_the_choices(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "-o", "xml"])
     assert result.exit_code == 2

@@ -199,9 +199,8 @@ def test_plan_order_management_then_tenants(kamaji_profile) -> None:
     assert len(names) == 21
 
 
-def test_plan_yaml_stream_holds_every_object_and_validates(kamaji_profile) -> None:
-    text = plan_yaml(_all_steps(kamaji_profile))
-    docs = list(yaml.safe_load_all(text))
+def test_plan_documents_hold_every_object_and_validate(kamaji_profile) -> None:
+    docs = [doc for _, doc in plan_documents(_all_steps(kamaji_profile))]
     kinds = [d["kind"] for d in docs]
     assert kinds.count("TenantControlPlane") == 2
     assert kinds.count("IPAddressPool") == 1
@@ -218,7 +217,7 @@ def test_plan_yaml_stream_holds_every_object_and_validates(kamaji_profile) -> No
 
 
 def test_plan_shows_pending_pool_without_docker(kamaji_profile) -> None:
-    docs = list(yaml.safe_load_all(plan_yaml(_all_steps(kamaji_profile, pool=False))))
+    docs = [doc for _, doc in plan_documents(_all_steps(kamaji_profile, pool=False))]
     pool = next(d for d in docs if d["kind"] == "IPAddressPool")
     assert pool["spec"]["addresses"][0].startswith("<pending")
 

@@ -137,9 +137,9 @@ def _tenant_status(tenant: str, entry: dict[str, Any]) -> Table:
     nodes = {n["name"]: n for n in entry.get("nodes", [])}
     for worker in entry["workers"]:
         node = nodes.get(worker["name"])
-        table.add_row(escape(worker["name"]), worker["state"],
+        table.add_row(escape(worker["name"]), escape(worker["state"]),
                       ("Ready" if node["ready"] else "NotReady") if node else "-",
-                      node["version"] if node else "")
+                      escape(node["version"]) if node else "")
     if entry.get("api_error"):
         table.add_row("", "", escape(f"tenant API unreachable: {entry['api_error']}"), "")
     for card in entry.get("gpus", []):

@@ -132,8 +132,8 @@ def status_tables(info: dict[str, Any]) -> list[Table]:
                    box=None, title="queues (nvidia.com/gpu)", title_justify="left")
     for row in info.get("queues", []):
         queues.add_row(escape(row["name"]), escape(row["parent"] or "-"),
-                       str(row["gpu_quota"]), str(row["gpu_limit"]), row["allocated"],
-                       row["requested"])
+                       str(row["gpu_quota"]), str(row["gpu_limit"]), escape(row["allocated"]),
+                       escape(row["requested"]))
     nodes = ", ".join(f"{n['name']} ({n['model']}, {n['gpus']} GPU)"
                       for n in info.get("gpu_nodes", [])) or "none seen"
     queues.caption = escape(f"GPU nodes: {nodes}")
