@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "typecheck", "tests", "bench"]
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # nox itself requires tomli before 3.11
+    import tomli as tomllib
+
+nox.options.sessions = ["lint", "typecheck", "tests", "lowest", "bench"]
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).parent
@@ -41,6 +48,43 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     _prepare_host(session)
     session.run("pytest", *(session.posargs or ["-q"]))
+
+
+# The quick tests that exercise every runtime dependency without Docker: the CLI (typer,
+# rich), profiles (pydantic, pyyaml), the Kubernetes adapter over HTTP against kmock (kubernetes,
+# urllib3, tenacity), the Docker adapter's error mapping (docker, requests).
+LOWEST_TESTS = ["tests/unit", "tests/kamaji_hami", "tests/vcluster_kai", "tests/cluster",
+                "tests/contract", "-m", "not docker"]
+
+
+def lowest_constraints() -> list[str]:
+    """`name==X` for each runtime dependency `name>=X` of pyproject.toml, with its marker.
+
+    pip has no `--resolution=lowest` (uv does): constraining each dependency to its lower bound
+    makes the resolver pick exactly those versions, or fail saying which bound cannot work.
+    """
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = []
+    for requirement in project["dependencies"]:
+        spec, _, marker = requirement.partition(";")
+        found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^]]*\])?.*?>=\s*([^,\s]+)", spec)
+        if found:
+            pins.append(f"{found[1]}=={found[2]}" + (f"; {marker.strip()}" if marker else ""))
+    return pins
+
+
+@nox.session
+def lowest(session: nox.Session) -> None:
+    """The quick tests against the lowest version of every runtime dependency pyproject allows.
+
+    `nox -s lowest -- PYTEST-ARGS` runs other tests there.
+    """
+    constraints = Path(session.create_tmp()) / "lowest-constraints.txt"
+    pins = lowest_constraints()
+    constraints.write_text("\n".join(pins) + "\n", encoding="utf-8")
+    session.log("lowest bounds: " + ", ".join(pins))
+    session.install("-c", str(constraints), "-e", ".[test]")
+    session.run("pytest", *(session.posargs or ["-q", *LOWEST_TESTS]))
 
 
 @nox.session

@@ -234,14 +234,18 @@ def _add_row(table: Table, *cells: str | Text) -> None:
 def profiles_list(
     output: OutputOpt = Output.text,
 ) -> None:
-    """List built-in profiles with their stack, tenants and description."""
+    """List built-in profiles with their stack, tenants and description (exit 4 when the install
+    has none)."""
 
     def body() -> None:
-        from gpulab.profile.load import builtin_profiles
+        from gpulab.profile.load import builtin_profiles, no_builtin_profiles
         from gpulab.stacks import parse_profile
 
+        builtins = builtin_profiles()
+        if not builtins:
+            raise no_builtin_profiles()
         rows: list[dict[str, Any]] = []
-        for name, path in builtin_profiles().items():
+        for name, path in builtins.items():
             try:
                 prof = parse_profile(path.read_text(encoding="utf-8"), str(path))
             except ProfileError as error:

@@ -7,15 +7,15 @@ gpulab.stacks does, through its `load_profile`/`parse_profile`).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
-from gpulab.errors import ProfileError, UsageError
+from gpulab.errors import HostError, ProfileError, UsageError
 from gpulab.profile import safe_yaml
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "builtin_profiles",
     "format_path",
     "load_profile",
+    "no_builtin_profiles",
     "parse_profile",
     "profiles_dir",
     "read_profile_file",
@@ -52,27 +53,43 @@ class LoadedProfile:
 
 
 def profiles_dir() -> Path:
-    """Where built-in profiles live: $GPULAB_PROFILES_DIR, the source tree, or the install."""
+    """Where built-in profiles live: $GPULAB_PROFILES_DIR, else the package data folder
+    `gpulab/profiles` found through importlib.resources, the same in a source tree, an editable
+    install, a wheel, `pip install --user` and pipx."""
     override = os.environ.get(PROFILES_ENV)
     if override:
         return Path(override)
-    source_tree = Path(__file__).resolve().parents[2] / "profiles"
-    if source_tree.is_dir():
-        return source_tree
-    return Path(sys.prefix) / "share" / "gpulab" / "profiles"
+    folder = resources.files("gpulab").joinpath("profiles")
+    # Every install pip or pipx makes is a real folder; a zipped import would not be, and then no
+    # profile is found, which `no_builtin_profiles` reports (never silently).
+    return folder if isinstance(folder, Path) else Path(str(folder))
 
 
 def builtin_profiles() -> dict[str, Path]:
-    """Built-in profile names mapped to their files."""
+    """Built-in profile names mapped to their files (empty when none is found: see
+    `no_builtin_profiles`)."""
     folder = profiles_dir()
     if not folder.is_dir():
         return {}
     return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
 
 
+def no_builtin_profiles() -> HostError:
+    """The error for an install (or a $GPULAB_PROFILES_DIR) with no built-in profile in it."""
+    folder = profiles_dir()
+    if os.environ.get(PROFILES_ENV):
+        return HostError(f"no built-in profiles: ${PROFILES_ENV} is {folder}, which holds no "
+                         "*.yaml file", hint=f"unset {PROFILES_ENV}, or point it at a folder "
+                         "of profiles")
+    return HostError(f"no built-in profiles in {folder}: this gpulab install lacks its package "
+                     "data", hint="reinstall gpulab: `pip install --force-reinstall WHEEL-OR-DIR` "
+                     "or `pipx reinstall gpulab`; or pass a profile file with --profile")
+
+
 def load_profile(ref: str | None, models: Mapping[str, type[LabProfile]]) -> LoadedProfile:
     """Resolve a built-in name or a path and validate it against the model of its `stack`
-    (`models`: stack name → profile model). Raises ProfileError or UsageError."""
+    (`models`: stack name → profile model). Raises ProfileError or UsageError, or HostError
+    when a name is given and the install has no built-in profile at all."""
     ref = ref or DEFAULT_PROFILE
     builtins = builtin_profiles()
     looks_like_path = os.sep in ref or ref.endswith((".yaml", ".yml")) or Path(ref).is_file()
@@ -80,11 +97,12 @@ def load_profile(ref: str | None, models: Mapping[str, type[LabProfile]]) -> Loa
         path, builtin = builtins[ref], True
     elif looks_like_path:
         path, builtin = Path(ref), False
+    elif not builtins:
+        raise no_builtin_profiles()
     else:
-        known = ", ".join(builtins) or "none found"
         raise UsageError(
             f"unknown profile '{ref}'",
-            hint=f"built-in profiles: {known}; or pass a file path to --profile",
+            hint=f"built-in profiles: {', '.join(builtins)}; or pass a file path to --profile",
         )
     data = read_profile_file(path)
     text, problem = safe_yaml.decode(data)

@@ -1,0 +1,163 @@
+"""The wheel as users install it (issue #21): into a clean venv, into the `--user` scheme, with
+pipx. Each install then runs `gpulab profiles list`, `profiles show` and `plan` from where it was
+installed, and the built-in profiles must be found there (they once were data files under
+sys.prefix, which `pip install --user` does not use: `plan` exited 2, `profiles list` printed
+nothing).
+
+The wheel is built from a copy of pyproject.toml, README.md and gpulab/ (the working tree gets no
+build/ folder). The venv and --user installs are offline: the wheel goes in with --no-deps and
+the new environment reads its dependencies from this one's site-packages through a .pth file
+(a venv made with --system-site-packages would see the base interpreter's, not this venv's).
+pipx installs the dependencies from PyPI, like a user's pipx does: it runs where PyPI answers,
+is skipped elsewhere, and fails in CI (CI=true), which has PyPI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.install,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout (bin/)"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILTINS = ["kamaji-hami", "vcluster-kai"]
+
+
+def _run(argv: list[str | Path], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=False,
+                          env=env, cwd=cwd, timeout=timeout)
+
+
+def _ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, f"{done.args}: exit {done.returncode}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def _clean_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without what would point gpulab back at the source tree."""
+    env = {k: v for k, v in os.environ.items() if k not in {
+        "GPULAB_PROFILES_DIR", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "VIRTUAL_ENV",
+        "PYTHONUSERBASE", "PIP_USER", "PIP_REQUIRE_VIRTUALENV"}}
+    env.update(GPULAB_HOME=str(tmp / "gpulab-home"), DOCKER_HOST="unix:///nonexistent/docker.sock",
+               PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "gpulab", source / "gpulab",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    dist = tmp_path_factory.mktemp("dist")
+    # Offline when this environment has setuptools; else pip fetches the build backend.
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    _ok(_run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "--wheel-dir", dist,
+              source], env=_clean_env(dist)))
+    (built,) = dist.glob("gpulab-*.whl")
+    return built
+
+
+def _share_our_dependencies(python: Path) -> None:
+    """Let the environment of `python` import this one's packages (after its own)."""
+    site = Path(_ok(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]))
+                .strip())
+    ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    (site / "zz-gpulab-test-deps.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
+
+
+def _venv(where: Path, *, system_site_packages: bool = False) -> Path:
+    flags = ["--system-site-packages"] if system_site_packages else []
+    _ok(_run([sys.executable, "-m", "venv", "--without-pip", *flags, where]))
+    return where / "bin" / "python"
+
+
+def _pip_into(python: Path, *args: str | Path, env: dict[str, str]) -> None:
+    """This environment's pip installing into another interpreter's environment (`--python`)."""
+    _ok(_run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps",
+              "--no-index", *args], env=env))
+
+
+def _assert_gpulab_works(gpulab: Path, installed_under: Path, env: dict[str, str],
+                         cwd: Path) -> None:
+    """The built-in profiles come from the install, not the source tree, and plan works."""
+    listed = _run([gpulab, "profiles", "list", "-o", "json"], env=env, cwd=cwd)
+    rows = json.loads(_ok(listed))
+    assert [row["name"] for row in rows] == BUILTINS
+    for row in rows:
+        assert "error" not in row, row
+        assert Path(row["path"]).resolve().is_relative_to(installed_under.resolve()), row["path"]
+        assert not Path(row["path"]).resolve().is_relative_to(ROOT), row["path"]
+    text = _ok(_run([gpulab, "profiles", "list"], env=env, cwd=cwd))
+    assert all(name in text for name in BUILTINS)
+    shown = _ok(_run([gpulab, "profiles", "show", "kamaji-hami"], env=env, cwd=cwd))
+    assert shown == (ROOT / "gpulab" / "profiles" / "kamaji-hami.yaml").read_text(encoding="utf-8")
+    plan = _run([gpulab, "plan", "-p", "vcluster-kai", "-o", "json"], env=env, cwd=cwd)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+
+
+def test_the_wheel_carries_the_profiles_inside_the_package(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        for name in BUILTINS:
+            member = f"gpulab/profiles/{name}.yaml"
+            assert archive.read(member) == (ROOT / member).read_bytes()
+    assert [n for n in names if ".data/" in n] == [], "nothing may land outside the package"
+    assert "gpulab/py.typed" in names
+
+
+def test_a_clean_venv(wheel: Path, tmp_path: Path) -> None:
+    env = _clean_env(tmp_path)
+    python = _venv(tmp_path / "venv")
+    _pip_into(python, wheel, env=env)
+    _share_our_dependencies(python)
+    _assert_gpulab_works(tmp_path / "venv" / "bin" / "gpulab", tmp_path / "venv", env, tmp_path)
+
+
+def test_the_user_scheme(wheel: Path, tmp_path: Path) -> None:
+    """`pip install --user`: the package and its script under PYTHONUSERBASE, nothing in any
+    prefix's share/ (a venv with system site packages lets pip use the user scheme)."""
+    userbase = tmp_path / "userbase"
+    env = _clean_env(tmp_path, PYTHONUSERBASE=str(userbase))
+    python = _venv(tmp_path / "venv", system_site_packages=True)
+    _pip_into(python, "--user", wheel, env=env)
+    _share_our_dependencies(python)
+    assert list(userbase.rglob("site-packages/gpulab/profiles/kamaji-hami.yaml"))
+    assert not list((tmp_path / "venv").rglob("gpulab")), "installed in the venv, not --user"
+    assert not list(tmp_path.rglob("share/gpulab"))
+    _assert_gpulab_works(userbase / "bin" / "gpulab", userbase, env, tmp_path)
+
+
+def _pypi_answers(env: dict[str, str], tmp: Path) -> bool:
+    return _run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest", tmp / "probe",
+                 "pipx"], env=env, timeout=120).returncode == 0
+
+
+def test_pipx(wheel: Path, tmp_path: Path) -> None:
+    """`pipx install gpulab-….whl`, with pipx itself installed from PyPI into a throwaway venv and
+    PIPX_HOME/PIPX_BIN_DIR in temporary folders (the user's pipx is not touched)."""
+    env = _clean_env(tmp_path, PIPX_HOME=str(tmp_path / "pipx-home"),
+                     PIPX_BIN_DIR=str(tmp_path / "pipx-bin"), PIPX_MAN_DIR=str(tmp_path / "man"))
+    if not _pypi_answers(env, tmp_path):
+        message = "PyPI does not answer: pipx installs gpulab's dependencies from it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    tool = _venv(tmp_path / "pipx-venv")
+    _ok(_run([sys.executable, "-m", "pip", "--python", tool, "install", "pipx"], env=env))
+    _ok(_run([tool, "-m", "pipx", "install", wheel], env=env, timeout=900))
+    _assert_gpulab_works(tmp_path / "pipx-bin" / "gpulab", tmp_path / "pipx-home", env, tmp_path)
