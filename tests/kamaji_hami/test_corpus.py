@@ -155,9 +155,11 @@ def _foreign_pod(st: dict[str, Any], other: dict[str, Any]) -> None:
 
 
 def _created_pod_listed_under_another_name(st: dict[str, Any], other: dict[str, Any]) -> None:
-    """tenant-a lists a pod that only the uid tenant-b's create call returned gives away: tenant-b
-    no longer lists it, and the name and labels differ."""
-    listed_under_another_name(st, other, _run(other, "gpu-share-1")["created"]["metadata"]["uid"])
+    """tenant-a lists a pod that only the uid tenant-b's create call returned gives away (the name
+    and labels differ). tenant-b's own listing is left whole: one without its own pods fails
+    tenant-b's TC-08 by itself (the case "listing taken without the tenant's own verify pods")."""
+    uid = _run(other, "gpu-share-1")["created"]["metadata"]["uid"]
+    listed_under_another_name(st, copy.deepcopy(other), uid)
 
 
 def _gpu_capacity_on_unknown_node(st: dict[str, Any], _other: dict[str, Any]) -> None:
@@ -327,6 +329,11 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
      "lists pod gpulab-verify/gpu-share-1 of tenant-b"),
     ("a pod tenant-b's verify created, listed under another name",
      _created_pod_listed_under_another_name, {"TC-08"}, "lists pod default/renamed of tenant-b"),
+    ("listing taken without the tenant's own verify pods (after the cleanup)",
+     lambda st, _o: st["listing"].update(pods=[
+         p for p in st["listing"]["pods"]
+         if p["metadata"].get("namespace") != "gpulab-verify"]),
+     {"TC-08"}, "listing lacks its own verify pods of this run (gpu-share-1 uid"),
     ("GPU capacity on a node that is not the tenant's", _gpu_capacity_on_unknown_node, {"TC-08"},
      "shows 81920 nvidia.com/gpumem on nodes that are not its own (somebody-elses-node)"),
     ("listing refused",

@@ -92,6 +92,17 @@ def _listing_problems(ctx: Ctx, others: _Others) -> list[str]:
     return problems
 
 
+def _own_pods_missing(ctx: Ctx) -> list[str]:
+    """This tenant's verify pods of this run (by the uid their create call returned) that its
+    own listing does not show: verify lists while every pod it created exists (observe.py: the
+    listings come before the cleanup), so a listing without them is not of that moment and
+    cannot show the other tenants' pods are hidden."""
+    assert ctx.st.listing is not None
+    listed = {_uid(p) for p in ctx.st.listing.pods}
+    return [f"{run.name} uid {_uid(run.created)}" for run in ctx.st.gpu_pods or ()
+            if run.created and _uid(run.created) and _uid(run.created) not in listed]
+
+
 def _capacity_problems(ctx: Ctx) -> tuple[list[str], str]:
     """GPU capacity this tenant sees on nodes that are not its own (its own nodes' capacity is
     TC-04's business)."""
@@ -161,6 +172,12 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
         return ctx.failed(f"{tenant}'s API refused to list nodes or pods: {ctx.st.listing.error}")
     others = _others(ctx)
     failures = _listing_problems(ctx, others)
+    if missing := _own_pods_missing(ctx):
+        failures.append(
+            f"{tenant}'s pod listing lacks its own verify pods of this run ({', '.join(missing)}):"
+            f" it was not taken while verify's pods existed (after the cleanup, or from another "
+            f"run, or from another tenant's API server), so it cannot show that the other "
+            f"tenants' pods are hidden")
     capacity, shown = _capacity_problems(ctx)
     failures += capacity
     probe_failures, errors, evidence = _probe_problems(ctx)
