@@ -1,9 +1,10 @@
 """The `vcluster-kai` profile: teams with their own vCluster sharing simulated GPUs through KAI.
 
-Reproduces the vCluster + KAI write-up (three teams, one L40S, KAI Scheduler's hierarchical queues) on a
-kind cluster whose GPU worker is simulated by fake-gpu-operator. Facts and pins:
-docs/dev/upstream-facts/stack-vcluster-kai.md. Same rules as every profile: unknown keys are refused, every
-field is typed, and cross-field rules are reported with the field path they are about.
+Reproduces the vCluster + KAI write-up (three teams, one L40S, KAI Scheduler's hierarchical
+queues) on a kind cluster whose GPU worker is simulated by fake-gpu-operator. Facts and pins:
+docs/dev/upstream-facts/stack-vcluster-kai.md. Same rules as every profile: unknown keys are
+refused, every field is typed, and cross-field rules are reported with the field path they are
+about.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """KAI-01..KAI-07: pure functions `(KaiLabState, profile, team) -> CheckResult`.
 
-Each proves one thing the write-up (the vCluster + KAI write-up) showed by hand; docs/vcluster-kai.md
-describes what each proves and when it fails.
+Each proves one thing the vCluster + KAI write-up showed by hand; docs/vcluster-kai.md describes
+what each proves and when it fails.
 """
 
 from __future__ import annotations
