@@ -50,10 +50,17 @@ def test_up_stops_at_kind_and_leaves_nothing(fake_kind: Path, client, _isolated_
 def test_status_on_nothing(client) -> None:
     lab = unique("kai")
     result = runner.invoke(app, ["status", "-p", "vcluster-kai", "--name", lab, "-o", "json"])
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 6, result.stderr  # no such lab: one line, nothing on stdout
+    assert result.stdout == "" and f"error: no lab named '{lab}'" in result.stderr
+    from gpulab import core
+    from gpulab.stacks import load_profile
+
+    core.record_profile(lab, load_profile("vcluster-kai"))  # its folder, nothing built yet
+    result = runner.invoke(app, ["status", "--name", lab, "-o", "json"])
+    assert result.exit_code == 4, result.stderr  # shown, but not up
     info = json.loads(result.stdout)
-    assert info["exists"] is False and info["stack"] == "vcluster-kai"
+    assert info["exists"] is True and info["stack"] == "vcluster-kai"
     assert set(info["tenants"]) == {"team-nlp", "team-vision", "team-recommender"}
-    text = runner.invoke(app, ["status", "-p", "vcluster-kai", "--name", lab])
-    assert text.exit_code == 0 and f"no lab named '{lab}'" in text.stderr
+    text = runner.invoke(app, ["status", "--name", lab])
+    assert text.exit_code == 4 and f"error: lab '{lab}' is not up" in text.stderr
     assert "team-nlp: vCluster in vcluster-team-nlp" in text.stdout
