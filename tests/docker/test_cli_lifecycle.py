@@ -149,7 +149,8 @@ def test_plan_reads_the_pool_from_a_real_dual_stack_network(
         "  network: kind", f"  network: {dual_stack_network.name}")
     profile = tmp_path / "p.yaml"
     profile.write_text(text)
-    result = runner.invoke(app, ["plan", "-p", str(profile), "-o", "yaml"])
+    result = runner.invoke(app, ["plan", "-p", str(profile), "-o", "manifests", "--cluster",
+                                 "management"])
     assert result.exit_code == 0, result.stderr
     pool = next(d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "IPAddressPool")
     net = dual_stack_network.ipv4
