@@ -2,9 +2,11 @@
 
 They mean what the lab's TC-03..TC-07 mean (docs/checks.md), on the card the plan picked:
 
-- GPU-01 HAMi serving: its scheduler, webhook and device plugin are installed and ready;
-- GPU-02 admission: the first share pod was rewritten by HAMi's webhook (`schedulerName:
-  hami-scheduler`) and HAMi placed it on the card's node;
+- GPU-01 HAMi serving: its scheduler, webhook and device plugin are installed, every one of
+  their workloads with all its pods ready;
+- GPU-02 admission: the first share pod was rewritten by HAMi's webhook (`schedulerName`: the
+  scheduler's `--scheduler-name`, pkg/scheduler/webhook.go:107-108) and HAMi placed it on the
+  card's node;
 - GPU-03 sharing: the three share pods run (every container ready) on that node, each granted
   exactly one slice of the card, of the size it asked;
 - GPU-04 core over-commit: the fourth pod is not placed and HAMi names CardInsufficientCore;
@@ -29,7 +31,7 @@ from gpulab.cluster.execute import FRACTION_PODS, SHARE_PODS
 from gpulab.naming import LABEL_RUN
 from gpulab.verify import objects as o
 from gpulab.verify.hami import ALLOCATED_ANNOTATION, NODE_ANNOTATION, parse_allocation
-from gpulab.verify.kai import GPU_GROUP_LABEL, KAI_SCHEDULER, kai_reasons, reasons_text
+from gpulab.verify.kai import GPU_GROUP_LABEL, kai_reasons, reasons_text
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
@@ -99,9 +101,10 @@ def _why(run: PodRun, plan: VerifyPlan) -> str:
         return f"the API refused {run.name}: {run.create_error}"
     scheduler = o.scheduler_name(run.created)
     if plan.scheduler == "kai":
-        if scheduler != KAI_SCHEDULER:
-            return f"{run.name} came back with schedulerName {scheduler}, not {KAI_SCHEDULER}"
-    elif scheduler != "hami-scheduler":
+        if scheduler != plan.scheduler_name:
+            return (f"{run.name} came back with schedulerName {scheduler}, not "
+                    f"{plan.scheduler_name}")
+    elif scheduler != plan.scheduler_name:
         return (f"{run.name} kept schedulerName {scheduler}: HAMi's webhook (vgpu.hami.io) did "
                 f"not handle it (failurePolicy Ignore hides an unreachable webhook); {look}")
     events = " | ".join(str(e.get("message") or "") for e in run.events[-3:]) or "no events"
@@ -117,7 +120,7 @@ def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     if run is None or run.created is None:
         return CheckResult(check, member, "fail", reason=_why(run, plan) if run else
                            "gpu-share-1 was not attempted")
-    if o.scheduler_name(run.created) != "hami-scheduler" or run.pod is None:
+    if o.scheduler_name(run.created) != plan.scheduler_name or run.pod is None:
         return CheckResult(check, member, "fail", reason=_why(run, plan))
     if foreign := _not_ours(run, plan):
         return CheckResult(check, member, "fail", reason=foreign)
@@ -128,7 +131,8 @@ def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
             f"gpu-share-1 is pinned to {plan.card.device_id} on {node}, but HAMi chose "
             f"{chosen or 'no node'} and it is bound to {bound or 'no node'}; {_why(run, plan)}"))
     return CheckResult(check, member, "pass", evidence=(
-        f"gpu-share-1 admitted with schedulerName hami-scheduler, placed by HAMi on {node}"))
+        f"gpu-share-1 admitted with schedulerName {plan.scheduler_name}, placed by HAMi on "
+        f"{node}"))
 
 
 def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:

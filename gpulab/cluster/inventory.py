@@ -7,11 +7,20 @@ How each piece is recognised, and where upstream names it:
   DaemonSet labelled `app.kubernetes.io/component=hami-device-plugin` (HAMi chart v2.10.0,
   templates/scheduler/deployment.yaml, webhook.yaml, device-plugin/daemonsetnvidia.yaml); a
   DaemonSet running `mock-device-plugin` is HAMi's mock plugin (Project-HAMi/mock-device-plugin);
-- cards: each node's `hami.io/node-nvidia-register` (gpulab.verify.hami), in use by the pods
-  HAMi placed there (`hami.io/vgpu-devices-allocated`);
-- KAI: its Deployments (`kai-operator`, `kai-scheduler-*`, chart v0.16.8), Queues
-  (`scheduling.run.ai/v2`), and whether GPU sharing is on: `spec.admission.gpuSharing` of the
-  `kai.scheduler/v1` Config `kai-config` (chart templates/_helpers.tpl:172-195, applied by the
+  the scheduler's own settings come from its command line (`--scheduler-name`, the name its
+  webhook writes into pods, pkg/scheduler/webhook.go:64-113; `--node-label-selector`) and the
+  resource names it counts from its device config (gpulab.cluster.rules);
+- cards: each node's `hami.io/node-nvidia-register` as HAMi decodes it (gpulab.verify.hami), in
+  use by the pods HAMi assigned there (`hami.io/vgpu-node`, `hami.io/vgpu-devices-allocated`);
+- KAI: its scheduler is the Deployment `<schedulerName>-<shard>` the operator makes for each
+  SchedulingShard (pkg/operator/operands/scheduler/resources_for_shard.go:374-376, args :336-344),
+  `schedulerName` from the Config `kai-config` `spec.global` (pkg/apis/kai/v1/global.go:67-74,
+  default `kai-scheduler`, :120-122); verify uses the default shard (partition label value "",
+  chart templates/default-shard.yaml), which sees only the nodes and queues without the node-pool
+  label (pkg/scheduler/conf/scheduler_conf.go:99-116,
+  pkg/scheduler/cache/cluster_info/data_lister/kubernetes_lister.go:127-135); `kai-operator` is
+  not a scheduler; Queues (`scheduling.run.ai/v2`), and whether GPU sharing is on:
+  `spec.admission.gpuSharing` of the Config (chart templates/_helpers.tpl:172-195, applied by the
   chart's post-install hook, templates/kai-config.yaml);
 - tenancy: Kamaji's TenantControlPlanes; vCluster control planes: workloads labelled
   `app=vcluster` (vcluster chart 0.35.3).
@@ -19,11 +28,22 @@ How each piece is recognised, and where upstream names it:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from gpulab.cluster import rules
 from gpulab.verify import objects as o
-from gpulab.verify.hami import REGISTER_ANNOTATION, card_usage, parse_register
+from gpulab.verify.hami import (
+    CORDON_ANNOTATION,
+    DEFAULT_RESOURCES,
+    REGISTER_ANNOTATION,
+    HamiResources,
+    decode_register,
+    hami_usage,
+)
+from gpulab.verify.kai import KAI_SCHEDULER, QUEUE_LABEL
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -34,12 +54,16 @@ __all__ = ["Card", "Component", "GpuNode", "Inventory", "Queue", "inventory"]
 
 HANDSHAKE_ANNOTATION = "hami.io/node-handshake"
 HAMI_WEBHOOK = "vgpu.hami.io"
-_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores")
+WHOLE_GPU = "nvidia.com/gpu"  # what KAI and NVIDIA's device plugin count (KAI constants.go:10)
+KAI_NODE_POOL_LABEL = "kai.scheduler/node-pool"  # KAI constants.go:26 (DefaultNodePoolLabelKey)
+# KAI's own annotations for a share of one GPU: a fraction, or memory (docs/gpu-sharing).
+KAI_SHARE_ANNOTATIONS = ("gpu-fraction", "gpu-memory")
 
 
 @dataclass(frozen=True)
 class Component:
-    """An installed piece: where it runs, how many of its pods are ready, what else is known."""
+    """An installed piece: where it runs, how many of its pods are ready (per workload, e.g.
+    `1/1, 0/2`), what else is known."""
 
     name: str
     found: bool = False
@@ -49,17 +73,22 @@ class Component:
 
     @property
     def serving(self) -> bool:
+        """Found, and every one of its workloads has all its pods ready (at least one): a
+        component half of whose workloads are down is not serving."""
         if not self.found:
             return False
         if not self.ready:
             return True  # a webhook configuration has no pods of its own
-        have, _, want = self.ready.partition("/")
-        return have.isdigit() and want.isdigit() and 0 < int(have) == int(want)
+        for part in self.ready.split(", "):
+            have, _, want = part.partition("/")
+            if not (have.isdigit() and want.isdigit() and 0 < int(have) == int(want)):
+                return False
+        return True
 
 
 @dataclass(frozen=True)
 class Card:
-    """One card HAMi registered on one node, and what pods use of it."""
+    """One card HAMi registered on one node, and what pods use of it (as HAMi counts them)."""
 
     node: str
     device_id: str
@@ -71,6 +100,8 @@ class Card:
     used_memory: int = 0
     used_cores: int = 0
     users: tuple[str, ...] = ()
+    mode: str = ""  # hami-core, mig, mps (pkg/device/nvidia/device.go:61-63)
+    cordoned: bool = False  # listed in the node's hami.io/device-cordon
 
     @property
     def idle(self) -> bool:
@@ -79,21 +110,34 @@ class Card:
 
 @dataclass(frozen=True)
 class GpuNode:
+    """A node with GPUs: whole ones, HAMi's cards or MIG devices, and what keeps a verify pod
+    off it (gpulab.cluster.rules)."""
+
     name: str
     ready: bool
-    gpus: str  # allocatable nvidia.com/gpu (HAMi: cards x split)
-    cards: int  # registered by HAMi
+    gpus: str  # allocatable `resource` (HAMi: its count resource, cards x split)
+    cards: int  # registered by HAMi (as HAMi decodes them)
     handshake: str = ""
     users: tuple[str, ...] = ()  # pods on it that hold or ask for GPUs (ns/name)
+    resource: str = WHOLE_GPU
+    hostname: str = ""  # its kubernetes.io/hostname label ("" when it has none)
+    blockers: tuple[str, ...] = ()  # kube-scheduler's: cordon, untolerated taints
+    hami_unseen: str = ""  # why HAMi offers none of its cards ("" when it does)
+    kai_unready: tuple[str, ...] = ()  # why KAI counts it not ready
+    pool: str = ""  # its KAI node-pool label value ("" = the default shard's)
+    mig: tuple[str, ...] = ()  # MIG devices it advertises, `nvidia.com/mig-<profile>=<n>`
 
 
 @dataclass(frozen=True)
 class Queue:
-    """A KAI Queue: its parent, and its GPU limit (-1: none; None: not set, KAI reads 0)."""
+    """A KAI Queue: its parent, its GPU limit (-1: unlimited; None: not set, which KAI reads as
+    0, rules in gpulab.cluster.plan), its node pool, and the GPUs KAI says it has allocated."""
 
     name: str
     parent: str = ""
     gpu_limit: float | None = None
+    pool: str = ""
+    allocated: float = 0.0
 
     def text(self) -> str:
         return self.name + (f" (under {self.parent})" if self.parent else "")
@@ -118,6 +162,15 @@ class Inventory:
     cards: tuple[Card, ...]
     gpu_users: tuple[str, ...]
     unseen: tuple[str, ...]  # what could not be read, and why
+    hami_scheduler_name: str = ""  # its --scheduler-name ("" when it has none)
+    hami_resources: HamiResources = DEFAULT_RESOURCES
+    hami_resources_from: str = ""  # where the names come from
+    hami_node_selector: dict[str, str] = field(default_factory=dict)
+    kai_operator: bool = False
+    kai_scheduler_name: str = KAI_SCHEDULER
+    kai_queue_label: str = QUEUE_LABEL
+    kai_node_pool_label: str = KAI_NODE_POOL_LABEL
+    kai_full_hierarchy: bool = True  # the scheduler's --full-hierarchy-fairness (default true)
 
     @property
     def has_hami(self) -> bool:
@@ -125,7 +178,7 @@ class Inventory:
 
     @property
     def has_kai(self) -> bool:
-        return self.kai_scheduler.found or bool(self.queues)
+        return self.kai_scheduler.found or self.kai_operator or bool(self.queues)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,9 +192,9 @@ def _component(name: str, workloads: Iterable[Mapping[str, Any]], detail: str = 
     found = list(workloads)
     if not found:
         return Component(name)
-    first = found[0]
     where = ", ".join(f"{w['namespace']}/{w['name']} ({w['kind']})" for w in found)
-    return Component(name, True, where, f"{first['ready']}/{first['desired']}", detail)
+    ready = ", ".join(f"{w['ready']}/{w['desired']}" for w in found)
+    return Component(name, True, where, ready, detail)
 
 
 def _image_tag(workload: Mapping[str, Any], marker: str) -> str:
@@ -151,9 +204,13 @@ def _image_tag(workload: Mapping[str, Any], marker: str) -> str:
     return ""
 
 
+def _hami_scheduler_workloads(snapshot: ClusterSnapshot) -> list[JsonObj]:
+    return [w for w in _workloads(snapshot, "Deployment")
+            if w["labels"].get("app.kubernetes.io/component") == "hami-scheduler"]
+
+
 def _hami_scheduler(snapshot: ClusterSnapshot) -> Component:
-    found = [w for w in _workloads(snapshot, "Deployment")
-             if w["labels"].get("app.kubernetes.io/component") == "hami-scheduler"]
+    found = _hami_scheduler_workloads(snapshot)
     detail = ""
     if found:
         tag = _image_tag(found[0], "hami")
@@ -162,6 +219,24 @@ def _hami_scheduler(snapshot: ClusterSnapshot) -> Component:
                                        "--node-lock-timeout default (5m, cmd/scheduler/main.go:79)")
                            if x)
     return _component("HAMi scheduler", found, detail)
+
+
+def _hami_settings(snapshot: ClusterSnapshot) -> tuple[str, dict[str, str], HamiResources, str]:
+    """HAMi's scheduler name, node label selector and resource names (rules)."""
+    found = _hami_scheduler_workloads(snapshot)
+    args = [str(a) for a in (found[0].get("args") or ())] if found else []
+    name = rules.flag_value(args, "--scheduler-name") or ""
+    selector = rules.label_selector(rules.flag_value(args, "--node-label-selector"))
+    config = snapshot.hami_device_config
+    if config is None:
+        unread = snapshot.read_errors.get("ConfigMap")
+        why = f"ConfigMap not readable: {unread}" if unread else "no device ConfigMap found"
+        return name, selector, DEFAULT_RESOURCES, f"the chart's defaults ({why})"
+    where = f"ConfigMap {config.get('namespace', '')}/{config.get('name', '')}"
+    names = rules.device_config_resources(str(config.get("device-config.yaml") or ""))
+    if names is None:
+        return name, selector, DEFAULT_RESOURCES, f"the chart's defaults ({where} is not YAML)"
+    return name, selector, names, where
 
 
 def _hami_webhook(snapshot: ClusterSnapshot) -> Component:
@@ -185,24 +260,67 @@ def _device_plugin(snapshot: ClusterSnapshot) -> Component:
     return _component("HAMi device plugin", real, "real (NVIDIA driver)" if real else "")
 
 
-def _queue(obj: Mapping[str, Any]) -> Queue:
+def _number(value: Any) -> float | None:
+    """A JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _quantity(value: Any) -> Decimal:
+    """A resource quantity as a number (`2`, `500m`, `0.5`); 0 when unreadable."""
+    text = str(value if value is not None else "").strip()
+    try:
+        if text.endswith("m"):
+            return Decimal(text[:-1]) / 1000
+        return Decimal(text or "0")
+    except InvalidOperation:
+        return Decimal(o.int_quantity(text) or 0)
+
+
+def _queue(obj: Mapping[str, Any], pool_label: str) -> Queue:
     spec = obj.get("spec") or {}
-    limit = ((spec.get("resources") or {}).get("gpu") or {}).get("limit")
+    gpu = ((spec.get("resources") or {}).get("gpu") or {})
+    allocated = (obj.get("allocated") or {}).get(WHOLE_GPU)
     return Queue(str(obj.get("name", "")), str(spec.get("parentQueue") or ""),
-                 float(limit) if isinstance(limit, (int, float)) else None)
+                 _number(gpu.get("limit")) if isinstance(gpu, dict) else None,
+                 str((obj.get("labels") or {}).get(pool_label, "")),
+                 float(_quantity(allocated)) if allocated is not None else 0.0)
 
 
-def _kai(snapshot: ClusterSnapshot) -> tuple[Component, str, tuple[Queue, ...]]:
-    deployments = [w for w in _workloads(snapshot, "Deployment")
-                   if w["name"] == "kai-operator" or w["name"].startswith("kai-scheduler")]
-    scheduler = [w for w in deployments if w["name"].startswith("kai-scheduler")] or deployments
-    component = _component("KAI scheduler", scheduler)
+def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
     config = snapshot.kai_config
+    settings = (config or {}).get("global") or {}
+    name = str(settings.get("schedulerName") or KAI_SCHEDULER)
+    pool_label = str(settings.get("nodePoolLabelKey") or KAI_NODE_POOL_LABEL)
+    deployments = _workloads(snapshot, "Deployment")
+    shards = [w for w in deployments if w["name"].startswith(f"{name}-")
+              and rules.flag_value(w.get("args") or (), "--scheduler-name") in (None, name)]
+    default = [w for w in shards
+               if rules.flag_value(w.get("args") or (), "--partition-label-value") == ""]
+    if not default:  # no command line seen: the chart's default shard is named `default`
+        default = [w for w in shards if w["name"] == f"{name}-default"
+                   and rules.flag_value(w.get("args") or (), "--partition-label-value") is None]
+    others = [f"{w['namespace']}/{w['name']}" for w in shards if w not in default]
+    args = [str(a) for a in (default[0].get("args") or ())] if default else []
+    detail = ", ".join(x for x in (
+        f"schedulerName {name}", f"default shard (nodes and queues without {pool_label})",
+        f"other shards: {', '.join(others)}" if others else "") if x)
+    component = _component("KAI scheduler", default, detail)
     if config is None:
         sharing = "unknown"
     else:
         sharing = "on" if (config.get("admission") or {}).get("gpuSharing") else "off"
-    return component, sharing, tuple(_queue(q) for q in snapshot.queues or ())
+    return {
+        "kai_scheduler": component, "kai_gpu_sharing": sharing,
+        "queues": tuple(_queue(q, pool_label) for q in snapshot.queues or ()),
+        "kai_operator": any(w["name"] == "kai-operator" for w in deployments)
+        or config is not None,
+        "kai_scheduler_name": name,
+        "kai_queue_label": str(settings.get("queueLabelKey") or QUEUE_LABEL),
+        "kai_node_pool_label": pool_label,
+        "kai_full_hierarchy": rules.flag_value(args, "--full-hierarchy-fairness") != "false",
+    }
 
 
 def _tenancy(snapshot: ClusterSnapshot) -> tuple[str, ...]:
@@ -218,53 +336,109 @@ def _tenancy(snapshot: ClusterSnapshot) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _uses_gpu(pod: Mapping[str, Any]) -> bool:
+def _is_gpu_resource(name: str, hami: HamiResources) -> bool:
+    return name == WHOLE_GPU or name.startswith("nvidia.com/mig-") or name in hami.names()
+
+
+def _uses_gpu(pod: Mapping[str, Any], hami: HamiResources) -> bool:
+    """A pod not finished that asks a positive amount of a GPU resource (whole GPUs, HAMi's
+    count, memory or core resources, MIG devices) or carries KAI's share annotations. A pod
+    asking none (or `0`) is no GPU user, whatever node it runs on."""
     if o.pod_phase(pod) in ("Succeeded", "Failed"):
         return False
-    if any(k in o.annots(pod) for k in ("gpu-fraction", "gpu-memory")):
+    notes = o.annots(pod)
+    if any(_quantity(notes[k]) > 0 for k in KAI_SHARE_ANNOTATIONS if k in notes):
         return True
     for container in (pod.get("spec") or {}).get("containers") or ():
         resources = container.get("resources") or {}
-        asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-        if any(key in asked for key in _GPU_RESOURCES):
-            return True
+        for asked in (resources.get("requests") or {}, resources.get("limits") or {}):
+            if any(_is_gpu_resource(str(k), hami) and _quantity(v) > 0
+                   for k, v in asked.items()):
+                return True
     return False
 
 
-def _gpu_nodes(snapshot: ClusterSnapshot) -> tuple[GpuNode, ...]:
-    users: dict[str, list[str]] = {}
-    for pod in snapshot.pods or ():
-        if _uses_gpu(pod) and o.pod_node(pod):
-            users.setdefault(o.pod_node(pod), []).append(
-                f"{o.metadata(pod).get('namespace', '')}/{o.name(pod)}")
-    out = []
-    for node in snapshot.nodes or ():
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        registered = parse_register(o.annots(node).get(REGISTER_ANNOTATION))
-        gpus = str(allocatable.get("nvidia.com/gpu", "0"))
-        if gpus in ("", "0") and not registered:
-            continue
-        out.append(GpuNode(o.name(node), o.node_ready(node)[0], gpus, len(registered),
-                           o.annots(node).get(HANDSHAKE_ANNOTATION, ""),
-                           tuple(sorted(users.get(o.name(node), ())))))
-    return tuple(sorted(out, key=lambda n: n.name))
+def _label(pod: Mapping[str, Any]) -> str:
+    return f"{o.metadata(pod).get('namespace', '')}/{o.name(pod)}"
 
 
-def _cards(snapshot: ClusterSnapshot) -> tuple[Card, ...]:
-    nodes = [dict(n) for n in snapshot.nodes or ()]
+def _observed(snapshot: ClusterSnapshot) -> datetime:
+    try:
+        when = datetime.fromisoformat(snapshot.observed_at)
+    except ValueError:
+        return datetime.now(timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _hami_unseen(node: Mapping[str, Any], cards: list[dict[str, Any]] | None,
+                 selector: Mapping[str, str], count: str, now: datetime) -> str:
+    """Why HAMi offers none of this node's cards ('' when it offers them)."""
+    raw = o.annots(node).get(REGISTER_ANNOTATION)
+    if raw is not None and cards is None:
+        return (f"HAMi cannot decode its {REGISTER_ANNOTATION} (pkg/device/nvidia/device.go:"
+                f"302-315): no cards")
+    if not rules.matches_labels(o.labels(node), selector):
+        wanted = ",".join(f"{k}={v}" for k, v in selector.items())
+        return (f"not selected by hami-scheduler's --node-label-selector={wanted}: HAMi never "
+                f"registers its cards")
+    handshake = o.annots(node).get(HANDSHAKE_ANNOTATION, "")
+    allocatable = ((node.get("status") or {}).get("allocatable") or {}).get(count)
+    if rules.handshake_expired(handshake, int(_quantity(allocatable)), now):
+        return (f"handshake {handshake!r} is over 60 s old and allocatable {count} is 0: HAMi "
+                f"dropped its cards (pkg/device/devices.go:576-596)")
+    return ""
+
+
+def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
+                     selector: Mapping[str, str], pool_label: str
+                     ) -> tuple[tuple[GpuNode, ...], tuple[Card, ...]]:
     pods = [dict(p) for p in snapshot.pods or ()]
-    health = {(o.name(n), str(d.get("id"))): bool(d.get("health", True))
-              for n in nodes for d in parse_register(o.annots(n).get(REGISTER_ANNOTATION))}
-    return tuple(Card(node=c.node, device_id=c.device_id, model=c.model,
-                      memory_mib=c.memory_mib, cores=c.cores, split=c.slots,
-                      healthy=health.get((c.node, c.device_id), True),
-                      used_memory=c.used_memory, used_cores=c.used_cores, users=tuple(c.pods))
-                 for c in card_usage(nodes, pods))
+    users: dict[str, list[str]] = {}
+    for pod in pods:
+        if _uses_gpu(pod, hami) and o.pod_node(pod):
+            users.setdefault(o.pod_node(pod), []).append(_label(pod))
+    usage = hami_usage(pods)
+    now = _observed(snapshot)
+    count = hami.count or WHOLE_GPU
+    nodes: list[GpuNode] = []
+    cards: list[Card] = []
+    for node in snapshot.nodes or ():
+        name = o.name(node)
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        registered = decode_register(o.annots(node).get(REGISTER_ANNOTATION))
+        resource = count if count in allocatable or registered else WHOLE_GPU
+        gpus = str(allocatable.get(resource, "0"))
+        mig = rules.mig_resources(node)
+        if _quantity(gpus) <= 0 and registered is None and not mig \
+                and REGISTER_ANNOTATION not in o.annots(node):
+            continue  # a CPU node, wherever the API lists it
+        cordon = {u.strip() for u in o.annots(node).get(CORDON_ANNOTATION, "").split(",")
+                  if u.strip()}
+        for device in registered or ():
+            _n, memory, cores, holders = usage.get((name, str(device["id"])), (0, 0, 0, []))
+            cards.append(Card(node=name, device_id=str(device["id"]), model=str(device["type"]),
+                              memory_mib=int(device["devmem"]), cores=int(device["devcore"]),
+                              split=int(device["count"]), healthy=device["health"] is True,
+                              used_memory=memory, used_cores=cores, users=tuple(holders),
+                              mode=str(device["mode"]), cordoned=str(device["id"]) in cordon))
+        nodes.append(GpuNode(
+            name, o.node_ready(node)[0], gpus, len(registered or ()),
+            o.annots(node).get(HANDSHAKE_ANNOTATION, ""), tuple(sorted(users.get(name, ()))),
+            resource=resource, hostname=o.labels(node).get(rules.HOSTNAME_LABEL, ""),
+            blockers=tuple(rules.untolerated_taints(node)),
+            hami_unseen=_hami_unseen(node, registered, selector, count, now),
+            kai_unready=tuple(rules.kai_not_ready(node)),
+            pool=o.labels(node).get(pool_label, ""),
+            mig=tuple(f"{k}={v}" for k, v in sorted(mig.items()))))
+    return (tuple(sorted(nodes, key=lambda n: n.name)),
+            tuple(sorted(cards, key=lambda c: (c.node, c.device_id))))
 
 
 def inventory(snapshot: ClusterSnapshot) -> Inventory:
     """Discovery over one snapshot (see the module docstring for the rules)."""
-    kai, sharing, queues = _kai(snapshot)
+    kai = _kai(snapshot)
+    name, selector, hami, source = _hami_settings(snapshot)
+    nodes, cards = _nodes_and_cards(snapshot, hami, selector, kai["kai_node_pool_label"])
     return Inventory(
         member=snapshot.name,
         server=snapshot.server,
@@ -273,13 +447,14 @@ def inventory(snapshot: ClusterSnapshot) -> Inventory:
         hami_scheduler=_hami_scheduler(snapshot),
         hami_webhook=_hami_webhook(snapshot),
         hami_device_plugin=_device_plugin(snapshot),
-        kai_scheduler=kai,
-        kai_gpu_sharing=sharing,
-        queues=queues,
         tenancy=_tenancy(snapshot),
-        gpu_nodes=_gpu_nodes(snapshot),
-        cards=_cards(snapshot),
-        gpu_users=tuple(sorted(f"{o.metadata(p).get('namespace', '')}/{o.name(p)}"
-                               for p in snapshot.pods or () if _uses_gpu(p))),
+        gpu_nodes=nodes,
+        cards=cards,
+        gpu_users=tuple(sorted(_label(p) for p in snapshot.pods or () if _uses_gpu(p, hami))),
         unseen=tuple(f"{what}: {why}" for what, why in sorted(snapshot.read_errors.items())),
+        hami_scheduler_name=name,
+        hami_resources=hami,
+        hami_resources_from=source,
+        hami_node_selector=selector,
+        **kai,
     )

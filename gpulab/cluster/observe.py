@@ -3,7 +3,9 @@
 `read_cluster` reads what discovery needs from one API server and keeps summaries. A read the
 credentials may not do (403) or that fails otherwise is recorded in `read_errors` and the rest is
 still read: discovery reports what it could not see instead of guessing. The RBAC these reads
-need is in docs/verify-any-cluster.md ("RBAC").
+need is in docs/verify-any-cluster.md ("RBAC"). Besides the lists, it gets two objects: KAI's
+Config `kai-config` and the ConfigMap HAMi's scheduler reads its device config from (the resource
+names HAMi counts).
 """
 
 from __future__ import annotations
@@ -36,7 +38,15 @@ READS: tuple[tuple[str, str, bool], ...] = (
     ("scheduling.run.ai/v2", "Queue", False),
     ("kai.scheduler/v1", "Config", False),
     ("kamaji.clastix.io/v1alpha1", "TenantControlPlane", True),
+    ("v1", "ConfigMap", True),  # only HAMi's device config (get, never list)
 )
+# HAMi's scheduler label (charts/hami/templates/scheduler/deployment.yaml:7) and the volume that
+# mounts its device config, `<scheduler>-device` (deployment.yaml:219-221, device-configmap.yaml:4).
+HAMI_SCHEDULER_LABEL = ("app.kubernetes.io/component", "hami-scheduler")
+HAMI_DEVICE_VOLUME = "device-config"
+HAMI_DEVICE_KEY = "device-config.yaml"
+# What verify keeps of KAI's Config `spec.global` (pkg/apis/kai/v1/global.go:64-74).
+_KAI_GLOBAL = ("schedulerName", "nodePoolLabelKey", "queueLabelKey")
 
 # Pod annotations discovery keeps: HAMi's, the device pin, and KAI's sharing request.
 _KEPT_ANNOTATIONS = ("hami.io/", "nvidia.com/", "gpu-fraction", "gpu-memory", "pod-group-name")
@@ -82,7 +92,10 @@ def summarize_workload(obj: Mapping[str, Any]) -> JsonObj:
         "images": [str(c.get("image", "")) for c in template.get("containers") or ()
                    if isinstance(c, Mapping)],
         "args": [str(a) for c in template.get("containers") or () if isinstance(c, Mapping)
-                 for a in (c.get("args") or c.get("command") or ())],
+                 for a in [*(c.get("command") or ()), *(c.get("args") or ())]],
+        "configMaps": {str(v.get("name", "")): str((v.get("configMap") or {}).get("name", ""))
+                       for v in template.get("volumes") or ()
+                       if isinstance(v, Mapping) and isinstance(v.get("configMap"), Mapping)},
         "desired": int(desired or 0), "ready": int(ready or 0),
     }
 
@@ -92,6 +105,31 @@ def _webhook_config(obj: Mapping[str, Any]) -> JsonObj:
         {"name": w.get("name", ""), "failurePolicy": w.get("failurePolicy", ""),
          "service": (w.get("clientConfig") or {}).get("service") or {}}
         for w in obj.get("webhooks") or () if isinstance(w, Mapping)]}
+
+
+def _queue(obj: Mapping[str, Any]) -> JsonObj:
+    """A KAI Queue: name, labels (its node pool), spec, and what KAI says it has allocated."""
+    allocated = (obj.get("status") or {}).get("allocated")
+    return {"name": o.name(obj), "labels": dict(o.labels(obj)), "spec": dict(obj.get("spec") or {}),
+            "allocated": dict(allocated) if isinstance(allocated, Mapping) else {}}
+
+
+def _kai_config(obj: Mapping[str, Any]) -> JsonObj:
+    spec = obj.get("spec") or {}
+    raw = spec.get("global")
+    found: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    return {"name": o.name(obj), "admission": dict(spec.get("admission") or {}),
+            "global": {k: found[k] for k in _KAI_GLOBAL if k in found}}
+
+
+def _hami_device_config_name(workloads: list[JsonObj]) -> tuple[str, str] | None:
+    """(namespace, name) of the ConfigMap HAMi's scheduler reads its device config from."""
+    key, value = HAMI_SCHEDULER_LABEL
+    for w in workloads:
+        if w["kind"] == "Deployment" and w["labels"].get(key) == value:
+            mounted = (w.get("configMaps") or {}).get(HAMI_DEVICE_VOLUME)
+            return str(w["namespace"]), str(mounted or f"{w['name']}-device")
+    return None
 
 
 def read_cluster(kube: KubeGateway, name: str, server: str = "") -> ClusterSnapshot:
@@ -120,6 +158,16 @@ def read_cluster(kube: KubeGateway, name: str, server: str = "") -> ClusterSnaps
     for kind in ("Deployment", "DaemonSet", "StatefulSet"):
         found = listed("apps/v1", kind)
         workloads = None if found is None or workloads is None else workloads + found
+    summaries = None if workloads is None else [summarize_workload(w) for w in workloads]
+    device_config: JsonObj | None = None
+    where = _hami_device_config_name(summaries or [])
+    if where is not None:
+        namespace, config_name = where
+        config = read("ConfigMap", lambda: kube.get("v1", "ConfigMap", config_name, namespace))
+        if config is not None:
+            device_config = {"name": config_name, "namespace": namespace,
+                             HAMI_DEVICE_KEY: str((config.get("data") or {}).get(
+                                 HAMI_DEVICE_KEY, ""))}
     webhooks = listed("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
     queues = listed("scheduling.run.ai/v2", "Queue")
     kai_config = read("Config", lambda: kube.get("kai.scheduler/v1", "Config", "kai-config"))
@@ -130,13 +178,11 @@ def read_cluster(kube: KubeGateway, name: str, server: str = "") -> ClusterSnaps
         version=version,
         nodes=None if nodes is None else clean_all(nodes),
         pods=None if pods is None else tuple(summarize_pod(p) for p in pods),
-        workloads=None if workloads is None else tuple(summarize_workload(w) for w in workloads),
+        workloads=None if summaries is None else tuple(summaries),
         webhooks=None if webhooks is None else tuple(_webhook_config(w) for w in webhooks),
-        queues=None if queues is None else tuple(
-            {"name": o.name(q), "spec": dict(q.get("spec") or {})} for q in queues),
-        kai_config=None if kai_config is None else {
-            "name": o.name(kai_config),
-            "admission": dict(((kai_config.get("spec") or {}).get("admission")) or {})},
+        queues=None if queues is None else tuple(_queue(q) for q in queues),
+        kai_config=None if kai_config is None else _kai_config(kai_config),
+        hami_device_config=device_config,
         tenant_control_planes=None if tcps is None else tuple(
             {"name": o.name(t), "namespace": o.metadata(t).get("namespace", "")} for t in tcps),
         read_errors=errors,

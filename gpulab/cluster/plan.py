@@ -1,16 +1,20 @@
 """The pods `verify --kubeconfig` would create, derived from what was found: pure, no I/O.
 
 HAMi: the same rule as the labs (gpulab.verify.hami.sharing_sizes, docs/checks.md "Sizing rule")
-on a card chosen in the cluster: the smallest idle, healthy card whose sizes apply, on a Ready
-node. Idle: no pod holds a slice of it (`hami.io/vgpu-devices-allocated`); a card in use would
-make "three fit, a fourth does not" depend on someone else's pods.
+on a card chosen in the cluster: the smallest idle card HAMi would offer whose sizes apply, on a
+node kube-scheduler would place the pods on. Idle: no pod holds a slice of it (as HAMi counts
+them); a card in use would make "three fit, a fourth does not" depend on someone else's pods.
+The pods ask with the resource names HAMi is configured with, and its webhook must hand them to
+its own `--scheduler-name`.
 
 KAI (when HAMi is absent): two pods asking half a GPU each (`gpu-fraction: 0.5`) on the
-smallest Ready GPU node no pod uses GPUs on, which must share one GPU, and one pod asking one
-whole GPU more than the largest GPU node has, which no node can hold; all in a leaf queue whose
-GPU limit lets KAI answer for capacity, not for the queue.
+smallest GPU node KAI's default shard sees, ready for KAI, that no pod uses GPUs on, which must
+share one GPU, and one pod asking one whole GPU more than the largest GPU node has, which no node
+can hold; all in a leaf queue whose GPU limit, and every ancestor's, lets KAI answer for
+capacity, not for the queue.
 
-When nothing qualifies the plan refuses, saying why, and nothing is created.
+Each rule that decides is in gpulab.cluster.rules (or the module it names), with its upstream
+source; when nothing qualifies the plan refuses, saying why, and nothing is created.
 """
 
 from __future__ import annotations
@@ -18,13 +22,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gpulab.cluster.inventory import WHOLE_GPU
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
-from gpulab.verify import objects as o
-from gpulab.verify.hami import SharingSizes, share_pod, sharing_sizes
-from gpulab.verify.kai import kai_pod
+from gpulab.verify.hami import (
+    DEFAULT_RESOURCES,
+    MIG_MODE,
+    HamiResources,
+    SharingSizes,
+    share_pod,
+    sharing_sizes,
+)
+from gpulab.verify.kai import QUEUE_LABEL, kai_pod
 
 if TYPE_CHECKING:
-    from gpulab.cluster.inventory import Card, GpuNode, Inventory
+    from gpulab.cluster.inventory import Card, GpuNode, Inventory, Queue
 
 __all__ = ["CHECK_LABEL", "PlannedPod", "VerifyPlan", "default_namespace", "plan"]
 
@@ -71,6 +82,10 @@ class VerifyPlan:
     sizes: SharingSizes | None = None
     node: str = ""  # kai: where the fractions go
     queue: str = ""  # kai: the leaf queue
+    scheduler_name: str = "hami-scheduler"  # the schedulerName the pods must come back with
+    resources: HamiResources = DEFAULT_RESOURCES  # hami: the names the pods ask with
+    hostname: str = ""  # kai: the node's kubernetes.io/hostname label, which the pods select
+    queue_label: str = QUEUE_LABEL  # kai: the label naming the queue
     pods: tuple[PlannedPod, ...] = ()
     refusals: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -92,12 +107,14 @@ class VerifyPlan:
             if self.scheduler == "kai":
                 pods.append(kai_pod(p.name, self.namespace, mine, VERIFY_IMAGE, queue=self.queue,
                                     fraction=p.fraction, gpus=p.gpus,
-                                    node=self.node if p.fraction else ""))
+                                    node=self.hostname if p.fraction else "",
+                                    scheduler_name=self.scheduler_name,
+                                    queue_label=self.queue_label))
             else:
                 assert self.card is not None
                 pods.append(share_pod(p.name, self.namespace, mine, VERIFY_IMAGE,
                                       memory=p.memory_mib, cores=p.cores,
-                                      card_id=self.card.device_id))
+                                      card_id=self.card.device_id, resources=self.resources))
         return [namespace, *pods]
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,12 +127,32 @@ def default_namespace(run_id: str) -> str:
     return f"gpulab-verify-{run_id}"
 
 
-def _why_not(card: Card, ready_nodes: set[str]) -> str:
-    where = f"{card.node}/{card.device_id} ({card.model}, {card.memory_mib} MiB)"
-    if card.node not in ready_nodes:
+def _card_where(card: Card) -> str:
+    return f"{card.node}/{card.device_id} ({card.model}, {card.memory_mib} MiB)"
+
+
+def _why_not(card: Card, nodes: dict[str, GpuNode]) -> str:
+    """Why verify cannot use `card` ('' when it can): the node first (HAMi must offer its cards,
+    kube-scheduler must place pods there), then the card in HAMi's Fit order
+    (pkg/device/nvidia/device.go:727-739: health, then device-cordon), then verify's own needs.
+    A card HAMi counts nothing on is idle: pods it did not assign (no `hami.io/vgpu-node`) or that
+    are Failed/Succeeded hold no slice (gpulab.verify.hami.hami_usage)."""
+    where = _card_where(card)
+    node = nodes.get(card.node)
+    if node is None or not node.ready:
         return f"{where}: node is not Ready"
+    if node.hami_unseen:
+        return f"{where}: {node.hami_unseen}"
+    if node.blockers:
+        return f"{where}: kube-scheduler will not place a pod there ({'; '.join(node.blockers)})"
     if not card.healthy:
-        return f"{where}: HAMi marks it unhealthy"
+        return (f"{where}: HAMi marks it unhealthy (registered without health: true; "
+                f"pkg/device/devices.go:138, device.go:730-734)")
+    if card.cordoned:
+        return f"{where}: cordoned by the node's hami.io/device-cordon (device.go:735-739)"
+    if card.mode == MIG_MODE:
+        return (f"{where}: registered in MIG mode, HAMi gives MIG profiles, not memory and core "
+                f"slices (device.go:602-619, 645-659): sharing by slices cannot be checked on it")
     if card.split < 4:
         return (f"{where}: split {card.split}, under 4: a fourth pod would be refused for "
                 f"time slicing, not cores")
@@ -124,6 +161,17 @@ def _why_not(card: Card, ready_nodes: set[str]) -> str:
     if not card.idle:
         return f"{where}: in use by {', '.join(card.users) or 'a pod'}"
     return ""
+
+
+def _mig_notes(found: Inventory) -> tuple[str, ...]:
+    """MIG nodes (mixed strategy) hold GPUs, and their pods use them, but neither HAMi's slices
+    nor KAI's fractions are checked there: say so."""
+    return tuple(
+        f"{n.name} advertises MIG devices ({', '.join(n.mig)}): its GPUs are partitioned by MIG "
+        f"(the device plugin's mixed strategy), not shared by "
+        f"{'HAMi slices' if found.has_hami else 'KAI fractions'}; verify does not check there"
+        + (f" (in use by {', '.join(n.users)})" if n.users else "")
+        for n in found.gpu_nodes if n.mig)
 
 
 def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyPlan:
@@ -142,15 +190,32 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         return _refuse(base, "neither HAMi (no hami-scheduler Deployment, no vgpu.hami.io "
                              "webhook) nor KAI (no kai-scheduler) is installed: gpulab's GPU "
                              "checks need one of them")
+    scheduler = found.hami_scheduler
+    if not scheduler.serving:
+        state = f"{scheduler.where}, {scheduler.ready} ready" if scheduler.found else "not found"
+        return _refuse(base, f"HAMi's scheduler is not serving ({state}): nothing would place "
+                             f"verify's pods")
+    if not found.hami_scheduler_name:
+        return _refuse(base, "hami-scheduler runs without --scheduler-name: its webhook then "
+                             "leaves GPU pods to the default scheduler (pkg/scheduler/webhook.go:"
+                             "107-108), so HAMi would not place verify's pods")
+    names = found.hami_resources
+    if not (names.count and names.memory and names.cores):
+        return _refuse(base, f"HAMi's device config ({found.hami_resources_from}) names no "
+                             f"count, memory or core resource (resourceCountName "
+                             f"{names.count!r}, resourceMemoryName {names.memory!r}, "
+                             f"resourceCoreName {names.cores!r}): verify cannot ask for a slice")
     if not found.cards:
         return _refuse(base, "no node has cards registered by HAMi "
-                             "(hami.io/node-nvidia-register): is HAMi's device plugin running?")
-    ready = {n.name for n in found.gpu_nodes if n.ready}
-    candidates = [c for c in found.cards if not _why_not(c, ready)]
+                             "(hami.io/node-nvidia-register): is HAMi's device plugin running?",
+                       notes=_mig_notes(found))
+    nodes = {n.name: n for n in found.gpu_nodes}
+    candidates = [c for c in found.cards if not _why_not(c, nodes)]
     if not candidates:
         return _refuse(base, "no card can be used ("
-                             + "; ".join(_why_not(c, ready) for c in found.cards)
-                             + "): free a card, or wait for one, and run verify again")
+                             + "; ".join(_why_not(c, nodes) for c in found.cards)
+                             + "): free a card, or wait for one, and run verify again",
+                       notes=_mig_notes(found))
     card = min(candidates, key=lambda c: (c.memory_mib, c.cores, c.node, c.device_id))
     sizes = sharing_sizes(card, card.device_id)
     pods = tuple(
@@ -165,19 +230,90 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
              "release it (the mock plugin never does)",) if "mock" in \
         found.hami_device_plugin.detail else ()
     return VerifyPlan(member=found.member, namespace=ns, run_id=run_id, card=card, sizes=sizes,
-                      pods=pods, notes=notes)
+                      pods=pods, notes=notes + _mig_notes(found),
+                      scheduler_name=found.hami_scheduler_name, resources=names)
 
 
 def _gpus(node: GpuNode) -> int:
-    return o.int_quantity(node.gpus) or 0
+    """Whole GPUs a node advertises (`nvidia.com/gpu`, what KAI counts)."""
+    if node.resource != WHOLE_GPU:
+        return 0
+    try:
+        return int(node.gpus)
+    except ValueError:
+        return 0
+
+
+def _kai_node_refusal(node: GpuNode, pool_label: str) -> str:
+    """Why KAI's default shard would not put the fractions on `node` ('' when it would)."""
+    if node.pool:
+        return (f"in node pool {node.pool} ({pool_label}): the default shard does not see it "
+                f"(pkg/scheduler/conf/scheduler_conf.go:99-116)")
+    if node.kai_unready:
+        return (f"not ready for KAI: {', '.join(node.kai_unready)} "
+                f"(pkg/scheduler/scheduler_util/scheduler_utils.go:12-40)")
+    if node.blockers:
+        return f"KAI's predicates will not place a pod there ({'; '.join(node.blockers)})"
+    if not node.hostname:
+        return "has no kubernetes.io/hostname label to pin the fractions with"
+    if node.users:
+        return f"in use by {', '.join(node.users)}"
+    return ""
+
+
+def _queue_refusal(queue: Queue, queues: dict[str, Queue], need: float) -> str:
+    """Why KAI would refuse `need` GPUs in `queue` for the queue itself ('' when it would not):
+    resultsOverLimit walks the queue and each parent (KAI v0.16.8
+    pkg/scheduler/plugins/proportion/capacity_policy/max_allowed_check.go:16-66): a limit of -1
+    is unlimited (pkg/common/constants/constants.go:14), any other must hold what the queue has
+    allocated plus the request. A limit that is not set is 0, never unlimited: `Limit float64
+    json:"limit"` has no default (pkg/apis/scheduling/v2/resources.go:17-24, nor has the CRD), a
+    Queue without `resources` gets all zeros (pkg/scheduler/api/queue_info/queue_info.go:82-91),
+    and the proportion plugin takes the limit as is (proportion.go:344-347)."""
+    current: Queue | None = queue
+    while current is not None:
+        limit = current.gpu_limit if current.gpu_limit is not None else 0.0
+        if limit != -1 and limit < current.allocated + need:
+            what = "its" if current is queue else f"its ancestor {current.name}'s"
+            shown = "not set (KAI reads 0)" if current.gpu_limit is None else f"{limit:g}"
+            return (f"{what} gpu limit {shown} < {current.allocated:g} allocated + {need:g} "
+                    f"asked")
+        current = queues.get(current.parent) if current.parent else None
+    return ""
+
+
+def _kai_queues(found: Inventory) -> dict[str, Queue]:
+    """The queues KAI's default shard schedules with: those without the node-pool label
+    (kubernetes_lister.go:133-135); with --full-hierarchy-fairness=false only those with a
+    parent, under KAI's own unlimited `default` (pkg/scheduler/cache/cluster_info/queue.go:
+    22-75); a queue whose parent is missing is dropped with its children (queue.go:105-115)."""
+    seen = {q.name: q for q in found.queues if not q.pool}
+    if not found.kai_full_hierarchy:
+        seen = {n: replace(q, parent="") for n, q in seen.items() if q.parent}
+    kept: dict[str, Queue] = {}
+    for name, queue in seen.items():
+        chain, current, ok = {name}, queue, True
+        while current.parent:
+            parent = seen.get(current.parent)
+            if parent is None or parent.name in chain:
+                ok = False
+                break
+            chain.add(parent.name)
+            current = parent
+        if ok:
+            kept[name] = queue
+    return kept
 
 
 def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
     """Two half-GPU pods that must share one GPU, one request no node can hold (module doc)."""
-    base = replace(base, scheduler="kai")
+    base = replace(base, scheduler="kai", scheduler_name=found.kai_scheduler_name,
+                   queue_label=found.kai_queue_label)
     kai = found.kai_scheduler
     if not kai.serving:
-        where = f"{kai.where}, {kai.ready} ready" if kai.found else "not found"
+        where = (f"{kai.where}, {kai.ready} ready" if kai.found else
+                 f"no Deployment {found.kai_scheduler_name}-<shard> for the default shard; "
+                 f"kai-operator is not a scheduler")
         return _refuse(base, f"KAI's scheduler is not serving ({where})")
     if found.kai_gpu_sharing != "on":
         return _refuse(base, f"KAI's GPU sharing is {found.kai_gpu_sharing} (Config kai-config "
@@ -185,35 +321,36 @@ def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
                              f"KAI refuses fractional pods without it")
     gpu_nodes = [n for n in found.gpu_nodes if _gpus(n) > 0]
     if not gpu_nodes:
-        return _refuse(base, "no node advertises nvidia.com/gpu")
+        return _refuse(base, "no node advertises nvidia.com/gpu", notes=_mig_notes(found))
     too_big = max(_gpus(n) for n in gpu_nodes) + 1
-    idle = [n for n in gpu_nodes if n.ready and not n.users]
+    why = {n.name: _kai_node_refusal(n, found.kai_node_pool_label) for n in gpu_nodes}
+    idle = [n for n in gpu_nodes if not why[n.name]]
     if not idle:
-        busy = "; ".join(f"{n.name}: " + ("NotReady" if not n.ready else
-                                           f"in use by {', '.join(n.users)}")
-                         for n in gpu_nodes)
-        return _refuse(base, f"no Ready GPU node is free ({busy}): free one, or wait, and run "
-                             f"verify again")
+        busy = "; ".join(f"{n.name}: {why[n.name]}" for n in gpu_nodes)
+        return _refuse(base, f"no GPU node can take the fractions ({busy}): free one, or "
+                             f"wait, and run verify again", notes=_mig_notes(found))
     node = min(idle, key=lambda n: (_gpus(n), n.name))
-    parents = {q.parent for q in found.queues}
-    fits = [q for q in found.queues if q.name not in parents
-            and (q.gpu_limit == -1 or (q.gpu_limit or 0) >= too_big + 1)]
+    queues = _kai_queues(found)
+    parents = {q.parent for q in queues.values()}
+    need = 1.0 + too_big  # both halves stay allocated when the capacity probe is asked
+    leaves = sorted((q for q in queues.values() if q.name not in parents), key=lambda q: q.name)
+    fits = [q for q in leaves if not _queue_refusal(q, queues, need)]
     if not fits:
-        leaves = ", ".join(f"{q.name} (gpu limit {q.gpu_limit})" for q in found.queues
-                           if q.name not in parents) or "none"
-        return _refuse(base, f"no leaf queue can hold {too_big + 1} GPUs (leaf queues: "
-                             f"{leaves}): KAI would refuse the capacity probe for the queue; "
-                             f"create a queue with gpu limit -1 for verify")
-    queue = min(fits, key=lambda q: q.name).name
+        shown = "; ".join(f"{q.name}: {_queue_refusal(q, queues, need)}" for q in leaves) \
+            or "none in the default shard"
+        return _refuse(base, f"no leaf queue can hold {need:g} GPUs ({shown}): KAI would refuse "
+                             f"the capacity probe for the queue; create a queue (and parents) "
+                             f"with gpu limit -1 for verify")
+    queue = fits[0].name
     pods = (PlannedPod("gpu-frac-1", "GPU-12", expect=f"Running on {node.name}, sharing a GPU",
                        fraction="0.5"),
             PlannedPod("gpu-frac-2", "GPU-12", expect=f"Running on {node.name}, the same GPU",
                        fraction="0.5"),
             PlannedPod("gpu-over-capacity", "GPU-13", expect="Pending: KAI gives a capacity "
                        "reason, not a queue reason", awaited=KAI_REFUSAL, gpus=too_big))
-    return VerifyPlan(member=base.member, namespace=base.namespace, run_id=base.run_id,
-                      scheduler="kai", node=node.name, queue=queue, pods=pods)
+    return replace(base, node=node.name, hostname=node.hostname, queue=queue, pods=pods,
+                   notes=_mig_notes(found))
 
 
-def _refuse(base: VerifyPlan, *why: str) -> VerifyPlan:
-    return replace(base, refusals=tuple(why))
+def _refuse(base: VerifyPlan, *why: str, notes: tuple[str, ...] = ()) -> VerifyPlan:
+    return replace(base, refusals=tuple(why), notes=notes)

@@ -27,6 +27,13 @@ def inspection_lines(found: Inventory) -> list[str]:
     lines = [f"{head}, Kubernetes {found.version})"]
     lines += [_component(c) for c in (found.hami_scheduler, found.hami_webhook,
                                       found.hami_device_plugin, found.kai_scheduler)]
+    if found.has_hami:
+        names = found.hami_resources
+        selector = ",".join(f"{k}={v}" for k, v in found.hami_node_selector.items())
+        lines.append(f"  {'HAMi settings:':<20} --scheduler-name "
+                     f"{found.hami_scheduler_name or '(none)'}; resources {names.count}, "
+                     f"{names.memory}, {names.cores} (from {found.hami_resources_from})"
+                     + (f"; --node-label-selector {selector}" if selector else ""))
     if found.has_kai:
         queues = ", ".join(q.text() for q in found.queues) or "none"
         lines.append(f"  {'KAI GPU sharing:':<20} {found.kai_gpu_sharing}; queues: {queues}")
@@ -36,10 +43,17 @@ def inspection_lines(found: Inventory) -> list[str]:
     for node in found.gpu_nodes:
         state = "Ready" if node.ready else "NotReady"
         hand = f", handshake {node.handshake}" if node.handshake else ""
-        lines.append(f"  {'GPU node:':<20} {node.name} ({state}, nvidia.com/gpu {node.gpus}, "
-                     f"{node.cards} card(s) registered by HAMi{hand})")
+        mig = f", MIG {', '.join(node.mig)}" if node.mig else ""
+        lines.append(f"  {'GPU node:':<20} {node.name} ({state}, {node.resource} {node.gpus}, "
+                     f"{node.cards} card(s) registered by HAMi{hand}{mig})")
+        for why in (*node.blockers, node.hami_unseen if found.has_hami else "",
+                    f"KAI node pool {node.pool}" if node.pool and found.has_kai else ""):
+            if why:
+                lines.append(f"  {'':<20}   {why}")
     for card in found.cards:
         health = "" if card.healthy else ", UNHEALTHY"
+        health += ", cordoned (hami.io/device-cordon)" if card.cordoned else ""
+        health += ", MIG mode" if card.mode == "mig" else ""
         users = f" by {', '.join(card.users)}" if card.users else ""
         lines.append(f"  {'card:':<20} {card.node}/{card.device_id} {card.model}, "
                      f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}{health}; "
@@ -65,6 +79,8 @@ def plan_lines(plan: VerifyPlan) -> list[str]:
     else:
         lines = [f"cluster {plan.member}: KAI, queue {plan.queue}, fractions on node "
                  f"{plan.node}; {where}:"]
+    if plan.card is None or plan.scheduler_name != "hami-scheduler":
+        lines[0] = lines[0][:-1] + f"; schedulerName {plan.scheduler_name}:"
     lines += [f"  {p.name:<18} {p.check}  {p.ask():<26} -> {p.expect}" for p in plan.pods]
     lines += [f"  note: {note}" for note in plan.notes]
     return lines

@@ -31,8 +31,11 @@ class ClusterSnapshot:
     server: the API server URL; version: its `/version` gitVersion; error: it did not answer.
     nodes: whole Nodes minus managedFields (HAMi's annotations and allocatable live there).
     pods: summaries of every pod; workloads: Deployments, DaemonSets and StatefulSets;
-    webhooks: MutatingWebhookConfigurations; queues: KAI Queues; kai_config: KAI's `Config`
-    (None: absent or unread); tenant_control_planes: Kamaji's TenantControlPlanes.
+    webhooks: MutatingWebhookConfigurations; queues: KAI Queues (name, labels, spec, and
+    status.allocated); kai_config: KAI's `Config` (its admission and global settings; None:
+    absent or unread); tenant_control_planes: Kamaji's TenantControlPlanes;
+    hami_device_config: the `device-config.yaml` of the ConfigMap HAMi's scheduler mounts
+    (None: no HAMi scheduler, absent or unread).
     read_errors: what could not be read (e.g. 403 for lack of RBAC), by what.
     """
 
@@ -47,6 +50,7 @@ class ClusterSnapshot:
     queues: tuple[JsonObj, ...] | None = None
     kai_config: JsonObj | None = None
     tenant_control_planes: tuple[JsonObj, ...] | None = None
+    hami_device_config: JsonObj | None = None
     read_errors: Mapping[str, str] = field(default_factory=dict)
     observed_at: str = ""
 

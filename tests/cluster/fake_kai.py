@@ -1,10 +1,28 @@
-"""KAI Scheduler played on a fake cluster (tests/cluster/builders.ClusterApi), for the runs of
-`verify --kubeconfig` on KAI clusters: whenever pods are read it places pods named for
-`kai-scheduler` as KAI v0.16.8 answers (docs/dev/upstream-facts/stack-vcluster-kai.md §1): a queue that
-does not exist or whose limit is reached refuses with its reason code; a request no node can
-hold gets `PodScheduled=False` and a Warning `Unschedulable` event with KAI's capacity message;
-fractions bin-pack onto one GPU of the node (`runai-gpu-group`), or spread over GPUs
-(`spread=True`, KAI's `placementStrategy.gpu: spread`); placed pods run on the next read.
+"""KAI Scheduler's default shard played on a fake cluster (tests/cluster/builders.ClusterApi), for
+the runs of `verify --kubeconfig` on KAI clusters. Whenever pods are read it places the pods
+named for KAI's scheduler as KAI v0.16.8 would, decoding everything itself from upstream's rules
+(never with gpulab's parsers; docs/dev/upstream-facts/stack-vcluster-kai.md §1 for the answers):
+
+- the scheduler name, node-pool label and queue label from the Config `kai-config`
+  `spec.global` (pkg/apis/kai/v1/global.go:64-74, defaults :119-122, constants.go:20-26); the
+  scheduler runs as the Deployment `<schedulerName>-<shard>` and serves only when ready; its
+  `--full-hierarchy-fairness` (default true, cmd/scheduler/app/options/options.go:125);
+- the default shard (`--partition-label-value=`) sees only nodes and queues without the node-pool
+  label (pkg/scheduler/conf/scheduler_conf.go:99-116), drops queues whose parent it cannot see
+  (pkg/scheduler/cache/cluster_info/queue.go:105-115), and with project-level fairness keeps only
+  queues with a parent, under an unlimited `default` (queue.go:22-75);
+- a queue that does not exist refuses with QueueDoesNotExist; a limit on the queue or any
+  ancestor that cannot hold what is allocated plus the ask refuses with OverLimit
+  (plugins/proportion/capacity_policy/max_allowed_check.go:16-66): -1 is unlimited, a limit not
+  set is 0 (pkg/apis/scheduling/v2/resources.go:17-24, proportion.go:344-347);
+- nodes must be ready for KAI (pkg/scheduler/scheduler_util/scheduler_utils.go:12-40), tolerated
+  (k8s tainttoleration, as KAI's predicates run it: k8s_internal/predicates/predicates.go:85-93,
+  with the API server's default not-ready/unreachable tolerations), and match the pod's
+  nodeSelector by the node's labels;
+- a request no node can hold gets `PodScheduled=False` and a Warning `Unschedulable` event with
+  KAI's capacity message; fractions bin-pack onto one GPU of the node (`runai-gpu-group`), or
+  spread over GPUs (`spread=True`, KAI's `placementStrategy.gpu: spread`); placed pods run on the
+  next read.
 """
 
 from __future__ import annotations
@@ -17,6 +35,20 @@ if TYPE_CHECKING:
     from tests.cluster.builders import ClusterApi
 
 CAPACITY = "0/{n} nodes are available: {n} node(s) didn't have enough resources: GPUs"
+DEFAULTS = {"schedulerName": "kai-scheduler", "nodePoolLabelKey": "kai.scheduler/node-pool",
+            "queueLabelKey": "kai.scheduler/queue"}
+_TOLERATIONS = ({"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                 "effect": "NoExecute"},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                 "effect": "NoExecute"})
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    value = None
+    for arg in args:
+        if arg.startswith(f"--{name}="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 @dataclass
@@ -31,7 +63,24 @@ class FakeKai:
         return self
 
     def _objects(self, kind: str) -> list[dict[str, Any]]:
-        return [o for (k, _ns, _n), o in self.api.objects.items() if k == kind]
+        return [o for (k, _ns, _n), o in sorted(self.api.objects.items()) if k == kind]
+
+    def _settings(self) -> dict[str, str]:
+        config = self.api.obj("Config", "kai-config") or {}
+        found = (config.get("spec") or {}).get("global") or {}
+        return {k: str(found.get(k) or v) for k, v in DEFAULTS.items()}
+
+    def _scheduler_args(self, name: str) -> list[str] | None:
+        """The default shard's command line, or None when it does not run (not ready)."""
+        for deploy in self._objects("Deployment"):
+            if not deploy["metadata"]["name"].startswith(f"{name}-"):
+                continue
+            args = [a for c in deploy["spec"]["template"]["spec"]["containers"]
+                    for a in c.get("args") or []]
+            if _flag(args, "partition-label-value") == "" and \
+                    (deploy.get("status") or {}).get("readyReplicas", 0) > 0:
+                return args
+        return None
 
     def _refuse(self, pod: dict[str, Any], message: str) -> None:
         pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
@@ -39,9 +88,11 @@ class FakeKai:
         self.api.add_event(pod, "Unschedulable", message)
 
     def tick(self) -> None:
+        settings = self._settings()
         with self.api.lock:
+            args = self._scheduler_args(settings["schedulerName"])
             for pod in self._objects("Pod"):
-                if pod["spec"].get("schedulerName") != "kai-scheduler":
+                if pod["spec"].get("schedulerName") != settings["schedulerName"]:
                     continue
                 if pod["spec"].get("nodeName"):
                     if pod["status"].get("phase") == "Pending":
@@ -49,30 +100,115 @@ class FakeKai:
                             {"name": "app", "ready": True, "restartCount": 0,
                              "state": {"running": {}}}]}
                     continue
-                if not pod["status"].get("conditions"):
-                    self._schedule(pod)
+                if args is not None and not pod["status"].get("conditions"):
+                    self._schedule(pod, settings, args)
 
-    def _schedule(self, pod: dict[str, Any]) -> None:
-        queues = {q["metadata"]["name"]: q for q in self._objects("Queue")}
-        queue = (pod["metadata"].get("labels") or {}).get("kai.scheduler/queue", "default-queue")
+    # ---------------------------------------------------------------- queues
+
+    def _queues(self, settings: dict[str, str], args: list[str]) -> dict[str, dict[str, Any]]:
+        pool = settings["nodePoolLabelKey"]
+        seen = {q["metadata"]["name"]: q for q in self._objects("Queue")
+                if pool not in (q["metadata"].get("labels") or {})}
+        if _flag(args, "full-hierarchy-fairness") == "false":
+            seen = {n: {**q, "spec": {**q["spec"], "parentQueue": "default"}}
+                    for n, q in seen.items() if (q.get("spec") or {}).get("parentQueue")}
+            seen["default"] = {"metadata": {"name": "default"},
+                               "spec": {"resources": {"gpu": {"limit": -1}}}}
+        changed = True
+        while changed:  # orphans go, with their children
+            changed = False
+            for name, queue in list(seen.items()):
+                parent = (queue.get("spec") or {}).get("parentQueue")
+                if parent and parent not in seen:
+                    del seen[name]
+                    changed = True
+        return seen
+
+    @staticmethod
+    def _limit(queue: dict[str, Any]) -> Decimal:
+        resources = (queue.get("spec") or {}).get("resources") or {}
+        value = (resources.get("gpu") or {}).get("limit")
+        return Decimal(str(value)) if value is not None else Decimal(0)
+
+    def _ask(self, pod: dict[str, Any]) -> Decimal:
+        fraction = (pod["metadata"].get("annotations") or {}).get("gpu-fraction")
+        if fraction:
+            return Decimal(fraction)
+        return sum((Decimal(str((c.get("resources") or {}).get("limits", {}).get(
+            "nvidia.com/gpu", 0))) for c in pod["spec"].get("containers") or []), Decimal(0))
+
+    def _allocated(self, queues: dict[str, dict[str, Any]], label: str) -> dict[str, Decimal]:
+        """GPUs placed per queue, counted up the hierarchy."""
+        out: dict[str, Decimal] = {}
+        for pod in self._objects("Pod"):
+            if not pod["spec"].get("nodeName") or pod["status"].get("phase") in (
+                    "Succeeded", "Failed"):
+                continue
+            name = (pod["metadata"].get("labels") or {}).get(label)
+            while name in queues:
+                out[name] = out.get(name, Decimal(0)) + self._ask(pod)
+                name = (queues[name].get("spec") or {}).get("parentQueue")
+        return out
+
+    # ---------------------------------------------------------------- nodes
+
+    @staticmethod
+    def _ready(node: dict[str, Any]) -> bool:
+        if (node.get("spec") or {}).get("unschedulable"):
+            return False
+        for cond in (node.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "Ready" and cond["status"] != "True":
+                return False
+            if cond["type"] in ("MemoryPressure", "DiskPressure", "PIDPressure",
+                                "NetworkUnavailable") and cond["status"] != "False":
+                return False
+        return True
+
+    @staticmethod
+    def _tolerated(pod: dict[str, Any], node: dict[str, Any]) -> bool:
+        tolerations = [*(pod["spec"].get("tolerations") or []), *_TOLERATIONS]
+        for taint in (node.get("spec") or {}).get("taints") or []:
+            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+                continue
+            if not any((not t.get("key") or t["key"] == taint["key"])
+                       and (not t.get("effect") or t["effect"] == taint["effect"])
+                       and (t.get("operator") == "Exists"
+                            or t.get("value", "") == taint.get("value", ""))
+                       for t in tolerations):
+                return False
+        return True
+
+    def _schedule(self, pod: dict[str, Any], settings: dict[str, str], args: list[str]) -> None:
+        queues = self._queues(settings, args)
+        label = settings["queueLabelKey"]
+        queue = (pod["metadata"].get("labels") or {}).get(label, "default-queue")
         if queue not in queues:
             self._refuse(pod, f"QueueDoesNotExist: queue {queue} does not exist")
             return
-        limit = ((queues[queue].get("spec") or {}).get("resources") or {}).get("gpu", {}).get(
-            "limit", -1)
+        want = self._ask(pod)
+        allocated = self._allocated(queues, label)
+        name: str | None = queue
+        while name in queues:
+            limit = self._limit(queues[name])
+            if limit != -1 and limit < allocated.get(name, Decimal(0)) + want:
+                self._refuse(pod, f"OverLimit: {name} quota has reached the allowable limit "
+                                  f"of GPUs")
+                return
+            name = (queues[name].get("spec") or {}).get("parentQueue")
         fraction = (pod["metadata"].get("annotations") or {}).get("gpu-fraction")
-        limits = pod["spec"]["containers"][0].get("resources", {}).get("limits", {})
-        want = Decimal(fraction) if fraction else Decimal(str(limits.get("nvidia.com/gpu", 0)))
-        if limit != -1 and want > Decimal(str(limit)):
-            self._refuse(pod, f"OverLimit: {queue} quota has reached the allowable limit of GPUs")
-            return
-        nodes = {n["metadata"]["name"]: int(n["status"]["allocatable"].get("nvidia.com/gpu", 0))
-                 for n in self._objects("Node")}
-        wanted = (pod["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname")
-        for name, gpus in sorted(nodes.items()):
-            if wanted and name != wanted:
+        selector = pod["spec"].get("nodeSelector") or {}
+        pool = settings["nodePoolLabelKey"]
+        nodes = [n for n in self._objects("Node")
+                 if pool not in (n["metadata"].get("labels") or {})]
+        for node in nodes:
+            labels = node["metadata"].get("labels") or {}
+            if any(labels.get(k) != v for k, v in selector.items()):
                 continue
-            fill = self.groups.setdefault(name, [Decimal(0)] * gpus)
+            if not self._ready(node) or not self._tolerated(pod, node):
+                continue
+            node_name = node["metadata"]["name"]
+            gpus = int(node["status"]["allocatable"].get("nvidia.com/gpu", 0))
+            fill = self.groups.setdefault(node_name, [Decimal(0)] * gpus)
             if fraction:
                 free = [i for i, used in enumerate(fill) if used + want <= 1]
                 if not free:
@@ -80,9 +216,10 @@ class FakeKai:
                 index = (min(free, key=lambda i: fill[i]) if self.spread
                          else max(free, key=lambda i: fill[i]))
                 fill[index] += want
-                pod["metadata"].setdefault("labels", {})["runai-gpu-group"] = f"{name}-gpu{index}"
+                pod["metadata"].setdefault("labels", {})["runai-gpu-group"] = (
+                    f"{node_name}-gpu{index}")
             elif want > sum(1 for used in fill if used == 0) and not self.place_anyway:
                 continue
-            pod["spec"]["nodeName"] = name
+            pod["spec"]["nodeName"] = node_name
             return
         self._refuse(pod, CAPACITY.format(n=len(nodes)))

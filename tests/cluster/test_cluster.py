@@ -41,7 +41,11 @@ def test_discovery_reads_everything_and_writes_nothing(shape: str) -> None:
     read_cluster(api, shape, SERVER)
     assert api.writes() == []
     listed = {call[1] for call in api.calls if call[0] in ("list_objects", "get")}
-    assert listed == {kind for _v, kind, _n in READS}
+    hami = any(o["kind"] == "Deployment" and o["metadata"]["name"] == "hami-scheduler"
+               for o in api.objects.values())
+    # HAMi's device ConfigMap is only got when HAMi's scheduler is there to mount it
+    assert listed == {kind for _v, kind, _n in READS} - (set() if hami else {"ConfigMap"})
+    assert [c for c in api.calls if c[:2] == ("list_objects", "ConfigMap")] == []
 
 
 # shape -> (HAMi scheduler, device plugin detail, KAI, tenancy, chosen card, refusal words)
@@ -50,13 +54,15 @@ EXPECTED: dict[str, tuple[bool, str, bool, str, str | None, str]] = {
     "one-card-per-node": (True, "mock", False, "", "node-3/GPU-l4-3", ""),
     "no-hami": (False, "", False, "", None, "gpulab's GPU checks need one of them"),
     "kai-with-queues": (False, "", True, "vCluster: 1 control plane(s)", None,
-                        "no Ready GPU node is free (gpu-1: in use by "
+                        "no GPU node can take the fractions (gpu-1: in use by "
                         "vcluster-team-a/notebook-x)"),
     "kai-idle-node": (False, "", True, "", "KAI", ""),
     "busy-and-small-split": (True, "real", False, "", None,
                              "split 2, under 4: a fourth pod would be refused for time slicing"),
     "kamaji-management": (True, "real", False, "Kamaji: 2 TenantControlPlane(s)",
                           "h100-1/GPU-h100-0", ""),
+    "hami-eligibility": (True, "real", False, "", "gpu-a/GPU-0", ""),
+    "kai-eligibility": (False, "", True, "", "KAI", ""),
 }
 
 

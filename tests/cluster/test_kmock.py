@@ -30,7 +30,8 @@ _EXTRA = {  # kinds kmock does not bundle: (resource, kind, namespaced)
 _PLURAL = {"Node": "nodes", "Pod": "pods", "Deployment": "deployments",
            "DaemonSet": "daemonsets", "StatefulSet": "statefulsets",
            "MutatingWebhookConfiguration": "mutatingwebhookconfigurations", "Queue": "queues",
-           "Config": "configs", "TenantControlPlane": "tenantcontrolplanes"}
+           "Config": "configs", "TenantControlPlane": "tenantcontrolplanes",
+           "ConfigMap": "configmaps"}
 
 
 @contextlib.contextmanager

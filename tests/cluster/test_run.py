@@ -1,6 +1,7 @@
 """`verify --kubeconfig` runs: the plan's pods against a fake cluster where the test plays HAMi
-(tests/kamaji_hami/fakes.FakeHami: webhook, card filter in HAMi's order, node lock, kubelet), the
-verdicts, the cleanup (always, also after a crash or Ctrl-C in the middle), and replay."""
+(tests/cluster/fake_hami.FakeHami: webhook, kube-scheduler's filters, HAMi's nodes and card
+filter in its order, node lock, kubelet), the verdicts, the cleanup (always, also after a crash
+or Ctrl-C in the middle), and replay."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from gpulab.cluster.state import ClusterVerifyState
 from gpulab.errors import AdapterError
 from gpulab.verify.observe import Clock
 from tests.cluster import builders as b
-from tests.kamaji_hami.fakes import FakeClock, FakeHami
+from tests.cluster.fake_hami import FakeHami
+from tests.kamaji_hami.fakes import FakeClock
 
 TIMEOUTS = Timeouts(running=60, refused=30, cleanup=10, interval=1)
 SERVER = "https://gpu.example:6443"
@@ -375,6 +377,9 @@ EVERY_SHAPE = {
     "no-hami": {"GPU-01": F, "GPU-02": E, "GPU-03": E, "GPU-04": E, "GPU-05": E, "GPU-06": S},
     "kai-with-queues": {"GPU-11": P, "GPU-12": E, "GPU-13": E, "GPU-06": S},
     "kai-idle-node": {"GPU-11": P, "GPU-12": P, "GPU-13": P, "GPU-06": S},
+    "hami-eligibility": {"GPU-01": P, "GPU-02": P, "GPU-03": P, "GPU-04": P, "GPU-05": P,
+                         "GPU-06": S},
+    "kai-eligibility": {"GPU-11": P, "GPU-12": P, "GPU-13": P, "GPU-06": S},
 }
 
 

@@ -1,0 +1,58 @@
+"""Upstream output the cluster shapes carry, copied verbatim from upstream at the pins (file:line
+given for each): what HAMi's device plugin and scheduler write on nodes, what KAI's operator and
+docs show, what Kubernetes puts on nodes. Never typed from memory; the builders only place them.
+"""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------- HAMi v2.10.0 (4707fb02c91c)
+
+# hami.io/node-nvidia-register as MarshalNodeDevices writes it (pkg/device/devices.go:422-443):
+# pkg/scheduler/scheduler_test.go:2494 and :2578, two A100 cards in hami-core mode, split 10.
+REGISTER_A100_GPU0 = ('[{"id":"GPU-0","count":10,"devmem":8192,"devcore":100,"type":"NVIDIA-A100",'
+                      '"numa":0,"health":true,"index":0,"mode":"hami-core"}]')
+REGISTER_A100_GPU1 = ('[{"id":"GPU-1","count":10,"devmem":8192,"devcore":100,"type":"NVIDIA-A100",'
+                      '"numa":0,"health":true,"index":1,"mode":"hami-core"}]')
+# The first one as the device plugin registers it when the card is unhealthy: `Health` is
+# `json:"health,omitempty"` (devices.go:138), so MarshalNodeDevices leaves `health` out
+# (register.go:271 writes it; devices_test.go:304-382 shows the false value being dropped).
+REGISTER_A100_GPU0_UNHEALTHY = REGISTER_A100_GPU0.replace('"health":true,', "")
+# pkg/scheduler/register_race_test.go:85 with healthy=true: a 40 GiB card.
+REGISTER_40G_GPU0 = ('[{"id":"GPU-0","count":10,"devmem":40960,"devcore":100,"type":"NVIDIA",'
+                     '"health":true,"mode":"hami-core","numa":0,"index":0,'
+                     '"devicevendor":"NVIDIA"}]')
+# pkg/device/nvidia/device_test.go:2472: an A100-40GB registered in MIG mode, with its profiles.
+REGISTER_MIG_GPU0 = ('[{"id":"GPU-0","count":7,"devmem":40960,"devcore":100,'
+                     '"type":"NVIDIA-A100-SXM4-40GB","numa":0,"health":true,"mode":"mig",'
+                     '"migProfiles":[{"name":"1g.5gb","memoryMB":5120,"core":14,"sliceCount":1,'
+                     '"instanceCount":7,"multiprocessorCount":14,'
+                     '"placements":[{"start":6,"size":1}]}]}]')
+# pkg/scheduler/scheduler_test.go:1144: the handshake the scheduler writes (devices.go:601).
+HANDSHAKE_REQUESTING_OLD = "Requesting_2025-06-13 09:07:40"
+# docs/develop/protocol.md:10: the device plugin's answer, `Reported_<time>`.
+HANDSHAKE_REPORTED = "Reported_2026-12-01 10:00:00"
+# pkg/device/nvidia/device_test.go:1246,1250: hami.io/device-cordon, a uuid list ("dev-1, ").
+CORDON_GPU0 = "GPU-0, "
+# examples/nvidia/mig_example.yaml:12: a pod asking a MIG device (mixed strategy resource name,
+# pkg/device-plugin/nvidiadevice/nvinternal/rm/rm.go:147-153).
+MIG_RESOURCE = "nvidia.com/mig-3g.20gb"
+
+# ---------------------------------------------------------------- KAI Scheduler v0.16.8
+
+# pkg/operator/operands/scheduler/resources_test.go:49, :60: a Config naming another scheduler,
+# a shard's partition label value; :88-90 a shard argument.
+OTHER_SCHEDULER = "other-kai-scheduler"
+PARTITION = "partition-1"
+NO_FULL_HIERARCHY = {"full-hierarchy-fairness": "false"}
+NODE_POOL_LABEL = "kai.scheduler/node-pool"  # pkg/common/constants/constants.go:26
+
+# ---------------------------------------------------------------- Kubernetes
+
+# api core/v1/well_known_taints.go:35 (kubernetes-1.36.3): the taint TaintNodesByCondition puts on
+# a node with MemoryPressure, NoSchedule (website taint-and-toleration.md, "Taint Nodes by
+# Condition").
+MEMORY_PRESSURE_TAINT = {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}
+# website content/en/docs/concepts/scheduling-eviction/taint-and-toleration.md: `kubectl taint
+# nodes node1 key1=value1:NoSchedule`, and the PreferNoSchedule effect (which never refuses).
+TAINT_KEY1 = {"key": "key1", "value": "value1", "effect": "NoSchedule"}
+TAINT_PREFER = {"key": "key1", "value": "value1", "effect": "PreferNoSchedule"}
