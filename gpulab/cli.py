@@ -913,6 +913,11 @@ def verify(
                           help="How long to wait for each API request of a --kubeconfig "
                                "cluster, as kubectl's flag: 30s, 1m, 500ms; 0 for no limit.")
     ] = "30s",
+    discovery_timeout: Annotated[
+        str, typer.Option("--discovery-timeout", metavar="<duration>",
+                          help="How long reading each --kubeconfig cluster may take in all; "
+                               "what is not read by then is shown as unknown. 0 for no limit.")
+    ] = "60s",
     inspect: Annotated[
         bool, typer.Option("--inspect", help="A cluster gpulab did not build: show what is "
                                              "installed and the GPU cards; read-only, creates "
@@ -954,12 +959,17 @@ def verify(
                                    dry_run=dry_run, namespace=namespace, replay=replay,
                                    record=record, output=chosen, keep=keep, junit=junit,
                                    tc=tc, verbose=verbose,
-                                   timeout=_request_timeout(request_timeout))
+                                   timeout=_request_timeout(request_timeout),
+                                   discovery=_request_timeout(discovery_timeout,
+                                                              "--discovery-timeout"))
         if namespace:
             raise UsageError("--namespace goes with a cluster gpulab did not build "
                              "(--kubeconfig, --context, --inspect or --dry-run)")
         if request_timeout != "30s":
             raise UsageError("--request-timeout goes with a cluster gpulab did not build "
+                             "(--kubeconfig, --context, --inspect or --dry-run)")
+        if discovery_timeout != "60s":
+            raise UsageError("--discovery-timeout goes with a cluster gpulab did not build "
                              "(--kubeconfig, --context, --inspect or --dry-run)")
 
         if replay is not None:
@@ -1046,7 +1056,8 @@ def _cluster_recording(replay: Path | None) -> bool:
 def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bool,
                     dry_run: bool, namespace: str | None, replay: Path | None,
                     record: Path | None, output: Output, keep: bool, junit: Path | None,
-                    tc: str | None, verbose: bool, timeout: float | None) -> int:
+                    tc: str | None, verbose: bool, timeout: float | None,
+                    discovery: float | None = 60) -> int:
     """`verify --kubeconfig` on clusters gpulab did not build (docs/verify-any-cluster.md):
     discovery (`--inspect`), the derived plan (`--dry-run`), or the run and its verdicts; or the
     same from a recording of them (`--replay`). Without --kubeconfig, kubectl's default
@@ -1068,20 +1079,20 @@ def _verify_cluster(kubeconfigs: list[Path], contexts: list[str], *, inspect: bo
         if inspect or dry_run:
             return _inspect_clusters(kubeconfigs, contexts, dry_run=dry_run,
                                      namespace=namespace, replay=replay, record=record,
-                                     output=output, timeout=timeout)
+                                     output=output, timeout=timeout, discovery=discovery)
         return _run_clusters(kubeconfigs, contexts, namespace=namespace, replay=replay,
                              record=record, output=output, keep=keep, junit=junit,
-                             verbose=verbose, timeout=timeout)
+                             verbose=verbose, timeout=timeout, discovery=discovery)
 
 
-def _request_timeout(value: str) -> float | None:
+def _request_timeout(value: str, flag: str = "--request-timeout") -> float | None:
     """`--request-timeout` as kubectl reads it (30s, 1m, 500ms, a number of seconds; 0: none)."""
     from gpulab.cluster.kubeconfig import parse_duration
 
     try:
         return parse_duration(value)
     except ValueError as error:
-        raise UsageError(f"--request-timeout: {error}") from None
+        raise UsageError(f"{flag}: {error}") from None
 
 
 @contextlib.contextmanager
@@ -1137,7 +1148,8 @@ def _warnings_as_notes(caught: list[Any]) -> None:
 
 def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: bool,
                       namespace: str | None, replay: Path | None, record: Path | None,
-                      output: Output, timeout: float | None) -> int:
+                      output: Output, timeout: float | None,
+                      discovery: float | None = 60) -> int:
     import uuid
 
     from gpulab import core
@@ -1147,7 +1159,8 @@ def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: 
     from gpulab.cluster.report import inspection_data, inspection_lines, plan_lines
 
     snapshots = (read_snapshots(replay) if replay is not None
-                 else core.inspect_clusters(kubeconfigs, contexts, request_timeout=timeout))
+                 else core.inspect_clusters(kubeconfigs, contexts, request_timeout=timeout,
+                                            discovery_timeout=discovery))
     if record is not None:
         write_snapshots(record, snapshots)
     found = [inventory(s) for s in snapshots]
@@ -1169,16 +1182,18 @@ def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: 
 
 def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: str | None,
                   replay: Path | None, record: Path | None, output: Output, keep: bool,
-                  junit: Path | None, verbose: bool, timeout: float | None) -> int:
+                  junit: Path | None, verbose: bool, timeout: float | None,
+                  discovery: float | None = 60) -> int:
     from gpulab import core
+    from gpulab.cluster.execute import WAIT_NOTICE
     from gpulab.cluster.record import write_snapshots
     from gpulab.cluster.state import ClusterVerifyState
     from gpulab.verify.report import exit_code, report_json, write_junit
 
     machine = output is not Output.text
 
-    def progress(member: str, message: str) -> None:
-        if verbose and not machine:
+    def progress(member: str, message: str) -> None:  # long waits are shown without -v too
+        if (verbose or message.startswith(WAIT_NOTICE)) and not machine:
             err.print(f"  {member}: {message}", markup=False, highlight=False)
 
     def explain(planned: Any) -> None:  # the plan, before anything is created (stderr)
@@ -1197,7 +1212,8 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
             try:
                 report = core.verify_clusters(kubeconfigs, contexts, namespace=namespace,
                                               keep=keep, progress=progress, explain=explain,
-                                              request_timeout=timeout)
+                                              request_timeout=timeout,
+                                              discovery_timeout=discovery)
             except KeyboardInterrupt:  # run_plan removed the namespace it was using
                 what = "terminated" if received else "interrupted"
                 err.print(f"{what}: verify stopped before judging; the namespace of the "

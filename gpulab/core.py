@@ -771,20 +771,23 @@ def _cluster_clients(members: Sequence[ClusterAccess], *, request_timeout: float
 
 
 def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
-                     request_timeout: float | None = 30) -> list[ClusterSnapshot]:
-    """Read each cluster, read-only (gpulab.cluster.observe)."""
+                     request_timeout: float | None = 30,
+                     discovery_timeout: float | None = 60) -> list[ClusterSnapshot]:
+    """Read each cluster, read-only (gpulab.cluster.observe), each within `discovery_timeout`."""
     from gpulab.cluster.observe import read_cluster
 
     with _cluster_clients(cluster_members(kubeconfigs, contexts),
                           request_timeout=request_timeout) as clients:
-        return [read_cluster(kube, name, server) for name, server, kube in clients]
+        return [read_cluster(kube, name, server, deadline=discovery_timeout)
+                for name, server, kube in clients]
 
 
 def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
                     namespace: str | None, keep: bool,
                     progress: Callable[[str, str], None] | None = None,
                     explain: Callable[[Any], None] | None = None,
-                    request_timeout: float | None = 30) -> VerifyReport:
+                    request_timeout: float | None = 30,
+                    discovery_timeout: float | None = 60) -> VerifyReport:
     """`verify --kubeconfig`: read, plan, run and judge every cluster (gpulab.cluster.run)."""
     import tempfile
     from pathlib import Path
@@ -798,7 +801,7 @@ def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
                                 Path(scratch), request_timeout=request_timeout)
                  if len(members) > 1 else None)
         return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
-                          cross=cross, explain=explain)
+                          cross=cross, explain=explain, discovery_timeout=discovery_timeout)
 
 
 def _cross_gateway(members: dict[str, tuple[dict[str, Any], str]], scratch: Path, *,

@@ -7,7 +7,19 @@ else (e.g. Calico's CRs) is looked up once in the group/version's discovery docu
 
 Errors leave this module as `AdapterError` with one line: verb, object, API server, HTTP status
 and the Status reason/message. Transient failures (409 outside create, 429, 5xx, connection
-errors) are retried a bounded number of times (`RetryPolicy`).
+errors) are retried a bounded number of times (`RetryPolicy`), and nowhere else.
+
+Every request has one deadline, `request_timeout` (kubectl's `--request-timeout`), from sending it
+to the last byte of its answer. urllib3's own timeouts do not give that: `Timeout(total=...)` is
+spent on connecting and then bounds each socket read of the headers (urllib3 2.8
+util/timeout.py:262-273), and the body is read under that per-read bound too, so a body that
+trickles a byte per read never trips it. The body is therefore read here, one `read1` at a
+time, each read allowed only what is left of the deadline (`_read_body`). And urllib3 retries by
+itself: kubernetes 37's `RESTClientObject` passes `Configuration.retries` to its PoolManager only
+when it is set (kubernetes/client/rest.py:155-156), and a pool without it uses `Retry.DEFAULT`,
+three more attempts (urllib3 connectionpool.py:201-202, util/retry.py:569), which turned one
+stalled read into four. Each client sets `retries = False` (`_no_hidden_retries`). `bounded`
+caps every request made inside it by one total deadline (discovery's).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ import json
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -26,6 +39,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTClientObject
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -38,7 +52,7 @@ from tenacity import (
 from gpulab.errors import AdapterError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
     from pathlib import Path
 
     from tenacity.stop import StopBaseT
@@ -125,8 +139,36 @@ class KubeApiError(AdapterError):
         self.reason = reason
 
 
+def _seconds(value: float) -> str:
+    return f"{round(value, 1) if value < 10 else round(value):g}s"
+
+
+class _DeadlineExceeded(urllib3.exceptions.TimeoutError):
+    """A request that did not complete within its deadline: `limit` seconds from sending it.
+
+    `received`: bytes of the body that had arrived (None: no answer at all, not even headers).
+    `final`: the total deadline of `KubeClient.bounded` is what ran out, so retrying cannot help.
+    """
+
+    def __init__(self, limit: float, *, received: int | None = None, final: bool = False,
+                 connecting: bool = False) -> None:
+        self.limit, self.received, self.final = limit, received, final
+        if final and limit <= 0:
+            text = "not sent: the time allowed for these requests had run out"
+        elif connecting:
+            text = f"could not connect within {_seconds(limit)}"
+        elif received is None:
+            text = f"no answer within {_seconds(limit)}"
+        else:
+            text = (f"the answer did not complete within {_seconds(limit)} "
+                    f"({received} byte(s) of its body came)")
+        super().__init__(text + (", all the time left" if final and limit > 0 else ""))
+
+
 def _is_transient(method: str) -> Callable[[BaseException], bool]:
     def check(exc: BaseException) -> bool:
+        if isinstance(exc, _DeadlineExceeded) and exc.final:
+            return False
         if isinstance(exc, ApiException):
             status = int(exc.status or 0)
             # A 409 on create means "already exists": retrying cannot change that.
@@ -187,6 +229,48 @@ def _status_detail(exc: ApiException) -> tuple[str, str]:
                 reason = str(status.get("reason") or reason)
                 message = str(status.get("message") or "")
     return reason, _one_line(message)
+
+
+_CHUNK = 64 * 1024
+
+
+def _no_hidden_retries(api: k8s_client.ApiClient) -> None:
+    """Make the client's urllib3 PoolManager retry nothing (see the module docstring): gpulab's
+    `RetryPolicy` is the only retry, and it is visible. `client_go_retries` (kubernetes 37,
+    configuration.py:368, off by default) would retry GETs on Retry-After answers: kept off."""
+    config = api.configuration
+    config.retries = False  # urllib3: Retry(False), errors raised as they are (retry.py:483-485)
+    config.client_go_retries = False
+    api.rest_client.close()
+    api.rest_client = RESTClientObject(config)  # its PoolManager reads `retries` when built
+
+
+def _read_body(response: Any, limit: float | None, until: float | None, *,
+               final: bool = False) -> bytes:
+    """The whole body of a urllib3 response by `until` (time.monotonic()), else
+    `_DeadlineExceeded`. Each `read1` does at most one socket read (http.client), and that read
+    may wait only for what is left; the clock is looked at between reads."""
+    chunks: list[bytes] = []
+    received = 0
+    while True:
+        if until is not None and limit is not None:
+            left = until - time.monotonic()
+            if left <= 0:
+                response.close()  # the rest of the body must not reach the next request
+                raise _DeadlineExceeded(limit, received=received, final=final)
+            sock = getattr(response.connection, "sock", None)
+            if sock is not None:
+                sock.settimeout(left)  # urllib3 sets it again for the connection's next request
+        try:
+            chunk = response.read1(_CHUNK)
+        except urllib3.exceptions.ReadTimeoutError as err:  # the connection is closed already
+            if limit is None:
+                raise
+            raise _DeadlineExceeded(limit, received=received, final=final) from err
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        received += len(chunk)
 
 
 def _connection_reason(exc: BaseException) -> str:
@@ -321,6 +405,8 @@ class KubeClient:
                 ) from err
             if host is not None:
                 self._api.configuration.host = host
+        _no_hidden_retries(self._api)
+        self._until: float | None = None  # `bounded`: every request ends by then (monotonic)
 
     @property
     def server(self) -> str:
@@ -335,6 +421,29 @@ class KubeClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def bounded(self, seconds: float | None) -> Iterator[None]:
+        """Every request made inside ends within `seconds` from now, all together (None: no
+        total bound): each one's own deadline is cut to what is left, and once nothing is left
+        a request is not sent (`no answer`-style KubeApiError, never retried)."""
+        saved = self._until
+        if seconds is not None:
+            until = time.monotonic() + seconds
+            self._until = until if saved is None else min(saved, until)
+        try:
+            yield
+        finally:
+            self._until = saved
+
+    def _limit(self) -> tuple[float | None, bool]:
+        """(seconds this request may take, whether `bounded` cut it)."""
+        if self._until is None:
+            return self._timeout, False
+        left = self._until - time.monotonic()
+        if self._timeout is not None and self._timeout <= left:
+            return self._timeout, False
+        return left, True
 
     # ----------------------------------------------------------------------- HTTP
 
@@ -359,9 +468,19 @@ class KubeClient:
             body=body,
             auth_settings=["BearerToken"],
         )
-        response = self._api.call_api(*request, _request_timeout=self._timeout)
+        limit, final = self._limit()
+        if limit is not None and limit <= 0:  # `bounded` ran out (0 would mean "no timeout")
+            raise _DeadlineExceeded(0, final=True)
+        until = None if limit is None else time.monotonic() + limit
+        try:  # urllib3's Timeout(total=limit): connecting, then each read of the headers
+            response = self._api.call_api(*request, _request_timeout=limit)
+        except urllib3.exceptions.TimeoutError as err:
+            if limit is None or isinstance(err, urllib3.exceptions.NewConnectionError):
+                raise  # refused, unresolvable (a ConnectTimeoutError subclass): not a timeout
+            connecting = isinstance(err, urllib3.exceptions.ConnectTimeoutError)
+            raise _DeadlineExceeded(limit, final=final, connecting=connecting) from err
         try:
-            data = response.read() or b""  # type: ignore[no-untyped-call]
+            data = _read_body(response.response, limit, until, final=final)
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
@@ -403,6 +522,9 @@ class KubeClient:
                 f"{text}: {message}" if message else text,
                 status=status, reason=reason, output=str(exc.body or ""),
             ) from exc
+        except _DeadlineExceeded as exc:
+            raise KubeApiError(f"{verb} {what} at {self.server}: {exc}", status=0,
+                               reason="Timeout", hint=self._unreachable_hint) from exc
         except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as exc:
             raise KubeApiError(
                 f"{verb} {what} at {self.server}: connection failed ({_connection_reason(exc)})",

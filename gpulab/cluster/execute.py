@@ -39,10 +39,13 @@ if TYPE_CHECKING:
     from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.state import JsonObj
 
-__all__ = ["FRACTION_PODS", "SHARE_PODS", "Timeouts", "probe_isolation", "run_plan"]
+__all__ = ["FRACTION_PODS", "SHARE_PODS", "WAIT_NOTICE", "Timeouts", "probe_isolation",
+           "run_plan"]
 
 SHARE_PODS = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
 FRACTION_PODS = ("gpu-frac-1", "gpu-frac-2")
+WAIT_NOTICE = "still waiting for "  # progress shown without -v: a long wait is never silent
+NOTICE_EVERY = 30.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,34 @@ def _probe(kube: KubeGateway, namespace: str, name: str, uid: str, awaited: str
     return probe
 
 
+def _span(seconds: float) -> str:
+    """30s, 2m, 6m40s."""
+    minutes, rest = divmod(round(seconds), 60)
+    return (f"{minutes}m" if minutes else "") + (f"{rest}s" if rest or not minutes else "")
+
+
+def _noticed(probe: Callable[[], tuple[str | None, str]], what: str, timeout: float,
+             clock: Clock, say: Callable[[str], None]) -> Callable[[], tuple[str | None, str]]:
+    """`probe`, saying every NOTICE_EVERY seconds of waiting what it last saw: "still waiting
+    for gpu-share-1 (Pending, ...): 2m of 6m40s". API errors are observations, as in `poll`."""
+    start = clock.now()
+    due = [start + NOTICE_EVERY]
+
+    def probe_and_say() -> tuple[str | None, str]:
+        try:
+            outcome, seen = probe()
+        except GpulabError as err:
+            outcome, seen = None, f"API error: {one_line(err.message)}"
+        now = clock.now()
+        if outcome is None and now >= due[0]:
+            say(f"{WAIT_NOTICE}{what}" + (f" ({seen})" if seen else "")
+                + f": {_span(now - start)} of {_span(timeout)}")
+            while due[0] <= now:
+                due[0] += NOTICE_EVERY
+        return outcome, seen
+    return probe_and_say
+
+
 def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, awaited: str, *,
                      timeouts: Timeouts, clock: Clock, say: Callable[[str], None]) -> PodRun:
     name = o.name(obj)
@@ -91,8 +122,8 @@ def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, awaited: str, 
         return PodRun(name, check, create_error=one_line(err.message), outcome="create-failed")
     uid = str(o.metadata(created).get("uid") or "")
     timeout = timeouts.running if awaited == "running" else timeouts.refused
-    outcome, last = poll(_probe(kube, namespace, name, uid, awaited), timeout,
-                         timeouts.interval, clock)
+    probe = _noticed(_probe(kube, namespace, name, uid, awaited), name, timeout, clock, say)
+    outcome, last = poll(probe, timeout, timeouts.interval, clock)
     waited = round(clock.now() - start, 3)
     say(f"{name}: {outcome} after {waited:.0f}s")
     return PodRun(name, check, created=created, outcome=outcome, waited=waited, last_seen=last)
@@ -114,7 +145,7 @@ def _final(kube: KubeGateway, namespace: str, run: PodRun) -> PodRun:
 
 
 def _cleanup(kube: KubeGateway, plan: VerifyPlan, created: list[str], timeouts: Timeouts,
-             clock: Clock) -> str:
+             clock: Clock, say: Callable[[str], None] = lambda _m: None) -> str:
     """Delete the run's pods and namespace and wait until the namespace is gone; '' when it is,
     else what is left (one line)."""
     errors = []
@@ -131,7 +162,9 @@ def _cleanup(kube: KubeGateway, plan: VerifyPlan, created: list[str], timeouts: 
     def gone() -> tuple[str | None, str]:
         return ("gone" if kube.get("v1", "Namespace", plan.namespace) is None else None), ""
 
-    outcome, _ = poll(gone, timeouts.cleanup, timeouts.interval, clock)
+    outcome, _ = poll(_noticed(gone, f"namespace {plan.namespace} to be deleted",
+                               timeouts.cleanup, clock, say),
+                      timeouts.cleanup, timeouts.interval, clock)
     if outcome != "gone":
         errors.append(f"namespace {plan.namespace} still exists after {timeouts.cleanup:.0f}s: "
                       f"kubectl delete namespace {plan.namespace}")
@@ -210,7 +243,7 @@ def run_plan(kube: KubeGateway, plan: VerifyPlan, *, timeouts: Timeouts | None =
                      else None)
     finally:  # the namespace exists from here on: remove it whatever happened
         if not keep:
-            cleanup_error = _cleanup(kube, plan, created, timeouts, clock)
+            cleanup_error = _cleanup(kube, plan, created, timeouts, clock, say)
     if unprepared:
         return replace(base, namespace_error=f"namespace {plan.namespace} not ready: {unprepared}",
                        cleanup_error=cleanup_error, left=keep,

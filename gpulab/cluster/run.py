@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from gpulab.cluster.checks import judge
 from gpulab.cluster.execute import Timeouts, probe_isolation, run_plan
 from gpulab.cluster.inventory import inventory
-from gpulab.cluster.observe import read_cluster
+from gpulab.cluster.observe import DISCOVERY_TIMEOUT, read_cluster
 from gpulab.cluster.plan import plan
 from gpulab.cluster.record import read_recording
 from gpulab.cluster.state import ClusterVerifyState
@@ -73,18 +73,21 @@ def run_verify(clients: Sequence[tuple[str, str, KubeGateway]], *,
                timeouts: Timeouts | None = None, clock: Clock | None = None,
                progress: Callable[[str, str], None] | None = None,
                cross: CrossTenantGateway | None = None,
-               explain: Callable[[VerifyPlan], None] | None = None) -> VerifyReport:
+               explain: Callable[[VerifyPlan], None] | None = None,
+               discovery_timeout: float | None = DISCOVERY_TIMEOUT) -> VerifyReport:
     """Read every cluster, then run each runnable plan (one cluster after the other; each run
     removes its namespace before the next starts, also when interrupted), and judge. With
     several clusters, each run's pods are looked for from the others while they exist, and each
     cluster's credentials are presented to the others (`cross`, GPU-06). `explain` is shown each
-    plan (or refusal) before anything is created in that cluster."""
+    plan (or refusal) before anything is created in that cluster. Each cluster's discovery has
+    `discovery_timeout` seconds in all (None: no total bound)."""
     clock = clock or Clock()
     say = progress or (lambda _m, _t: None)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = clock.now()
     run_id = uuid.uuid4().hex[:12]
-    snapshots = [read_cluster(kube, name, server) for name, server, kube in clients]
+    snapshots = [read_cluster(kube, name, server, deadline=discovery_timeout)
+                 for name, server, kube in clients]
     runs: list[ClusterRun] = []
     for (name, server, kube), snapshot in zip(clients, snapshots, strict=True):
         planned = plan(inventory(snapshot), run_id, namespace)

@@ -178,7 +178,8 @@ class _HungServer:
 
 def test_a_hung_api_server_is_bounded_by_request_timeout_and_retries_show_with_v(
         tmp_path: Path) -> None:
-    with _HungServer() as url:
+    server = _HungServer()
+    with server as url:
         path = _config(tmp_path / "k.yaml", current="hung", contexts={"hung": "c"},
                        servers={"c": url})
         started = time.monotonic()
@@ -188,11 +189,11 @@ def test_a_hung_api_server_is_bounded_by_request_timeout_and_retries_show_with_v
         loud = runner.invoke(app, ["verify", "--kubeconfig", str(path), "--inspect",
                                    "--request-timeout", "300ms", "-v"])
     assert quiet.exit_code == loud.exit_code == 4, quiet.output
-    assert "Read timed out" in quiet.stdout
+    assert "no answer within 0.3s" in quiet.stdout
     assert took < 15, "each request waited --request-timeout, not the default"
-    assert "Retrying" not in quiet.stderr, quiet.stderr
-    retries = [line for line in loud.stderr.splitlines() if line.startswith("  retry: ")]
-    assert retries and all("Retrying" in line for line in retries), loud.stderr
+    # one request, one deadline: urllib3 no longer retries by itself (adapters/kube.py)
+    assert "Retrying" not in quiet.stderr + loud.stderr, loud.stderr
+    assert len(server.held) == 2, "one connection per run"
 
 
 def test_http_warnings_become_one_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
