@@ -6,13 +6,19 @@ still read: discovery reports what it could not see instead of guessing. The RBA
 need is in docs/verify-any-cluster.md ("RBAC"). Besides the lists, it gets two objects: KAI's
 Config `kai-config` and the ConfigMap HAMi's scheduler reads its device config from (the resource
 names HAMi counts).
+
+Discovery as a whole has one deadline (`DISCOVERY_TIMEOUT`, `--discovery-timeout`), besides each
+request's own: a read it leaves unread, or one whose request timed out, is recorded as
+"unknown, because the API server did not answer ..." (`UNANSWERED`), never as absent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from gpulab.cluster.state import ClusterSnapshot
 from gpulab.errors import GpulabError
@@ -20,12 +26,25 @@ from gpulab.verify import objects as o
 from gpulab.verify.observe import clean_all, one_line
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from gpulab.adapters.base import KubeGateway
     from gpulab.cluster.state import JsonObj
 
-__all__ = ["READS", "read_cluster", "summarize_pod", "summarize_workload"]
+__all__ = ["DISCOVERY_TIMEOUT", "READS", "UNANSWERED", "read_cluster", "summarize_pod",
+           "summarize_workload"]
 
 T = TypeVar("T")
+
+DISCOVERY_TIMEOUT = 60.0  # seconds for all the reads of one cluster
+UNANSWERED = "unknown, because the API server did not answer"
+
+
+@runtime_checkable
+class _Bounded(Protocol):
+    """A gateway that can bound all its requests by one total deadline (KubeClient.bounded)."""
+
+    def bounded(self, seconds: float | None) -> AbstractContextManager[None]: ...
 
 # What discovery lists, as (api version, kind, namespaced): the RBAC docs list the same.
 READS: tuple[tuple[str, str, bool], ...] = (
@@ -132,16 +151,37 @@ def _hami_device_config_name(workloads: list[JsonObj]) -> tuple[str, str] | None
     return None
 
 
-def read_cluster(kube: KubeGateway, name: str, server: str = "") -> ClusterSnapshot:
-    """Everything discovery reads from one cluster; failures are values (`read_errors`)."""
+def read_cluster(kube: KubeGateway, name: str, server: str = "", *,
+                 deadline: float | None = DISCOVERY_TIMEOUT,
+                 clock: Callable[[], float] = time.monotonic) -> ClusterSnapshot:
+    """Everything discovery reads from one cluster within `deadline` seconds (None: no total
+    bound; each request keeps its own); failures are values (`read_errors`)."""
+    bound = kube.bounded(deadline) if isinstance(kube, _Bounded) else contextlib.nullcontext()
+    with bound:  # the request in flight at the deadline ends there too
+        return _read_cluster(kube, name, server, deadline, clock)
+
+
+def _read_cluster(kube: KubeGateway, name: str, server: str, deadline: float | None,
+                  clock: Callable[[], float]) -> ClusterSnapshot:
     errors: dict[str, str] = {}
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    until = None if deadline is None else clock() + deadline
+    late = ("" if deadline is None else
+            f"{UNANSWERED} within {deadline:g}s (discovery's total deadline, --discovery-timeout)")
 
     def read(what: str, call: Callable[[], T]) -> T | None:
+        if until is not None and clock() >= until:
+            errors[what] = late  # not asked: there is no time left
+            return None
         try:
             return call()
         except GpulabError as err:  # its message: the adapters' hints are about gpulab's labs
-            errors[what] = one_line(err.message)
+            if until is not None and clock() >= until:
+                errors[what] = late
+            elif getattr(err, "reason", "") == "Timeout" and what != "version":  # its own
+                errors[what] = f"{UNANSWERED}: {one_line(err.message)}"
+            else:
+                errors[what] = one_line(err.message)
             return None
 
     version = read("version", kube.server_version)

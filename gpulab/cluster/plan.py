@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gpulab.cluster.inventory import WHOLE_GPU
+from gpulab.cluster.observe import UNANSWERED
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
 from gpulab.verify.hami import (
     DEFAULT_RESOURCES,
@@ -180,6 +181,10 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
     base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id)
     if found.error:
         return _refuse(base, f"the API server did not answer: {found.error}")
+    late = [u for u in found.unseen if UNANSWERED in u]
+    if late:  # what was not read is unknown, not absent
+        return _refuse(base, f"discovery did not finish: {'; '.join(late)} (--discovery-timeout "
+                             f"and --request-timeout give it more time)")
     blind = [u for u in found.unseen if u.split(":", 1)[0] in ("Node", "Pod")]
     if blind:
         return _refuse(base, f"cannot tell which GPUs are free: {'; '.join(blind)} (grant the "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gpulab.cluster.observe import UNANSWERED
+
 if TYPE_CHECKING:
     from gpulab.cluster.inventory import Component, Inventory
     from gpulab.cluster.plan import VerifyPlan
@@ -11,9 +13,30 @@ if TYPE_CHECKING:
 __all__ = ["inspection_data", "inspection_lines", "plan_lines"]
 
 
-def _component(c: Component) -> str:
+_WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")  # read_cluster keeps all three or none
+# The kinds each line of the inspection is read from, when it would say "not found" or "none".
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "HAMi scheduler": _WORKLOADS, "HAMi device plugin": _WORKLOADS, "KAI scheduler": _WORKLOADS,
+    "HAMi webhook": ("MutatingWebhookConfiguration",), "queues": ("Queue",),
+    "tenancy": ("TenantControlPlane", *_WORKLOADS), "GPU nodes": ("Node",), "GPU users": ("Pod",),
+}
+
+
+def _unknown(found: Inventory, line: str) -> str:
+    """'' when what `line` shows was read, else what to say instead of "not found" or "none":
+    "unknown, because the API server did not answer ..." (discovery's deadline or the request's),
+    or "unknown (Kind not readable)" (a refusal, e.g. 403; the reason is listed at the end)."""
+    unread = dict(u.split(": ", 1) for u in found.unseen if ": " in u)
+    missing = [kind for kind in _SOURCES[line] if kind in unread]
+    late = [unread[k] for k in missing if unread[k].startswith(UNANSWERED)]
+    if late:
+        return late[0].split(" (")[0].split(": ")[0]
+    return f"unknown ({', '.join(missing)} not readable)" if missing else ""
+
+
+def _component(c: Component, found: Inventory) -> str:
     if not c.found:
-        return f"  {c.name + ':':<20} not found"
+        return f"  {c.name + ':':<20} {_unknown(found, c.name) or 'not found'}"
     ready = f", {c.ready} ready" if c.ready else ""
     detail = f"; {c.detail}" if c.detail else ""
     return f"  {c.name + ':':<20} {c.where}{ready}{detail}"
@@ -25,8 +48,8 @@ def inspection_lines(found: Inventory) -> list[str]:
     if found.error:
         return [f"{head}): did not answer: {found.error}"]
     lines = [f"{head}, Kubernetes {found.version})"]
-    lines += [_component(c) for c in (found.hami_scheduler, found.hami_webhook,
-                                      found.hami_device_plugin, found.kai_scheduler)]
+    lines += [_component(c, found) for c in (found.hami_scheduler, found.hami_webhook,
+                                             found.hami_device_plugin, found.kai_scheduler)]
     if found.has_hami:
         names = found.hami_resources
         selector = ",".join(f"{k}={v}" for k, v in found.hami_node_selector.items())
@@ -35,11 +58,14 @@ def inspection_lines(found: Inventory) -> list[str]:
                      f"{names.memory}, {names.cores} (from {found.hami_resources_from})"
                      + (f"; --node-label-selector {selector}" if selector else ""))
     if found.has_kai:
-        queues = ", ".join(q.text() for q in found.queues) or "none"
+        queues = (", ".join(q.text() for q in found.queues) or _unknown(found, "queues")
+                  or "none")
         lines.append(f"  {'KAI GPU sharing:':<20} {found.kai_gpu_sharing}; queues: {queues}")
-    lines.append(f"  {'tenancy:':<20} {'; '.join(found.tenancy) or 'none found'}")
+    tenancy = "; ".join(found.tenancy) or _unknown(found, "tenancy") or "none found"
+    lines.append(f"  {'tenancy:':<20} {tenancy}")
     if not found.gpu_nodes:
-        lines.append(f"  {'GPU nodes:':<20} none (no node advertises nvidia.com/gpu)")
+        nodes = _unknown(found, "GPU nodes") or "none (no node advertises nvidia.com/gpu)"
+        lines.append(f"  {'GPU nodes:':<20} {nodes}")
     for node in found.gpu_nodes:
         state = "Ready" if node.ready else "NotReady"
         hand = f", handshake {node.handshake}" if node.handshake else ""
@@ -58,8 +84,9 @@ def inspection_lines(found: Inventory) -> list[str]:
         lines.append(f"  {'card:':<20} {card.node}/{card.device_id} {card.model}, "
                      f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}{health}; "
                      f"in use {card.used_memory} MiB, {card.used_cores} cores{users}")
-    if found.gpu_users:
-        lines.append(f"  {'GPU users:':<20} {', '.join(found.gpu_users)}")
+    users = ", ".join(found.gpu_users) or _unknown(found, "GPU users")
+    if users:
+        lines.append(f"  {'GPU users:':<20} {users}")
     for unseen in found.unseen:
         lines.append(f"  {'not readable:':<20} {unseen}")
     return lines
