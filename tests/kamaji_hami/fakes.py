@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import AdapterError
-from gpulab.stacks.kamaji_hami import render
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as wire
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -242,23 +242,13 @@ class FakeHami:
             pod["spec"]["schedulerName"] = "hami-scheduler"
 
     def _cards(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
-        from gpulab.stacks.kamaji_hami.objects import registered_devices
-
-        raw = (node["metadata"].get("annotations") or {}).get(render.GPU_REGISTER_ANNOTATION)
-        return registered_devices(raw) or []
+        """The node's cards as HAMi decodes them (its own decoder: tests/kamaji_hami/hami_wire)."""
+        raw = (node["metadata"].get("annotations") or {}).get(wire.REGISTER)
+        return wire.decode_node_devices(raw) or []
 
     def _usage(self, node_name: str) -> dict[str, tuple[int, int]]:
-        from gpulab.stacks.kamaji_hami.objects import allocations
-
-        used: dict[str, tuple[int, int]] = {}
-        for (kind, _, _), pod in self.api.objects.items():
-            if kind != "Pod" or pod["spec"].get("nodeName") != node_name:
-                continue
-            for container in allocations(pod) or []:
-                for dev in container:
-                    mem, cores = used.get(dev.device_id, (0, 0))
-                    used[dev.device_id] = (mem + dev.memory_mib, cores + dev.cores)
-        return used
+        pods = [pod for (kind, _, _), pod in self.api.objects.items() if kind == "Pod"]
+        return wire.used_by_card(pods, node_name)
 
     def _locked(self, node: dict[str, Any]) -> bool:
         lock = (node["metadata"].get("annotations") or {}).get("hami.io/mutex.lock")
@@ -325,7 +315,7 @@ class FakeHami:
                 self.api.add_event(pod, "FilteringFailed",
                                    "no available node, 1 nodes do not meet")
                 continue
-            allocation = f"{fit['id']},NVIDIA,{mem},{cores}:;"
+            allocation = wire.encode_pod_devices([[(fit["id"], "NVIDIA", mem, cores)]])
             pod["metadata"]["annotations"].update({
                 "hami.io/vgpu-node": node_name,
                 "hami.io/vgpu-devices-to-allocate": allocation,

@@ -62,12 +62,11 @@ from kmock import Response  # type: ignore[attr-defined]  # exported, not in __a
 from kubernetes.client.exceptions import ApiException
 
 from gpulab.adapters.kube import KubeClient, RetryPolicy
-from gpulab.stacks.kamaji_hami import objects as o
-from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.observe import Gateways
 from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import kubeconfig_cross_gateway
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as wire
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -78,6 +77,35 @@ if TYPE_CHECKING:
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 NS = verify_observe.VERIFY_NAMESPACE
+
+
+# --------------------------------------------------------------------------- reading objects
+# The players read the objects themselves (not with gpulab's readers, which they test).
+
+
+def _meta(obj: dict[str, Any] | None) -> dict[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def _name(obj: dict[str, Any] | None) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
+def _annotations(obj: dict[str, Any] | None) -> dict[str, str]:
+    return _meta(obj).get("annotations") or {}
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def _node_name(pod: dict[str, Any]) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def _scheduler(pod: dict[str, Any]) -> str:
+    """spec.schedulerName; the API server defaults it to default-scheduler."""
+    return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
 MANAGEMENT = "management"
 PODS = kmock.resource("v1/pods")
 NODES = kmock.resource("v1/nodes")
@@ -274,13 +302,13 @@ class Cluster:
         pod = self._get(PODS, request.namespace, str(request.name))
         if pod is None:
             return status(404, "NotFound", f'pods "{request.name}" not found')
-        if o.pod_phase(pod) != "Running":
+        if _phase(pod) != "Running":
             return status(400, "BadRequest", f'container in pod "{request.name}" is waiting to '
                                              f'start: ContainerCreating')
         containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         container = request.params.get("container") or containers[0]
         last = (FELIX if container == "calico-node"
-                else f"{container} running on {o.pod_node(pod)}")
+                else f"{container} running on {_node_name(pod)}")
         return Response(status=200, payload=(
             f"2026-11-20 10:15:00.000 [INFO][1] {container} starting\n"
             f"2026-11-20 10:15:02.000 [INFO][1] {last}\n").encode())
@@ -340,7 +368,7 @@ class HamiPlayer:
                   for c in (pod.get("spec") or {}).get("containers") or []]
         gpu = any("nvidia.com/gpu" in lim for lim in limits)
         if gpu and (pod.get("spec") or {}).get("schedulerName") == "default-scheduler":
-            return o.HAMI_SCHEDULER
+            return wire.SCHEDULER_NAME
         return None
 
     # ------------------------------------------------------------------ scheduler, kubelet (loop)
@@ -350,19 +378,19 @@ class HamiPlayer:
         pods = self.cluster.live(PODS)
         for _, obj in pods:
             pod = obj.raw
-            if o.pod_node(pod) and o.pod_phase(pod) == "Pending":
+            if _node_name(pod) and _phase(pod) == "Pending":
                 obj.patch({"status": {"phase": "Running", "startTime": now(),
                                       "containerStatuses": [b.running("app")]}})
         for _, obj in pods:
             pod = obj.raw
-            if (o.scheduler_name(pod) == o.HAMI_SCHEDULER and not o.pod_node(pod)
-                    and not o.metadata(pod).get("deletionTimestamp")):
+            if (_scheduler(pod) == wire.SCHEDULER_NAME and not _node_name(pod)
+                    and not _meta(pod).get("deletionTimestamp")):
                 self._schedule(obj)
 
     def _event(self, pod: dict[str, Any], reason: str, message: str,
                kind: str = "Warning") -> None:
         """Record an event as core/v1 Event, or count it again (as the event recorder does)."""
-        meta = o.metadata(pod)
+        meta = _meta(pod)
         key = (str(meta.get("uid")), reason, message)
         namespace = str(meta.get("namespace"))
         name = self._events.get(key)
@@ -383,43 +411,35 @@ class HamiPlayer:
         self.cluster.put(EVENTS, event)
 
     def _cards(self, node: dict[str, Any]) -> list[dict[str, Any]]:
-        return o.registered_devices(o.annots(node).get(render.GPU_REGISTER_ANNOTATION)) or []
+        """The node's cards as HAMi decodes them (its own decoder: tests/kamaji_hami/hami_wire)."""
+        return wire.decode_node_devices(_annotations(node).get(wire.REGISTER)) or []
 
     def _usage(self, node_name: str) -> dict[str, tuple[int, int]]:
-        used: dict[str, tuple[int, int]] = {}
-        for _, obj in self.cluster.live(PODS):
-            pod = obj.raw
-            if o.pod_node(pod) != node_name:
-                continue
-            for container in o.allocations(pod) or []:
-                for dev in container:
-                    mem, cores = used.get(dev.device_id, (0, 0))
-                    used[dev.device_id] = (mem + dev.memory_mib, cores + dev.cores)
-        return used
+        return wire.used_by_card([obj.raw for _, obj in self.cluster.live(PODS)], node_name)
 
     def _locked(self, node: Any) -> bool:
         """Whether HAMi's lock on the node still holds (an expired lock is dropped)."""
         raw = node.raw
-        if not o.annots(raw).get(o.NODE_LOCK):
+        if not _annotations(raw).get(wire.NODE_LOCK):
             return False
-        since = self.locks.get(o.name(raw), time.monotonic())
+        since = self.locks.get(_name(raw), time.monotonic())
         if self.lock_expire is not None and time.monotonic() - since >= self.lock_expire:
-            node.patch({"metadata": {"annotations": {o.NODE_LOCK: None}}})
+            node.patch({"metadata": {"annotations": {wire.NODE_LOCK: None}}})
             return False
         return True
 
     def _schedule(self, obj: Any) -> None:
         pod = obj.raw
-        meta = o.metadata(pod)
+        meta = _meta(pod)
         uid = str(meta.get("uid"))
         if self.attempts.get(uid, 0) >= self.filter_retries:
             return  # backing off
         pod_name, ns = str(meta["name"]), str(meta.get("namespace"))
         limits = pod["spec"]["containers"][0]["resources"]["limits"]
         mem, cores = int(limits["nvidia.com/gpumem"]), int(limits["nvidia.com/gpucores"])
-        pinned = o.annots(pod).get("nvidia.com/use-gpuuuid")
+        pinned = _annotations(pod).get(wire.USE_UUID)
         for _, node in self.cluster.live(NODES):
-            node_name = o.name(node.raw)
+            node_name = _name(node.raw)
             cards = self._cards(node.raw)
             if not cards:
                 self.attempts[uid] = self.attempts.get(uid, 0) + 1
@@ -454,10 +474,10 @@ class HamiPlayer:
                 continue
             # gpuSchedulerPolicy spread: the least used card that fits.
             fit = min(fits, key=lambda c: used.get(c["id"], (0, 0))[1])
-            allocation = f"{fit['id']},NVIDIA,{mem},{cores}:;"
+            allocation = wire.encode_pod_devices([[(fit["id"], "NVIDIA", mem, cores)]])
             obj.patch({"metadata": {"annotations": {
-                o.VGPU_NODE: node_name,
-                "hami.io/vgpu-devices-to-allocate": allocation,
+                wire.ASSIGNED_NODE: node_name,
+                wire.TO_ALLOCATE: allocation,
                 "hami.io/vgpu-time": str(int(time.time())),
             }}})
             self._event(pod, "FilteringSucceed",
@@ -466,10 +486,10 @@ class HamiPlayer:
             if self._locked(node):
                 self._event(pod, "BindingFailed", b.LOCK_MESSAGE.format(node=node_name))
                 return
-            node.patch({"metadata": {"annotations": {o.NODE_LOCK: f"{now()},{ns},{pod_name}"}}})
+            node.patch({"metadata": {"annotations": {wire.NODE_LOCK: f"{now()},{ns},{pod_name}"}}})
             self.locks[node_name] = time.monotonic()
-            obj.patch({"metadata": {"annotations": {o.ALLOCATED: allocation,
-                                                    o.BIND_PHASE: "allocating"}},
+            obj.patch({"metadata": {"annotations": {wire.ALLOCATED: allocation,
+                                                    wire.BIND_PHASE: wire.BIND_ALLOCATING}},
                        "spec": {"nodeName": node_name}})
             self._event(pod, "BindingSucceed",
                         f"Successfully binding node [{node_name}] to {ns}/{pod_name}",

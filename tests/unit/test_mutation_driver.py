@@ -1,0 +1,82 @@
+"""`nox -s mutation`'s driver (tests/mutation.py): the module table, the equivalences file, how
+a mutant's change is read and how the report is written (docs/dev/mutation-testing.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests import mutation
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# The modules issue #24 puts under mutation testing.
+REQUIRED = ["gpulab/verify/hami.py", "gpulab/verify/kai.py", "gpulab/cluster/inventory.py",
+            "gpulab/cluster/checks.py", "gpulab/profile/safe_yaml.py", "gpulab/profile/load.py",
+            "gpulab/verify/recording.py", "gpulab/netcalc.py",
+            "gpulab/stacks/kamaji_hami/checks/tc05_sharing.py",
+            "gpulab/stacks/vcluster_kai/checks/scheduling.py"]
+
+
+def test_every_module_is_listed_and_has_tests() -> None:
+    modules = mutation.all_modules()
+    assert set(REQUIRED) <= set(modules)
+    assert not [m for m in modules if m.endswith("__init__.py")]
+    for module, tests in modules.items():
+        assert (mutation.ROOT / module).is_file()
+        assert any(list(mutation.ROOT.glob(t)) for t in tests), module
+
+
+def test_one_module_a_glob_or_an_unknown_one() -> None:
+    assert list(mutation.select(["gpulab/netcalc.py"], None)) == ["gpulab/netcalc.py"]
+    checks = mutation.select(["gpulab/stacks/kamaji_hami/checks/tc0*.py"], None)
+    assert "gpulab/stacks/kamaji_hami/checks/tc06_core_overcommit.py" in checks
+    with pytest.raises(SystemExit, match=r"gpulab/nothing\.py is not one of the modules"):
+        mutation.select(["gpulab/nothing.py"], None)
+
+
+def test_the_equivalences_name_listed_modules_and_say_why() -> None:
+    modules = mutation.all_modules()
+    equivalents = mutation.load_equivalents()
+    assert equivalents
+    for entry in equivalents:
+        assert entry.module in modules
+        assert entry.before != entry.after
+        assert len(entry.reason) > 20
+
+
+def test_a_mutants_change_is_read_against_the_unmutated_copy(tmp_path: Path) -> None:
+    mutated = tmp_path / "m.py"
+    mutated.write_text(
+        "def x_size__mutmut_orig(a):\n    first = a - 1\n    return first\n"
+        "def x_size__mutmut_1(a):\n    first = a + 1\n    return first\n"
+        "class K:\n"
+        "    def xǁKǁrun__mutmut_orig(self):\n        return 'ok'\n"
+        "    def xǁKǁrun__mutmut_2(self):\n        return 'XXokXX'\n", encoding="utf-8")
+    assert mutation.mutant_changes(mutated) == {
+        "x_size__mutmut_1": ("size", "first = a - 1", "first = a + 1"),
+        "xǁKǁrun__mutmut_2": ("K.run", "return 'ok'", "return 'XXokXX'"),
+    }
+
+
+def test_the_report_lists_scores_survivors_and_their_killers() -> None:
+    run = mutation.Run("gpulab/netcalc.py", ("tests/unit/test_netcalc.py",), mutants=[
+        mutation.Mutant("x_f__mutmut_1", "killed", "f", "a = 1", "a = 2"),
+        mutation.Mutant("x_f__mutmut_2", "survived", "f", "b = x", "b = None"),
+        mutation.Mutant("x_f__mutmut_3", "survived", "f", "c = y", "c = None"),
+        mutation.Mutant("x_f__mutmut_4", "skipped", "f", "d", "e"),
+    ], kills={"x_f__mutmut_1": "tests/unit/test_netcalc.py::test_one"})
+    equivalent = mutation.Equivalent("gpulab/netcalc.py", "f", "c = y", "c = None", "y is None")
+    data = {"gpulab/netcalc.py": {"ever_survived": [
+        {"function": "f", "before": "a = 1", "after": "a = 2"}]}}
+    entry = mutation.record(data, run, [equivalent])
+    assert (entry["now"]["killed"], entry["now"]["total"], entry["now"]["equivalent"]) == (1, 3, 1)
+    assert entry["before"]["killed"] == 1  # the first run recorded is the "before"
+    report = mutation.render(data)
+    assert "| `gpulab/netcalc.py` | 1/3 (" in report
+    assert "| 33.3 % | 50.0 % | 2 (1) |" in report
+    assert "| 2 | `f` | `b = x` | `b = None` | survived: no test kills it |" in report
+    assert "| 3 | `f` | `c = y` | `c = None` | equivalent: y is None |" in report
+    assert "| `f` | `a = 1` | `a = 2` | `tests/unit/test_netcalc.py::test_one` |" in report
