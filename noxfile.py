@@ -100,6 +100,17 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation testing (mutmut) of the pure-logic modules; not a default session, not in CI.
+
+    `nox -s mutation -- gpulab/netcalc.py` runs one module, `-- --changed [REF]` the modules a
+    change touches; docs/dev/mutation-testing.md says how to read docs/dev/mutation-report.md.
+    """
+    session.install("-e", ".[test]", "mutmut>=3.8,<4")
+    session.run("python", "-m", "tests.mutation", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.15")
     session.run("ruff", "check", "gpulab", "tests", "benchmarks", "noxfile.py")

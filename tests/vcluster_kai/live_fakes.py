@@ -19,7 +19,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import AdapterError
-from gpulab.stacks.vcluster_kai import objects as ko
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import observe as verify_observe
 from tests.kamaji_hami.fakes import FakeApi, FakeClock
@@ -279,4 +278,4 @@ def verify_namespace_left(lab: KaiLab, team: str) -> list[tuple[str, str, str]]:
                                                               verify_observe.VERIFY_NAMESPACE))
 
 
-__all__ = ["FakeKai", "KaiLab", "VClusterApi", "kai_lab", "ko", "verify_namespace_left"]
+__all__ = ["FakeKai", "KaiLab", "VClusterApi", "kai_lab", "verify_namespace_left"]
