@@ -158,19 +158,26 @@ class _HungServer:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
+        self.sock.settimeout(0.1)  # the accept loop sees `stop`: a thread left blocked in
+        # accept() on a closed socket would take the next test's connections on that fd
+        self.stop = threading.Event()
         self.held: list[socket.socket] = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
 
     def _accept(self) -> None:
-        try:
-            while True:
+        while not self.stop.is_set():
+            try:
                 self.held.append(self.sock.accept()[0])
-        except OSError:
-            return
+            except TimeoutError:
+                continue
+            except OSError:
+                return
 
     def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(5)
         self.sock.close()
         for held in self.held:
             held.close()
