@@ -3,6 +3,7 @@
     nox -s mutation                          every module below, one at a time
     nox -s mutation -- gpulab/netcalc.py     one module (a path or a glob of MODULES)
     nox -s mutation -- --changed [REF]       the modules `git diff REF` touches (default HEAD)
+    nox -s mutation -- MODULE --from-last-run   the report again, from the last run's verdicts
 
 Each module runs alone, in a copy of the work tree (`.nox/mutation/work/<module>`, where
 `mutmut browse` can be run afterwards), with only the tests listed for it: mutmut changes one
@@ -292,14 +293,25 @@ def run_module(module: str, tests: tuple[str, ...], max_children: int) -> Run:
         print(f"{module}: {len(deselect)} test(s) fail without any mutant, left out: "
               + ", ".join(deselect), flush=True)
         prepare(module, tests, work, deselect)
+    (work / "selection.json").write_text(json.dumps({"tests": tests, "deselected": deselect}),
+                                         encoding="utf-8")
     mutmut(work, "run", "--max-children", str(max_children))
+    return last_run(module)
+
+
+def last_run(module: str) -> Run:
+    """The verdicts of the module's last run, read back from its work folder."""
+    work = WORK / slug(module)
+    if not (work / "selection.json").exists():
+        raise SystemExit(f"{module} has no finished run in {work}")
+    selection = json.loads((work / "selection.json").read_text(encoding="utf-8"))
     statuses: dict[str, str] = {}
     for line in mutmut(work, "results", "--all", "true", capture=True).splitlines():
         name, sep, status = line.strip().rpartition(": ")
         if sep and "__mutmut_" in name:
             statuses[name] = status
     changes = mutant_changes(work / "mutants" / module)
-    run = Run(module, tests, deselected=deselect)
+    run = Run(module, tuple(selection["tests"]), deselected=selection["deselected"])
     for name, status in sorted(statuses.items(), key=lambda kv: _number(kv[0])):
         short = name.rpartition(".")[2]
         function, before, after = changes.get(short, (function_of(short.rpartition(
@@ -364,6 +376,10 @@ def _code(text: str) -> str:
     return f"`{text}`" if text else "(nothing)"
 
 
+def _when(score: dict[str, Any]) -> str:
+    return f"{score['date']}, {score['commit']}" + ("+" if score.get("working_tree") else "")
+
+
 def render(data: dict[str, Any]) -> str:
     out = [
         "# Mutation report",
@@ -372,7 +388,7 @@ def render(data: dict[str, Any]) -> str:
         "edit by hand. [mutation-testing.md](mutation-testing.md) says how to run it and read it.",
         "Score: killed mutants (a test failed, or the tests timed out) over all mutants. "
         "*Without equivalents*: the same with the mutants tests/mutation_equivalent.toml "
-        "explains left out. *Working tree*: the module had uncommitted changes when it ran.",
+        "explains left out. A `+` after the commit: the module had uncommitted changes when it ran.",
         "",
         "| module | before | score before | now | score now | without equivalents | "
         "survivors (equivalent) |",
@@ -384,9 +400,9 @@ def render(data: dict[str, Any]) -> str:
         before, now = entry["before"], entry["now"]
         survivors = len(now["survivors"])
         out.append(
-            f"| `{module}` | {before['killed']}/{before['total']} ({before['date']}) | "
+            f"| `{module}` | {before['killed']}/{before['total']} ({_when(before)}) | "
             f"{percent(before['killed'], before['total'])} | "
-            f"{now['killed']}/{now['total']} ({now['date']}) | "
+            f"{now['killed']}/{now['total']} ({_when(now)}) | "
             f"{percent(now['killed'], now['total'])} | "
             f"{percent(now['killed'], now['total'] - now['equivalent'])} | "
             f"{survivors} ({now['equivalent']}) |")
@@ -439,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help="module paths or globs (default: all)")
     parser.add_argument("--changed", nargs="?", const="HEAD", metavar="REF",
                         help="the modules `git diff REF` touches (default REF: HEAD)")
+    parser.add_argument("--from-last-run", action="store_true",
+                        help="report the modules' last runs again (after editing "
+                             "tests/mutation_equivalent.toml) without running mutmut")
     parser.add_argument("--max-children", type=int,
                         default=max(1, (os.cpu_count() or 2) // 2),
                         help="mutants tested at once (default: half the CPUs)")
@@ -448,11 +467,13 @@ def main(argv: list[str] | None = None) -> int:
         print("no module of tests/mutation.py to run")
         return 0
     equivalents = load_equivalents()
-    data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
     summaries = []
     for module, tests in chosen.items():
         print(f"== {module}: {' '.join(tests)}", flush=True)
-        run = run_module(module, tests, args.max_children)
+        run = (last_run(module) if args.from_last_run
+               else run_module(module, tests, args.max_children))
+        # read again: another run may have written other modules meanwhile
+        data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
         entry = record(data, run, equivalents)
         DATA.parent.mkdir(parents=True, exist_ok=True)
         DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

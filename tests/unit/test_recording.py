@@ -93,6 +93,11 @@ def test_a_long_wrong_value_is_cut_to_sixty_characters(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as whole:
         read_document(path, Manifest)
     assert whole.value.message.endswith(f"got {json.dumps(exact)}")
+    over = "y" * 59  # with its quotes: 61 characters, one too many
+    _write(path, _manifest(seconds=over))
+    with pytest.raises(UsageError) as cut:
+        read_document(path, Manifest)
+    assert cut.value.message.endswith(f"got {json.dumps(over)[:57]}...")
 
 
 def test_a_missing_field_shows_the_document_it_is_missing_from(tmp_path: Path) -> None:
@@ -238,3 +243,11 @@ def test_a_format_with_its_own_version_is_read_at_that_version(tmp_path: Path) -
     _write(path, {"format": "my-format", "version": 1})
     with pytest.raises(UsageError, match=r"is recording version 1; this gpulab reads version 2"):
         read_document(path, _Versioned)
+
+
+def test_a_document_that_is_not_json_is_named(tmp_path: Path) -> None:
+    path = tmp_path / MANIFEST
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(UsageError) as err:
+        read_document(path, Manifest)
+    assert err.value.message.startswith(f"{path} is not readable JSON: ")

@@ -173,3 +173,14 @@ def test_a_complex_key_does_not_stop_the_check_of_the_other_keys() -> None:
         (1, "a mapping key must be a plain name, not a mapping or a list"),
         (3, "'yes' is a boolean in YAML 1.1 (write true/false, or quote it)"),
     ]
+
+
+def test_closed_siblings_do_not_hide_how_deep_the_rest_goes() -> None:
+    """Each level holds a closed empty list before the next level: the depth still counts every
+    open level (a closed list gives back exactly its own level)."""
+    def levels(depth: int) -> str:
+        return "".join("  " * level + f"x{level}: []\n" + "  " * level + f"k{level}:\n"
+                       for level in range(depth)) + "  " * depth + "v\n"
+    assert _problems(levels(MAX_DEPTH - 1)) == []
+    assert _problems(levels(MAX_DEPTH + 1)) == [
+        (2 * MAX_DEPTH - 1, f"nested deeper than {MAX_DEPTH} levels")]  # x31: [] is level 33
