@@ -851,11 +851,24 @@ def kubeconfig(
     _guard(body)
 
 
+def _replay_source(value: Path | None) -> Path | None:
+    """`--replay example:NAME`: the example recording shipped with gpulab (package data)."""
+    from gpulab.verify.examples import example_recording, is_example_ref
+
+    if value is None or not is_example_ref(str(value)):
+        return value
+    try:
+        return example_recording(str(value))
+    except UsageError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
 def _replay(directory: Path, tc: str | None, profile: str | None, name: str | None,
             record: Path | None) -> tuple[VerifyReport, LabProfile]:
     """`verify --replay`: the recording judged against `--profile`, else its own profile."""
     from gpulab import core
     from gpulab.errors import UsageError
+    from gpulab.verify.examples import PROVENANCE, is_example
 
     if record is not None:
         raise UsageError("--record and --replay cannot be combined")
@@ -864,6 +877,8 @@ def _replay(directory: Path, tc: str | None, profile: str | None, name: str | No
                          hint="a replay judges the lab in the recording; --profile judges it "
                               "against another profile")
     against = _load(profile) if profile is not None else None
+    if is_example(directory):  # never passed off as a real lab's run
+        err.print(f"note: replaying {PROVENANCE} ({directory})", markup=False)
     return core.replay_verify(directory, tc, against)
 
 
@@ -891,9 +906,12 @@ def verify(
                                       "folder (see docs/recording-format.md)."),
     ] = None,
     replay: Annotated[
-        Path | None, typer.Option("--replay", help="Re-evaluate a recording offline; no cluster "
-                                                    "is contacted. Judged against the profile it "
-                                                    "was recorded with, or --profile.")
+        Path | None, typer.Option("--replay", callback=_replay_source,
+                                  help="Re-evaluate a recording offline; no cluster is "
+                                       "contacted. Judged against the profile it was recorded "
+                                       "with, or --profile. example:kamaji-hami and "
+                                       "example:vcluster-kai replay the examples shipped with "
+                                       "gpulab.")
     ] = None,
     kubeconfig: Annotated[
         list[Path] | None,

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 RECORDINGS = Path(__file__).parent / "data" / "recordings"
+# The examples gpulab ships (`verify --replay example:NAME`, gpulab/verify/examples.py) are these
+# test recordings, copied: example name → recording here (tests/unit/test_examples.py).
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "gpulab" / "examples" / "recordings"
+EXAMPLES = {"kamaji-hami": "writeup-healthy", "vcluster-kai": "kai-healthy"}
 
 R = TypeVar("R")
 
@@ -56,3 +60,15 @@ def listed_under_another_name(st: dict[str, Any], other: dict[str, Any], uid: st
                                 if p["metadata"]["uid"] != uid]
     st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": "renamed", "namespace": "default", "uid": uid, "labels": {}}})
+
+
+def sync_examples(names: tuple[str, ...] = tuple(EXAMPLES)) -> list[Path]:
+    """Copy the test recordings of `names` over gpulab's packaged examples (the builders do, after
+    rewriting them)."""
+    written = []
+    for name in names:
+        target = EXAMPLES_DIR / name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(RECORDINGS / EXAMPLES[name], target)
+        written.append(target)
+    return written

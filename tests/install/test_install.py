@@ -1,5 +1,6 @@
 """The wheel as users install it (issue #21): into a clean venv, into the `--user` scheme, with
-pipx. Each install then runs `gpulab profiles list`, `profiles show` and `plan` from where it was
+pipx. Each install then runs `gpulab profiles list`, `profiles show`, `plan` and `verify --replay
+example:NAME` (the examples shipped as package data) from where it was
 installed, and the built-in profiles must be found there (they once were data files under
 sys.prefix, which `pip install --user` does not use: `plan` exited 2, `profiles list` printed
 nothing).
@@ -108,14 +109,23 @@ def _assert_gpulab_works(gpulab: Path, installed_under: Path, env: dict[str, str
     assert shown == (ROOT / "gpulab" / "profiles" / "kamaji-hami.yaml").read_text(encoding="utf-8")
     plan = _run([gpulab, "plan", "-p", "vcluster-kai", "-o", "json"], env=env, cwd=cwd)
     assert plan.returncode == 0, plan.stderr[-2000:]
+    for name in BUILTINS:  # the README's first command needs no cluster: the shipped examples
+        replay = _run([gpulab, "verify", "--replay", f"example:{name}"], env=env, cwd=cwd)
+        assert " PASS " in _ok(replay), replay.stdout
+        shown = replay.stderr.partition("not recorded on a running lab (")[2].partition(")")[0]
+        assert Path(shown).resolve().is_relative_to(installed_under.resolve()), replay.stderr
 
 
-def test_the_wheel_carries_the_profiles_inside_the_package(wheel: Path) -> None:
+def test_the_wheel_carries_the_profiles_and_examples_inside_the_package(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         for name in BUILTINS:
             member = f"gpulab/profiles/{name}.yaml"
             assert archive.read(member) == (ROOT / member).read_bytes()
+            examples = ROOT / "gpulab" / "examples" / "recordings" / name
+            for path in examples.iterdir():  # `verify --replay example:NAME`
+                member = str(path.relative_to(ROOT))
+                assert archive.read(member) == path.read_bytes()
     assert [n for n in names if ".data/" in n] == [], "nothing may land outside the package"
     assert "gpulab/py.typed" in names
 

@@ -9,7 +9,8 @@ lock contention`, allocatable 81920/100/100 and 2 x L4 for tenant-b.
 `healthy_state(profile)` is a LabState where all eight checks pass for both tenants; tests derive
 failing states from it with `tenant_replace`, `run_replace` and the object helpers.
 
-Run `python -m tests.kamaji_hami.builders` to rewrite tests/data/recordings/writeup-healthy.
+Run `python -m tests.kamaji_hami.builders` to rewrite tests/data/recordings/writeup-healthy (and
+its copy gpulab ships, gpulab/examples/recordings/kamaji-hami).
 """
 
 from __future__ import annotations
@@ -402,5 +403,7 @@ def write_writeup_recordings(root: Path = RECORDINGS) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for path in write_writeup_recordings():
+    from tests.recordings import sync_examples
+
+    for path in [*write_writeup_recordings(), *sync_examples(("kamaji-hami",))]:
         print(path)

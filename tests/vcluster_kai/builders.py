@@ -348,5 +348,7 @@ def write_recordings(root: Path = RECORDINGS) -> list[Path]:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    for path in write_recordings():
+    from tests.recordings import sync_examples
+
+    for path in [*write_recordings(), *sync_examples(("vcluster-kai",))]:
         print(path)
