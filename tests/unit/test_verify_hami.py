@@ -128,8 +128,10 @@ def test_signed_and_int32_edge_numbers_decode_as_strconv_does() -> None:
 
 
 def test_the_lenient_allocation_reader_skips_what_it_cannot_read() -> None:
-    assert parse_allocation("A,NVIDIA,1:B,NVIDIA,3,4:,x,1,2:C,NVIDIA,n,1:;;D,T,5,6:;") == [
-        [DeviceGrant("B", "NVIDIA", 3, 4)], [DeviceGrant("D", "T", 5, 6)]]
+    assert parse_allocation("A,NVIDIA,1:B,NVIDIA,3,4:,x,1,2:C,NVIDIA,n,1:E,NVIDIA,7,8:;;"
+                            "D,T,5,6:;") == [
+        [DeviceGrant("B", "NVIDIA", 3, 4), DeviceGrant("E", "NVIDIA", 7, 8)],
+        [DeviceGrant("D", "T", 5, 6)]]
 
 
 # ------------------------------------------------------------------ usage
@@ -193,6 +195,7 @@ def test_card_usage_per_node_and_card_sorted() -> None:
     (0, 100, 10, "[----------]"), (50, 100, 10, "[#####-----]"), (100, 100, 10, "[##########]"),
     (150, 100, 10, "[##########]"), (1, 3, 3, "[#--]"), (15, 100, 10, "[##--------]"),
     (5, 100, 10, "[----------]"), (4, 100, 10, "[----------]"), (1, 0, 4, "[????]"), (1, -1, 2, "[??]"),
+    (1, 1, 4, "[####]"),
 ])
 def test_usage_bar(used: int, total: int, width: int, bar: str) -> None:
     assert usage_bar(used, total, width) == bar

@@ -187,3 +187,11 @@ def test_a_whole_gpu_pod_with_another_scheduler_and_queue_label() -> None:
 def test_kais_names() -> None:
     assert (QUEUE_LABEL, FRACTION_ANNOTATION, KAI_SCHEDULER, GPU_GROUP_LABEL) == (
         "kai.scheduler/queue", "gpu-fraction", "kai-scheduler", "runai-gpu-group")
+
+
+def test_the_deprecated_fields_alone_each_give_a_reason() -> None:
+    """A condition without reasons[] (older KAI) gives its own reason and message, either of
+    which may be missing; junk before it does not stop the reading."""
+    group = _group("junk", {"reason": "OverLimit"}, 7, {"message": "only the message"})
+    assert [(r.code, r.message, r.source) for r in queue_reasons(group)] == [
+        ("OverLimit", "", "PodGroup"), ("", "only the message", "PodGroup")]
