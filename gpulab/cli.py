@@ -287,10 +287,30 @@ def profiles_show(
     _guard(body)
 
 
+ClusterKubeconfigOpt = Annotated[
+    Path | None, typer.Option("--kubeconfig", metavar="<path>",
+                              help="Build the lab in this existing cluster (provider existing) "
+                                   "instead of a new kind cluster; see docs/own-cluster.md.")
+]
+ClusterContextOpt = Annotated[
+    str | None, typer.Option("--context", metavar="<str>",
+                             help="With an existing cluster: the kubeconfig's context (default: "
+                                  "its current context).")
+]
+
+
+def _cluster_choice(profile: LabProfile, kubeconfig: Path | None, context: str | None) -> Any:
+    from gpulab.providers import choose
+
+    return choose(profile, kubeconfig, context)
+
+
 @app.command(short_help="Show every step and object `up` would create, changing nothing.")
 def plan(
     profile: ProfileOpt = None,
     name: NameOpt = None,
+    kubeconfig: ClusterKubeconfigOpt = None,
+    context: ClusterContextOpt = None,
     output: Annotated[
         PlanOutput, typer.Option("--output", "-o", parser=_plan_output,
                                  help="text (steps), yaml or json (steps with every object), "
@@ -317,7 +337,9 @@ def plan(
         if cluster is not None and output is not PlanOutput.manifests:
             raise UsageError("--cluster goes with -o manifests")
         loaded = _load(profile)
-        steps, facts_note = core.plan_steps(loaded.profile, name, probe_host=True)
+        steps, facts_note = core.plan_steps(
+            loaded.profile, name, probe_host=True,
+            cluster=_cluster_choice(loaded.profile, kubeconfig, context))
         if facts_note and output is not PlanOutput.text:
             err.print(f"note: {facts_note}", markup=False)
         if output is PlanOutput.manifests:
@@ -495,6 +517,8 @@ def _tool_output(error: BaseException | None, verbose: bool) -> list[str]:
 def up(
     profile: ProfileOpt = None,
     name: NameOpt = None,
+    kubeconfig: ClusterKubeconfigOpt = None,
+    context: ClusterContextOpt = None,
     verbose: VerboseOpt = False,
     json_events: Annotated[
         bool, typer.Option("--json", help="One JSON event per line on stdout.")
@@ -527,7 +551,8 @@ def up(
             err.print(f"Building lab '{lab}' from {loaded.source}{gone}", markup=False)
         with _locked(lab, f"up{_flags(profile, name)}"), _stop_signals() as received, \
                 make_reporter(err, json_lines=json_events, verbose=verbose) as reporter:
-            result = core.up(loaded.profile, lab, reporter, skip_preflight=skip_preflight)
+            result = core.up(loaded.profile, lab, reporter, skip_preflight=skip_preflight,
+                             cluster=_up_cluster(loaded.profile, lab, kubeconfig, context))
             if result.built_anything:  # a lab that exists remembers its profile for `--name`
                 core.record_profile(lab, loaded)
                 core.record_timings(lab, result)
@@ -567,6 +592,28 @@ def up(
                            "already-up" if result.all_skipped else "built", 0)
 
     _guard(body)
+
+
+def _up_cluster(profile: LabProfile, lab: str, kubeconfig: Path | None, context: str | None
+                ) -> Any:
+    """The cluster `up` builds in: `--kubeconfig/--context`; else, for a lab already in an
+    existing cluster, the one its record names; else the profile's."""
+    from gpulab import lab_record
+
+    record = lab_record.read(lab)
+    if kubeconfig is None and context is None and record is not None \
+            and record.provider == "existing":
+        from gpulab.providers.base import ClusterChoice
+
+        kept = record.cluster
+        file = kept.get("kubeconfig")
+        spec = profile.cluster
+        return ClusterChoice("existing",
+                             kubeconfig=Path(file) if file and file != "(default)" else None,
+                             context=kept.get("context"),
+                             expose=spec.expose if spec else "auto",
+                             node_address=spec.node_address if spec else None)
+    return _cluster_choice(profile, kubeconfig, context)
 
 
 def _up_summary(output: Output, lab: str, loaded: LoadedProfile, result: Any, outcome: str,
@@ -625,11 +672,29 @@ def down(
     name: NameOpt = None,
     output: OutputOpt = Output.text,
     json_out: JsonOpt = False,
+    kubeconfig: Annotated[
+        Path | None, typer.Option("--kubeconfig", metavar="<path>",
+                                  help="A lab in an existing cluster: the kubeconfig that "
+                                       "reaches it now (default: the one `up` was given).")
+    ] = None,
+    context: ClusterContextOpt = None,
 ) -> None:
-    """Remove everything the lab owns (found by Docker labels), then check nothing is left."""
+    """Remove everything the lab owns (found by Docker labels), then check nothing is left. A
+    lab in an existing cluster: exactly what `up` created there (its record), never the
+    cluster or what was there before."""
 
     def body() -> int:
         from gpulab import core, lab_record
+
+        existing = _existing_record(profile, name)
+        if existing is not None:
+            lab, record = existing
+            with _locked(lab, f"down{_flags(profile, name)}"):
+                result = core.down_existing(lab, record, kubeconfig=kubeconfig,
+                                            context=context)
+            return _down_report(lab, result, _chosen_output(output, json_out), kind_found=True)
+        if kubeconfig is not None or context is not None:
+            raise UsageError("--kubeconfig and --context go with a lab in an existing cluster")
 
         try:
             loaded, lab = _resolve_lab(profile, name)
@@ -646,29 +711,50 @@ def down(
         kind = core.kind_cli(endpoint)
         with _locked(lab, f"down{_flags(profile, name)}"):
             result = core.down(lab, runtime, kind, members)
-        chosen = _chosen_output(output, json_out)
-        if chosen is not Output.text:
-            _data({"lab": lab, "removed": result.removed, "kept": result.kept,
-                   "leftovers": result.leftovers}, chosen)
-        else:
-            if not result.removed:
-                err.print(f"nothing to remove: no lab named '{lab}' on this host", markup=False)
-            for item in result.removed:
-                err.print(f" - removed {item}", markup=False)
-            for item in result.kept:
-                err.print(f" = kept {item}", markup=False)
-            if kind is None:
-                err.print("note: kind not found; removed the cluster's containers by label",
-                          markup=False)
-        if result.leftovers:
-            err.print(f"error: still present after down: {', '.join(result.leftovers)}",
-                      markup=False)
-            return int(ExitCode.FAILED)
-        if result.removed and chosen is Output.text:
-            err.print(f"lab '{lab}' removed; nothing labelled for it is left", markup=False)
-        return 0
+        return _down_report(lab, result, _chosen_output(output, json_out),
+                            kind_found=kind is not None)
 
     _guard(body)
+
+
+def _existing_record(profile: str | None, name: str | None) -> Any:
+    """(lab, record) when the lab named (or the profile's) is in an existing cluster."""
+    from gpulab import lab_record
+    from gpulab.profile.base import dns_label
+
+    if name is not None:
+        try:
+            lab = dns_label(name)
+        except ValueError as error:
+            raise UsageError(f"--name: {error}") from None
+    else:
+        lab = _load(profile).profile.name
+    record = lab_record.read(lab)
+    return (lab, record) if record is not None and record.provider == "existing" else None
+
+
+def _down_report(lab: str, result: Any, chosen: Output, *, kind_found: bool) -> int:
+    """`down`'s report: what went, what was kept, and exit 1 when something is left."""
+    if chosen is not Output.text:
+        _data({"lab": lab, "removed": result.removed, "kept": result.kept,
+               "leftovers": result.leftovers}, chosen)
+    else:
+        if not result.removed:
+            err.print(f"nothing to remove: no lab named '{lab}' on this host", markup=False)
+        for item in result.removed:
+            err.print(f" - removed {item}", markup=False)
+        for item in result.kept:
+            err.print(f" = kept {item}", markup=False)
+        if not kind_found:
+            err.print("note: kind not found; removed the cluster's containers by label",
+                      markup=False)
+    if result.leftovers:
+        err.print(f"error: still present after down: {', '.join(result.leftovers)}",
+                  markup=False)
+        return int(ExitCode.FAILED)
+    if result.removed and chosen is Output.text:
+        err.print(f"lab '{lab}' removed; nothing labelled for it is left", markup=False)
+    return 0
 
 
 @app.command(short_help="Show the lab's clusters, nodes and GPU cards in use.")
@@ -684,7 +770,8 @@ def status(
         from gpulab import core
 
         loaded, lab = _resolve_lab(profile, name)
-        info = core.status(lab, core.connect_runtime(), loaded.profile)
+        existing = _existing_record(None, lab)
+        info = core.status(lab, None if existing else core.connect_runtime(), loaded.profile)
         if not info["exists"]:
             raise core.no_lab(lab)
         mgmt = info["management"]

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
+    from gpulab.providers.base import ClusterChoice
+    from gpulab.providers.existing import ExistingCluster, ExistingFacts
     from gpulab.stacks import Stack
     from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.report import VerifyReport
@@ -135,14 +137,23 @@ def kind_cli(endpoint: DockerEndpoint, *, kubeconfig: Path | None = None,
 
 
 def plan_steps(
-    profile: LabProfile, name: str | None, *, probe_host: bool
+    profile: LabProfile, name: str | None, *, probe_host: bool,
+    cluster: ClusterChoice | None = None,
 ) -> tuple[list[Step], str]:
     """The steps `up` would run (then what `verify` creates), and a note on host facts that
-    could not be observed."""
+    could not be observed. On an existing cluster (`cluster`, else the profile's `cluster:`)
+    the cluster is read (read-only) and the note says what `up` would refuse."""
+    from gpulab.providers import choose
     from gpulab.stacks import for_profile
 
     stack = for_profile(profile)
     lab = lab_name(profile, name)
+    choice = cluster or choose(profile)
+    if choice.provider == "existing":
+        facts, first, problems = existing_facts(profile, lab, choice)
+        steps = [first, *stack.build_steps(profile, lab, facts)]
+        note = ("up would refuse: " + "; ".join(problems)) if problems else ""
+        return [*steps, *stack.verify_previews(profile)], note
     runtime: DockerReader | None = None
     note = ""
     if probe_host:
@@ -360,15 +371,54 @@ def _reported_pull(runtime: ContainerRuntime, report: Reporter | None
     return pull
 
 
+def existing_facts(profile: LabProfile, lab: str, choice: ClusterChoice
+                   ) -> tuple[ExistingFacts, ExistingCluster, list[str]]:
+    """Provider existing, read-only: what the cluster is, its `management/cluster` step, and
+    why the lab cannot go into it ([]: it can). HostError when its API does not answer."""
+    from gpulab import lab_record
+    from gpulab.providers.existing import ExistingCluster, connect, identity_of, observe
+    from gpulab.stacks import for_profile
+
+    stack = for_profile(profile)
+    record = lab_record.read(lab)
+    needs = stack.existing_needs(profile, lab, record.owned if record else ())
+    client, context, text = connect(choice)
+    try:
+        where = str(choice.kubeconfig.absolute()) if choice.kubeconfig else "(default)"
+        try:
+            identity = identity_of(client, client.server, context, where)
+            facts = observe(client, identity, needs, expose=choice.expose,
+                            node_address=choice.node_address)
+        except GpulabError as err:
+            raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
+                            f"read: {err.message}",
+                            hint="check the kubeconfig, the network path and your access"
+                            ) from None
+        kept = record.cluster if record else {}
+        if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
+            raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
+                             f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
+                             f"kubeconfig reaches {identity.kube_system_uid} at {identity.server}")
+    finally:
+        client.close()
+    return (facts, ExistingCluster(identity, text, facts.version),
+            stack.existing_problems(profile, facts))
+
+
 def up(profile: LabProfile, name: str | None, report: Reporter, *,
        adapters: LabAdapters | None = None, skip_preflight: bool = False,
-       sleep: Callable[[float], None] | None = None) -> RunResult:
+       sleep: Callable[[float], None] | None = None,
+       cluster: ClusterChoice | None = None) -> RunResult:
     """Build the lab; idempotent and resumable (state is what exists)."""
     from gpulab.engine.runner import run_steps
     from gpulab.engine.step import StepContext
+    from gpulab.providers import choose
     from gpulab.stacks import for_profile
 
     lab = lab_name(profile, name)
+    choice = cluster or choose(profile)
+    if choice.provider == "existing":
+        return _up_existing(profile, lab, report, choice, adapters=adapters, sleep=sleep)
     if adapters is None:
         endpoint = docker_endpoint()  # once: gpulab's client and kind use the same engine
         runtime = connect_runtime(endpoint=endpoint)
@@ -394,6 +444,49 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
 
         lab_record.record_created(lab, _created(lab, adapters.runtime))
     return result
+
+
+def _up_existing(profile: LabProfile, lab: str, report: Reporter, choice: ClusterChoice, *,
+                 adapters: LabAdapters | None, sleep: Callable[[float], None] | None
+                 ) -> RunResult:
+    """`up` into a cluster gpulab did not make: the read-only preflight refuses (exit 4, one
+    line) before anything is created; every step's creations are recorded (providers.existing
+    .Owning) so `down` removes exactly those."""
+    from typing import cast
+
+    from gpulab.engine.runner import run_steps
+    from gpulab.engine.step import StepContext
+    from gpulab.providers.existing import Owning
+    from gpulab.stacks import for_profile
+
+    facts, first, problems = existing_facts(profile, lab, choice)
+    if problems:
+        more = f" (+{len(problems) - 1} more; gpulab plan lists them)" if len(problems) > 1 \
+            else ""
+        raise HostError(f"preflight: {problems[0]}{more}",
+                        hint="see docs/own-cluster.md; nothing was created")
+    if adapters is None:
+        from gpulab.adapters.base import LabAdapters
+        from gpulab.adapters.helm import PyHelm3Gateway
+        from gpulab.adapters.kube import KubeClient
+        from gpulab.manifests import fetch_manifest
+        from gpulab.paths import lab_dir
+        from gpulab.tools import find_tool
+
+        helm_binary = find_tool("helm")
+        if helm_binary is None:
+            raise HostError("helm not found on PATH or in gpulab's cache",
+                            hint="run gpulab doctor --install-tools")
+        adapters = LabAdapters(runtime=cast("Any", None), kind=cast("Any", None),
+                               kube=KubeClient,
+                               helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
+                               fetch=fetch_manifest, lab_dir=lab_dir(lab))
+    steps: list[Step] = [first, *(Owning(s) for s in for_profile(profile).build_steps(
+        profile, lab, facts))]
+    ctx = StepContext(lab=lab, adapters=adapters)
+    if sleep is not None:
+        ctx.sleep = sleep
+    return run_steps(steps, ctx, report)
 
 
 def _created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
@@ -487,6 +580,80 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
         result.kept.append("Docker network 'kind' (shared by every kind cluster on this host; "
                            "`docker network rm kind` when nothing uses it)")
     return result
+
+
+def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None,
+                  context: str | None = None,
+                  helm: Callable[[Path], HelmGateway] | None = None) -> Teardown:
+    """`down` of a lab in a cluster gpulab did not make: UsageError (exit 2) when the kubeconfig
+    now reaches another cluster (its kube-system uid differs); else exactly what lab.json says
+    gpulab created, newest first (providers.existing.teardown), then the lab's files. What was
+    there before is never touched."""
+    from pathlib import Path
+
+    from gpulab.providers.base import ClusterChoice
+    from gpulab.providers.existing import connect, identity_of, teardown
+
+    kept = record.cluster
+    recorded = kept.get("kubeconfig")
+    file = kubeconfig or (Path(recorded) if recorded and recorded != "(default)" else None)
+    choice = ClusterChoice("existing", kubeconfig=file, context=context or kept.get("context"))
+    client, ctx_name, text = connect(choice)
+    folder = None
+    try:
+        identity = identity_of(client, client.server, ctx_name, str(file or "(default)"))
+        if identity.kube_system_uid != kept.get("kube_system_uid"):
+            raise UsageError(f"lab '{lab}' is in the cluster with kube-system uid "
+                             f"{kept.get('kube_system_uid')} ({kept.get('server')}); the "
+                             f"kubeconfig now reaches {identity.kube_system_uid} at "
+                             f"{identity.server}: nothing removed",
+                             hint="give --kubeconfig/--context of the lab's cluster")
+        import tempfile
+
+        folder = tempfile.TemporaryDirectory(prefix="gpulab-down-")
+        path = Path(folder.name) / "cluster.kubeconfig"
+        from gpulab.paths import write_secret
+
+        write_secret(path, text.encode())
+        if helm is None:
+            from gpulab.adapters.helm import PyHelm3Gateway
+            from gpulab.tools import find_tool
+
+            binary = find_tool("helm")
+            if binary is None:
+                raise HostError("helm not found on PATH or in gpulab's cache",
+                                hint="run gpulab doctor --install-tools")
+            helm = lambda p: PyHelm3Gateway(p, executable=binary)  # noqa: E731
+        gone = teardown(record.owned, client, helm(path))
+    finally:
+        client.close()
+        if folder is not None:
+            folder.cleanup()
+    result = Teardown(removed=list(gone.removed), leftovers=list(gone.leftovers))
+    result.removed += _remove_lab_files(lab)
+    result.removed += _remove_contexts(lab, record, [])
+    result.kept.append(f"the cluster at {kept.get('server')} and everything gpulab found there")
+    return result
+
+
+def _remove_lab_files(lab: str) -> list[str]:
+    import shutil
+
+    from gpulab.lock import LOCK_FILE
+    from gpulab.paths import lab_dir
+
+    folder = lab_dir(lab)
+    if not folder.exists():
+        return []
+    files = [p for p in folder.iterdir() if p.name != LOCK_FILE]  # down holds the lock
+    for path in files:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    if not (folder / LOCK_FILE).exists():
+        folder.rmdir()  # else the lock's release removes the emptied folder
+    return [f"lab files {folder}"] if files else []
 
 
 def _remove_contexts(lab: str, record: LabRecord | None, members: Sequence[str]
@@ -598,7 +765,7 @@ def _lab_state(found: list[Any], kubeconfigs: list[str], members: list[str],
 
 def status(
     lab: str,
-    runtime: ContainerRuntime,
+    runtime: ContainerRuntime | None,
     profile: LabProfile,
     kube: Callable[[Path], KubeGateway] | None = None,
 ) -> dict[str, Any]:

@@ -34,10 +34,13 @@ __all__ = [
     "document",
     "profile_ref",
     "read",
+    "record_cluster",
     "record_context",
     "record_created",
+    "record_owned",
     "record_profile",
     "recorded_loaded",
+    "set_owned",
 ]
 
 RECORD = "lab.json"
@@ -65,6 +68,15 @@ class LabRecord:
     document: dict[str, Any] | None = None
     contexts: tuple[MergedContext, ...] = ()
     created: dict[str, list[str]] = field(default_factory=dict)
+    # provider existing (gpulab.providers.existing): the cluster's identity (provider, server,
+    # context, kubeconfig, kube_system_uid) and what gpulab created in it, in creation order
+    # (each {"type": "helm-release" | "object", ...}); `down` removes exactly those, reversed.
+    cluster: dict[str, Any] = field(default_factory=dict)
+    owned: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def provider(self) -> str:
+        return str(self.cluster.get("provider") or "kind")
 
     @property
     def complete(self) -> bool:
@@ -117,6 +129,8 @@ def read(lab: str) -> LabRecord | None:
         document=doc if isinstance(doc, dict) else None,
         contexts=contexts,
         created={k: [str(n) for n in created.get(k) or []] for k in CREATED_KINDS},
+        cluster=data["cluster"] if isinstance(data.get("cluster"), dict) else {},
+        owned=tuple(o for o in data.get("owned") or [] if isinstance(o, dict)),
     )
 
 
@@ -214,4 +228,31 @@ def record_created(lab: str, created: dict[str, list[str]]) -> None:
     before: dict[str, Any] = raw if isinstance(raw, dict) else {}
     data["created"] = {kind: sorted({*(before.get(kind) or []), *created.get(kind, [])})
                        for kind in CREATED_KINDS}
+    _write(lab, data)
+
+
+def record_cluster(lab: str, cluster: dict[str, Any]) -> None:
+    """Provider existing: the cluster the lab is in (its identity; `down` refuses another)."""
+    data = _raw(lab)
+    data["cluster"] = dict(cluster)
+    _write(lab, data)
+
+
+def record_owned(lab: str, entries: list[dict[str, Any]]) -> None:
+    """Provider existing: `entries` were (or are about to be) created by gpulab; appended in
+    order, each once."""
+    data = _raw(lab)
+    owned = [o for o in data.get("owned") or [] if isinstance(o, dict)]
+    for entry in entries:
+        if entry not in owned:
+            owned.append(dict(entry))
+    data["owned"] = owned
+    _write(lab, data)
+
+
+def set_owned(lab: str, owned: list[dict[str, Any]]) -> None:
+    """Provider existing: replace the `owned` list (to insert what a step turned out to bring,
+    such as a chart's CRDs, at its place in the order)."""
+    data = _raw(lab)
+    data["owned"] = [dict(o) for o in owned]
     _write(lab, data)

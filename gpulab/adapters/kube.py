@@ -716,6 +716,16 @@ class KubeClient:
             raise
         return True
 
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """POST the object and return the server's answer: for kinds that are only ever
+        created, never stored or applied (a SelfSubjectAccessReview answers in its `status`)."""
+        api_version = str(obj.get("apiVersion") or "")
+        kind = str(obj.get("kind") or "")
+        res = self._require("create", api_version, kind, kind)
+        namespace = self._namespace(res, (obj.get("metadata") or {}).get("namespace"))
+        return self._json_object(self._call("create", _describe(kind, None, namespace), "POST",
+                                            res.path(namespace), body=obj, content_type=JSON))
+
     def patch_node_status(self, name: str, patch: list[dict[str, Any]]) -> None:
         """JSON patch (`json-patch+json`) on `/api/v1/nodes/<name>/status`.
 

@@ -211,6 +211,40 @@ class ManagementSpec(Strict):
 
 
 
+PROVIDERS = ("kind", "existing")
+
+
+class ClusterSpec(Strict):
+    """Where the lab's cluster comes from (gpulab.providers): `kind` makes one (the default,
+    and what a profile without `cluster:` means); `existing` installs into a cluster you
+    already have, reached through a kubeconfig and context (`up --kubeconfig/--context`
+    override these)."""
+
+    provider: Literal["kind", "existing"] = Field(default="kind",
+                                                  description="kind or existing")
+    kubeconfig: str | None = Field(default=None, description="existing: the kubeconfig file "
+                                   "(default: $KUBECONFIG, else ~/.kube/config)")
+    context: str | None = Field(default=None, description="existing: the context (default: "
+                                "the kubeconfig's current context)")
+    expose: Literal["auto", "LoadBalancer", "NodePort"] = Field(
+        default="auto", description="existing: how each vCluster API is reached; auto: "
+        "LoadBalancer when the cluster already has a LoadBalancer Service with an address, else "
+        "NodePort")
+    node_address: str | None = Field(default=None, description="existing, NodePort: the node "
+                                     "address to reach (default: a node's ExternalIP, else its "
+                                     "InternalIP)")
+
+    @model_validator(mode="after")
+    def _kind_takes_nothing(self) -> ClusterSpec:
+        if self.provider == "kind":
+            given = [n for n in ("kubeconfig", "context", "node_address")
+                     if getattr(self, n) is not None] + (["expose"] if self.expose != "auto"
+                                                        else [])
+            if given:
+                raise ValueError(f"{', '.join(given)}: only with provider: existing")
+        return self
+
+
 @dataclass(frozen=True)
 class HostNeeds:
     """What a lab needs of the Docker host (doctor compares it with what the host has)."""
@@ -249,6 +283,9 @@ class LabProfile(Strict):
     description: str = ""
     stack: str
     management: ManagementSpec
+    cluster: ClusterSpec | None = Field(default=None, exclude_if=lambda v: v is None,
+                                        description="where the cluster comes from; absent: "
+                                                    "provider kind")
 
     _name = field_validator("name")(dns_label)
 

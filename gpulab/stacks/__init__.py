@@ -60,6 +60,10 @@ class Stack(Protocol):
 
     def verify_previews(self, profile: Any) -> list[Step]: ...
 
+    def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
+
+    def existing_problems(self, profile: Any, facts: Any) -> list[str]: ...
+
     def run_checks(
         self,
         profile: Any,
@@ -81,7 +85,7 @@ class Stack(Protocol):
     def write_recording(self, directory: Path, report: VerifyReport, profile: Any) -> Path: ...
 
     def lab_status(
-        self, lab: str, runtime: ContainerRuntime, profile: Any,
+        self, lab: str, runtime: ContainerRuntime | None, profile: Any,
         kube: Callable[[Path], KubeGateway],
     ) -> dict[str, Any]: ...
 
@@ -93,6 +97,8 @@ INTERFACE: dict[str, tuple[str, str]] = {
     "build_steps": ("steps", "build_steps"),
     "observe_host_facts": ("steps", "observe_host_facts"),
     "verify_previews": ("steps", "verify_previews"),
+    "existing_needs": ("steps", "existing_needs"),
+    "existing_problems": ("steps", "existing_problems"),
     "run_checks": ("run", "run_checks"),
     "parse_checks": ("run", "parse_checks"),
     "check_ids": ("run", "check_ids"),

@@ -54,6 +54,8 @@ __all__ = [
     "HostFacts",
     "LabAdapters",
     "build_steps",
+    "existing_needs",
+    "existing_problems",
     "observe_host_facts",
     "verify_previews",
 ]
@@ -1092,3 +1094,18 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
 
 
 
+
+
+EXISTING_REFUSED = ("kamaji-hami runs its tenants' workers as containers on this host; provider "
+                    "'existing' cannot supply them yet (use provider kind)")
+
+
+def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> Any:
+    """Provider existing is not offered for kamaji-hami (EXISTING_REFUSED)."""
+    from gpulab.errors import UsageError
+
+    raise UsageError(EXISTING_REFUSED)
+
+
+def existing_problems(profile: KamajiHamiProfile, facts: Any) -> list[str]:
+    return [EXISTING_REFUSED]

@@ -356,7 +356,12 @@ class VclusterKaiProfile(LabProfile):
                      "must be a kindest/node:v1.X.Y@sha256:… image (its version decides whether "
                      "KAI and vCluster support the host)")]
         minor = int(match.group(1))
-        problems: list[tuple[tuple[str | int, ...], str]] = []
+        return [(("management", "node_image"), line) for line in self.host_minor_problems(minor)]
+
+    def host_minor_problems(self, minor: int) -> list[str]:
+        """Why a host at Kubernetes v1.<minor> is outside the pinned KAI's and vCluster's tested
+        hosts (the kind node image's minor, or an existing cluster's `/version`)."""
+        problems: list[str] = []
         for what, table, version in (
             ("KAI Scheduler", _KAI_HOST_MINORS, self.components.kai_scheduler.chart.version),
             ("vCluster", _VCLUSTER_HOST_MINORS, self.components.vcluster.chart.version),
@@ -364,7 +369,6 @@ class VclusterKaiProfile(LabProfile):
             supported = table.get(_release_line(version))
             if supported and not supported[0] <= minor <= supported[1]:
                 low, high = supported
-                problems.append((("management", "node_image"),
-                                 f"Kubernetes v1.{minor} is outside {what} {version}'s tested "
-                                 f"hosts (v1.{low}-v1.{high})"))
+                problems.append(f"Kubernetes v1.{minor} is outside {what} {version}'s tested "
+                                f"hosts (v1.{low}-v1.{high})")
         return problems

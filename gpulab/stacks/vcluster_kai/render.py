@@ -214,12 +214,14 @@ def queue_spec(profile: VclusterKaiProfile, team: TeamSpec | None) -> dict[str, 
     return spec
 
 
-def queue_objects(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
-    """The queue tree (parent first: KAI resolves `parentQueue` by name)."""
+def queue_objects(profile: VclusterKaiProfile, lab: str | None = None) -> list[dict[str, Any]]:
+    """The queue tree (parent first: KAI resolves `parentQueue` by name); on an existing cluster
+    (`lab` given) each queue also carries the lab's label."""
+    labels = {naming.LABEL_MANAGED: "gpulab", **({naming.LABEL_LAB: lab} if lab else {})}
+
     def queue(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         return {"apiVersion": QUEUE_API, "kind": "Queue",
-                "metadata": {"name": name, "labels": {naming.LABEL_MANAGED: "gpulab"}},
-                "spec": spec}
+                "metadata": {"name": name, "labels": dict(labels)}, "spec": spec}
 
     out = [queue(profile.org_queue.name, queue_spec(profile, None))]
     out += [queue(team.queue_name, queue_spec(profile, team)) for team in profile.teams]
@@ -231,7 +233,8 @@ def vcluster_server(team: TeamSpec) -> str:
     return f"https://{VCLUSTER_LISTEN_ADDRESS}:{team.host_port}"
 
 
-def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec) -> base.HelmRelease:
+def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec,
+                     existing: ExistingExpose | None = None) -> base.HelmRelease:
     """One team's vCluster: the write-up's vcluster.yaml (host nodes synced in, owner references
     off) plus how the host reaches it (NodePort published on 127.0.0.1, exported kubeconfig
     server, certificate SANs) and a fixed NodePort for each port of its Service."""
@@ -254,6 +257,8 @@ def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec) -> base.HelmRe
         },
         "exportKubeConfig": {"server": vcluster_server(team)},
     }
+    if existing is not None:
+        values = _existing_values(values, team, existing)
     vc = profile.components.vcluster
     return base.HelmRelease(
         name=team.name,
@@ -264,6 +269,47 @@ def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec) -> base.HelmRe
         values=common.deep_merge(values, vc.values),
         kubeconfig_of="management",
     )
+
+
+class ExistingExpose:
+    """How a team's vCluster is reached on a cluster gpulab did not make (provider existing):
+    `LoadBalancer` (the server is the Service's address, known once it has one) or `NodePort`
+    on `address`; `lab` labels the Service."""
+
+    def __init__(self, how: str, address: str | None, lab: str) -> None:
+        self.how, self.address, self.lab = how, address, lab
+
+    def server(self, team: TeamSpec) -> str | None:
+        """The vCluster API URL, None for a LoadBalancer before it has an address."""
+        if self.how == "NodePort" and self.address:
+            host = f"[{self.address}]" if ":" in self.address else self.address
+            return f"https://{host}:{team.api_node_port}"
+        return None
+
+
+def _existing_values(values: dict[str, Any], team: TeamSpec, expose: ExistingExpose
+                     ) -> dict[str, Any]:
+    """The vCluster chart's values on an existing cluster (v0.35.3): its Service labelled for
+    the lab (`controlPlane.service.labels`, chart templates/service.yaml:16-17); NodePort as on
+    kind but with the node's address as server and SAN; LoadBalancer, whose address vCluster
+    adds to its certificate by itself (pkg/server/cert/cert.go:268-279) and which gpulab writes
+    into the saved kubeconfig once the Service has it (port 443: templates/service.yaml:25-30)."""
+    service: dict[str, Any] = {"labels": {naming.LABEL_LAB: expose.lab,
+                                          naming.LABEL_MANAGED: "gpulab"}}
+    out = dict(values)
+    plane = dict(out["controlPlane"])
+    if expose.how == "LoadBalancer":
+        service["spec"] = {"type": "LoadBalancer"}
+        plane["proxy"] = {"extraSANs": ["localhost"]}
+        out.pop("exportKubeConfig", None)
+    else:
+        service.update(plane["service"])
+        plane["proxy"] = {"extraSANs": [a for a in (expose.address, "localhost") if a]}
+        out["exportKubeConfig"] = {"server": expose.server(team)}
+    plane["service"] = {**plane["service"], **service} if expose.how != "LoadBalancer" \
+        else service
+    out["controlPlane"] = plane
+    return out
 
 
 def host_pod_name(name: str, namespace: str, vcluster: str) -> str:

@@ -27,46 +27,65 @@ def _quantity_text(value: Any) -> str:
 
 def lab_status(
     lab: str,
-    runtime: ContainerRuntime,
+    runtime: ContainerRuntime | None,
     profile: VclusterKaiProfile,
     kube: Callable[[Path], KubeGateway],
 ) -> dict[str, Any]:
     """The host cluster, the GPU nodes, the queue tree with its allocations, and per team: the
-    vCluster's control-plane pod on the host, its API and what it lists."""
+    vCluster's control-plane pod on the host, its API and what it lists. `runtime` None: the
+    lab is in an existing cluster (no kind node; its record names the cluster)."""
+    from gpulab import lab_record
     from gpulab.paths import lab_dir
 
-    cluster = naming.kind_cluster_name(lab)
-    node = runtime.get(f"{cluster}-control-plane")
     folder = lab_dir(lab)
     management = folder / "management.kubeconfig"
+    if runtime is None:
+        record = lab_record.read(lab)
+        kept = record.cluster if record is not None else {}
+        cluster = f"existing {kept.get('server', '?')} (context {kept.get('context', '?')})"
+        present = management.exists()
+        state = "in use" if present else "missing"
+    else:
+        cluster = naming.kind_cluster_name(lab)
+        node = runtime.get(f"{cluster}-control-plane")
+        present = node is not None
+        state = node.status if node else "missing"
     info: dict[str, Any] = {
         "lab": lab,
         "stack": profile.stack,
         "management": {
             "cluster": cluster,
-            "state": node.status if node else "missing",
+            "state": state,
             "kubeconfig": str(management) if management.exists() else "",
         },
         "gpu_nodes": [],
         "queues": [],
         "tenants": {},
-        "exists": node is not None,
+        "exists": present,
     }
-    host = kube(management) if node is not None and management.exists() else None
+    host = kube(management) if present and management.exists() else None
     if host is not None:
-        info.update(_host_status(host, profile))
+        info.update(_host_status(host, profile, existing=runtime is None))
     for team in profile.teams:
         info["tenants"][team.name] = _team_status(host, kube, folder / f"{team.name}.kubeconfig",
                                                   team)
     return info
 
 
-def _host_status(host: KubeGateway, profile: VclusterKaiProfile) -> dict[str, Any]:
+def _host_status(host: KubeGateway, profile: VclusterKaiProfile, *, existing: bool = False
+                 ) -> dict[str, Any]:
+    """`existing`: the GPU nodes are the cluster's own (any node with GPUs allocatable), not a
+    pool gpulab labelled."""
     pool = profile.gpu_pool.name
     try:
-        nodes = [n for n in host.list_objects("v1", "Node",
-                                              label_selector=f"{kr.POOL_LABEL}={pool}")
-                 if (n["metadata"].get("labels") or {}).get(kr.POOL_LABEL) == pool]
+        if existing:
+            nodes = [n for n in host.list_objects("v1", "Node")
+                     if str(((n.get("status") or {}).get("allocatable") or {}).get(
+                         kr.GPU_RESOURCE, "0")) not in ("0", "")]
+        else:
+            nodes = [n for n in host.list_objects("v1", "Node",
+                                                  label_selector=f"{kr.POOL_LABEL}={pool}")
+                     if (n["metadata"].get("labels") or {}).get(kr.POOL_LABEL) == pool]
         queues = host.list_objects(kr.QUEUE_API, "Queue")
     except GpulabError as err:
         return {"host_error": str(err)}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from gpulab import naming
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, GpulabError
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = [
     "HostFacts",
     "build_steps",
+    "existing_needs",
+    "existing_problems",
     "observe_host_facts",
     "verify_previews",
 ]
@@ -296,8 +299,10 @@ class TeamVCluster:
     profile: VclusterKaiProfile
     lab: str
     team: TeamSpec
-    facts: HostFacts
+    facts: Any
     timeout: float = 600
+    existing: kr.ExistingExpose | None = None  # provider existing: how the vCluster is reached
+    after: tuple[str, ...] | None = None  # provider existing: what it waits for instead
 
     @property
     def name(self) -> str:
@@ -312,24 +317,55 @@ class TeamVCluster:
         """After the GPU node is advertised: the pool's one worker runs the vCluster too, so its
         images would otherwise be pulled while fake-gpu-operator's still are (FAKE_GPUS_TIMEOUT);
         a vCluster does not need KAI, and is installed concurrently with it."""
-        return ("management/cluster", FAKE_GPUS_STEP)
+        return self.after if self.after is not None else ("management/cluster", FAKE_GPUS_STEP)
 
     @property
     def secret(self) -> str:
         return f"vc-{self.team.name}"
 
     def release(self) -> base.HelmRelease:
-        return kr.vcluster_release(self.profile, self.team)
+        return kr.vcluster_release(self.profile, self.team, self.existing)
+
+    def _shown_server(self) -> str:
+        if self.existing is None:
+            return kr.vcluster_server(self.team)
+        return self.existing.server(self.team) or (
+            f"https://<the LoadBalancer address of Service {self.team.namespace}/"
+            f"{self.team.name}>:443")
 
     def describe(self) -> list[Artifact]:
         return [
             Artifact("helm-release", self.team.name, self.release().to_dict()),
             Artifact("file", f"{self.team.name}.kubeconfig", {
                 "from": f"secret {self.team.namespace}/{self.secret} key config",
-                "server": kr.vcluster_server(self.team),
+                "server": self._shown_server(),
                 "mode": "0600",
             }),
         ]
+
+    def _balancer(self, kube: KubeGateway) -> tuple[bool, str]:
+        """The team's Service has a LoadBalancer address (provider existing, LoadBalancer)."""
+        svc = kube.get("v1", "Service", self.team.name, self.team.namespace) or {}
+        ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        address = next((str(i.get("ip") or i.get("hostname")) for i in ingress
+                        if i.get("ip") or i.get("hostname")), "")
+        return bool(address), address or f"service {self.team.namespace}/{self.team.name} " \
+                                         "has no LoadBalancer address yet"
+
+    def _with_server(self, data: bytes, kube: KubeGateway) -> bytes:
+        """The exported kubeconfig, its server set to the LoadBalancer's address."""
+        if self.existing is None or self.existing.how != "LoadBalancer":
+            return data
+        import yaml
+
+        ok, address = self._balancer(kube)
+        if not ok:
+            raise AdapterError(address)
+        host = f"[{address}]" if ":" in address else address
+        config = yaml.safe_load(data)
+        for cluster in config.get("clusters") or []:
+            cluster["cluster"]["server"] = f"https://{host}:443"
+        return yaml.safe_dump(config, sort_keys=False).encode()
 
     def _kubeconfig(self, ctx: StepContext) -> Path:
         return adapters_of(ctx).tenant_kubeconfig(self.team.name)
@@ -338,7 +374,7 @@ class TeamVCluster:
         data = kube.secret_data(self.secret, self.team.namespace, "config")
         if not data:
             raise AdapterError(f"secret {self.team.namespace}/{self.secret} has no config yet")
-        return write_secret(self._kubeconfig(ctx), data)
+        return write_secret(self._kubeconfig(ctx), self._with_server(data, kube))
 
     def _secret_ready(self, kube: KubeGateway) -> tuple[bool, str]:
         data = kube.secret_data(self.secret, self.team.namespace, "config")
@@ -368,10 +404,14 @@ class TeamVCluster:
         kube = management_kube(ctx)
         wait_until(ctx, self.name, f"secret {self.secret} with the vCluster's kubeconfig",
                    lambda: self._secret_ready(kube), timeout=self.timeout, interval=3)
+        if self.existing is not None and self.existing.how == "LoadBalancer":
+            wait_until(ctx, self.name, "the vCluster Service's LoadBalancer address",
+                       lambda: self._balancer(kube), timeout=self.timeout, interval=3)
         path = self._save_kubeconfig(ctx, kube)
         ctx.note(f"kubeconfig saved to {path} (mode 0600)")
         team = adapters.kube(path)
-        server = release.values["exportKubeConfig"]["server"]
+        server = self._shown_server() if self.existing is not None else \
+            release.values["exportKubeConfig"]["server"]
         wait_until(ctx, self.name, f"the vCluster API at {server}",
                    lambda: (True, f"answers {team.server_version()}"),
                    timeout=self.timeout, interval=3)
@@ -385,10 +425,20 @@ class TeamGpuNode:
     lab: str
     team: TeamSpec
     timeout: float = 180
+    nodes: tuple[str, ...] | None = None  # provider existing: the cluster's GPU nodes
+    count: int | None = None  # provider existing: GPUs on each of them (the least)
+    after: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
         return f"{self.team.name}/gpu-node"
+
+    def _nodes(self) -> list[str]:
+        return list(self.nodes) if self.nodes is not None else kr.gpu_node_names(self.profile,
+                                                                                 self.lab)
+
+    def _count(self) -> int:
+        return self.count if self.count is not None else self.profile.gpu_pool.count
 
     @property
     def title(self) -> str:
@@ -396,24 +446,25 @@ class TeamGpuNode:
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return (f"{self.team.name}/vcluster", FAKE_GPUS_STEP)
+        return self.after if self.after is not None else (f"{self.team.name}/vcluster",
+                                                          FAKE_GPUS_STEP)
 
     def describe(self) -> list[Artifact]:
         return [Artifact("wait", f"GPU nodes in {self.team.name}", {
-            "nodes": kr.gpu_node_names(self.profile, self.lab),
-            "allocatable": {kr.GPU_RESOURCE: str(self.profile.gpu_pool.count)},
+            "nodes": self._nodes(),
+            "allocatable": {kr.GPU_RESOURCE: str(self._count())},
         }, cluster=self.team.name)]
 
     def _seen(self, kube: KubeGateway) -> tuple[bool, str]:
         nodes = {n["metadata"]["name"]: n for n in kube.list_objects("v1", "Node")}
-        for wanted in kr.gpu_node_names(self.profile, self.lab):
+        for wanted in self._nodes():
             node = nodes.get(wanted)
             if node is None:
                 return False, f"{wanted} not among {len(nodes)} node(s) listed"
             alloc = ((node.get("status") or {}).get("allocatable") or {}).get(kr.GPU_RESOURCE)
-            if str(alloc) != str(self.profile.gpu_pool.count):
+            if str(alloc) != str(self._count()):
                 return False, f"{wanted} listed with {kr.GPU_RESOURCE} {alloc or 0}"
-        return True, f"GPU node(s) listed with {self.profile.gpu_pool.count} GPU(s) each"
+        return True, f"GPU node(s) listed with {self._count()} GPU(s) each"
 
     def _kube(self, ctx: StepContext) -> KubeGateway:
         adapters = adapters_of(ctx)
@@ -472,6 +523,8 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
     """Every step of `up` for this profile, in the one order that matters."""
     fgo = profile.components.fake_gpu_operator
     kai = profile.components.kai_scheduler
+    if getattr(facts, "provider", "kind") == "existing":
+        return build_existing_steps(profile, lab, facts)
     pool_nodes = kr.gpu_node_names(profile, lab)
     steps: list[Step] = [
         ManagementCluster(kr.kind_cluster_config(profile, lab), lab),
@@ -503,6 +556,140 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
     return steps
 
 
+# --------------------------------------------------------------------------- existing cluster
+
+
+@dataclass
+class LabNamespaces:
+    """Provider existing: the namespaces the lab's releases go into, created first with the
+    lab's labels (Helm's --create-namespace would leave them unlabelled and behind on
+    uninstall)."""
+
+    lab: str
+    names: tuple[str, ...]
+    name: str = "management/namespaces"
+    title: str = "Creating the lab's namespaces"
+    requires: tuple[str, ...] = ("management/cluster",)
+
+    def objects(self) -> list[dict[str, Any]]:
+        return [{"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": n, "labels": {naming.LABEL_LAB: self.lab,
+                                                    naming.LABEL_MANAGED: "gpulab"}}}
+                for n in self.names]
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"Namespace/{o['metadata']['name']}", o)
+                for o in self.objects()]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = management_kube(ctx)
+        try:
+            return all(kube.get("v1", "Namespace", n) is not None for n in self.names)
+        except AdapterError:
+            return False
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        for obj in self.objects():
+            kube.apply(obj)
+
+
+@dataclass
+class Reused:
+    """Something the cluster already has and the lab uses as it is: shown by `plan`, never
+    changed, never removed by `down`."""
+
+    name: str
+    title: str
+    what: str
+    body: dict[str, Any]
+    requires: tuple[str, ...] = ("management/cluster",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("reused", self.what, self.body)]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        ctx.observe(self.name, f"{self.what} found: reused as it is")
+        return True
+
+    def apply(self, ctx: StepContext) -> None:  # pragma: no cover - always satisfied
+        return None
+
+
+def existing_namespaces(profile: VclusterKaiProfile, kai_found: bool) -> tuple[str, ...]:
+    """The namespaces the lab creates on an existing cluster."""
+    kai = profile.components.kai_scheduler
+    own = () if kai_found else (kai.namespace, kai.reservation_namespace)
+    return (*own, *(team.namespace for team in profile.teams))
+
+
+def queue_names(profile: VclusterKaiProfile) -> tuple[str, ...]:
+    return tuple(q["metadata"]["name"] for q in kr.queue_objects(profile))
+
+
+def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> list[Step]:
+    """vcluster-kai on an existing cluster (facts: gpulab.providers.existing.ExistingFacts):
+    its real GPU nodes, its KAI Scheduler when it fits (else KAI installed with GPU sharing),
+    the queue tree, and a vCluster per team reached by LoadBalancer or NodePort. The cluster
+    step itself is the provider's."""
+    kai = profile.components.kai_scheduler
+    nodes = tuple(n.name for n in facts.gpu_nodes)
+    count = min((n.gpus for n in facts.gpu_nodes), default=0)
+    steps: list[Step] = [LabNamespaces(lab, existing_namespaces(profile, facts.kai is not None))]
+    if facts.kai is not None:
+        steps.append(Reused("management/kai-scheduler", "Using the cluster's KAI Scheduler",
+                            f"KAI Scheduler {facts.kai.version} in {facts.kai.namespace}",
+                            {"namespace": facts.kai.namespace, "version": facts.kai.version,
+                             "gpuSharing": facts.kai.gpu_sharing}))
+    else:
+        steps.append(HelmAddon(
+            kr.kai_scheduler_release(profile),
+            name="management/kai-scheduler",
+            title="Installing KAI Scheduler with GPU sharing",
+            requires=("management/namespaces",),
+            ready=partial(_kai_ready, namespace=kai.namespace),
+            ready_what="the KAI operator's deployments",
+            timeout=420,
+        ))
+    steps.append(Reused("management/gpu-nodes", "Using the cluster's GPU nodes",
+                        f"{len(nodes)} GPU node(s)",
+                        {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product,
+                                  "from": n.source} for n in facts.gpu_nodes}))
+    steps.append(_ExistingQueues(profile, lab))
+    expose = kr.ExistingExpose(facts.expose, facts.node_address, lab)
+    for team in profile.teams:
+        steps += [
+            TeamVCluster(profile, lab, team, facts, existing=expose,
+                         after=("management/namespaces", "management/gpu-nodes")),
+            TeamGpuNode(profile, lab, team, nodes=nodes, count=count,
+                        after=(f"{team.name}/vcluster",)),
+        ]
+    return steps
+
+
+@dataclass
+class _ExistingQueues(Queues):
+    """The queue tree, each queue labelled for the lab."""
+
+    lab: str = ""
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"Queue/{o['metadata']['name']}", o)
+                for o in kr.queue_objects(self.profile, self.lab)]
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        objects = kr.queue_objects(self.profile, self.lab)
+
+        def apply_all() -> tuple[bool, str]:
+            for obj in objects:
+                kube.apply(obj)
+            return True, f"{len(objects)} queues accepted"
+
+        wait_until(ctx, self.name, "KAI to accept the queues", apply_all,
+                   timeout=self.timeout, interval=3)
+
+
 # --------------------------------------------------------------------------- verify
 
 
@@ -523,3 +710,77 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
 
 
 
+
+
+def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> Any:
+    """What the plan creates on an existing cluster, for the provider's read-only preflight:
+    namespaces and queues that must not exist yet, and each verb and resource the user must be
+    allowed (KAI's own needs only matter when it is installed: namespaces are asked for both)."""
+    from gpulab.providers.existing import Access, Needs
+
+    kai = profile.components.kai_scheduler
+    namespaces = existing_namespaces(profile, False)
+    access = [Access(verb, "", "namespaces") for verb in ("create", "delete")]
+    access += [Access(verb, "scheduling.run.ai", "queues") for verb in ("create", "delete")]
+    access += [Access(verb, "apiextensions.k8s.io", "customresourcedefinitions")
+               for verb in ("create", "delete")]
+    access += [Access("create", "rbac.authorization.k8s.io", r)
+               for r in ("clusterroles", "clusterrolebindings")]
+    access += [Access("create", "admissionregistration.k8s.io", r)
+               for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")]
+    for namespace in (kai.namespace, *(t.namespace for t in profile.teams)):
+        access += [Access(verb, "", "secrets", namespace) for verb in ("create", "get",
+                                                                         "delete")]
+        access += [Access("create", group, r, namespace) for group, r in (
+            ("", "services"), ("", "serviceaccounts"), ("", "configmaps"),
+            ("apps", "deployments"), ("apps", "statefulsets"),
+            ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io",
+                                                     "rolebindings"))]
+    return Needs(namespaces=namespaces, queues=queue_names(profile), access=tuple(access),
+                 owned_before=tuple(owned_before or ()))
+
+
+def existing_problems(profile: VclusterKaiProfile, facts: Any) -> list[str]:
+    """Why the lab cannot go into this cluster, one line each ([]: it can)."""
+    problems: list[str] = []
+    if facts.minor is None:
+        problems.append(f"Kubernetes version {facts.version} is not one gpulab can read")
+    else:
+        problems += profile.host_minor_problems(facts.minor)
+    if facts.default_storage_class is None:
+        problems.append("no default StorageClass (each vCluster keeps its data on a "
+                        "PersistentVolumeClaim): mark one with the annotation "
+                        "storageclass.kubernetes.io/is-default-class=true")
+    if not facts.gpu_nodes:
+        problems.append(f"no node advertises {kr.GPU_RESOURCE} (install the NVIDIA GPU "
+                        "Operator or device plugin; fake GPUs on nodes you name are not "
+                        "supported on an existing cluster yet)")
+    kai = facts.kai
+    pinned = profile.components.kai_scheduler.chart.version
+    if kai is not None:
+        line = ".".join(pinned.lstrip("v").split(".")[:2])
+        if ".".join(kai.version.lstrip("v").split(".")[:2]) != line:
+            problems.append(f"KAI Scheduler {kai.version or '(version unreadable)'} is installed "
+                            f"in {kai.namespace}; this profile pins {pinned} (v{line}.x is "
+                            "reused; gpulab never upgrades or removes it)")
+        elif kai.gpu_sharing is not True:
+            problems.append(f"KAI Scheduler {kai.version} in {kai.namespace} runs without GPU "
+                            "sharing (Config kai-config spec.admission.gpuSharing is "
+                            f"{kai.gpu_sharing}); the lab needs it: helm upgrade it with "
+                            "--set global.gpuSharing=true yourself (gpulab never changes it)")
+    needed = set(existing_namespaces(profile, kai is not None))
+    for namespace in facts.namespaces_found:
+        if namespace in needed:
+            problems.append(f"namespace {namespace} already exists; gpulab does not adopt it "
+                            "(delete it, or rename the team)")
+    for queue in facts.queues_found:
+        problems.append(f"queue {queue} already exists; gpulab does not adopt it (rename "
+                        "org_queue or the team's queue)")
+    if facts.expose == "NodePort" and not facts.node_address:
+        problems.append("no node address to reach the vClusters' NodePorts: set "
+                        "cluster.node_address")
+    if facts.denied:
+        more = f" (+{len(facts.denied) - 1} more)" if len(facts.denied) > 1 else ""
+        problems.append(f"not allowed to {facts.denied[0]}{more}: see docs/own-cluster.md for "
+                        "the RBAC to grant")
+    return problems

@@ -1,0 +1,39 @@
+"""Where a lab's cluster and its nodes come from: the provider registry.
+
+A stack says what it installs; a provider says how the cluster comes to be. `kind` makes one
+(today's behaviour, the default); `existing` installs into a cluster you already have, reached
+through a kubeconfig and context. The provider is chosen by `up --kubeconfig/--context`, else by
+the profile's `cluster.provider`, else kind. Imports no stack.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpulab.providers.base import ClusterChoice
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gpulab.profile.base import LabProfile
+
+__all__ = ["PROVIDERS", "ClusterChoice", "choose"]
+
+PROVIDERS = ("kind", "existing")
+
+
+def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | None = None
+           ) -> ClusterChoice:
+    """The provider for `profile`: `--kubeconfig`/`--context` mean existing (they override the
+    profile's `cluster.kubeconfig`/`context`); else the profile's `cluster:`; else kind."""
+    from pathlib import Path
+
+    spec = profile.cluster
+    if kubeconfig is None and context is None and (spec is None or spec.provider == "kind"):
+        return ClusterChoice("kind")
+    file = kubeconfig or (Path(spec.kubeconfig).expanduser() if spec and spec.kubeconfig
+                          else None)
+    return ClusterChoice("existing", kubeconfig=file,
+                         context=context or (spec.context if spec else None),
+                         expose=spec.expose if spec else "auto",
+                         node_address=spec.node_address if spec else None)

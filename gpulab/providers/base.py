@@ -1,0 +1,51 @@
+"""What a provider is and what it answers (gpulab.providers).
+
+`ClusterChoice` is the user's choice (provider, and for `existing` the kubeconfig and context);
+`ClusterIdentity` is what says two kubeconfigs reach the same cluster: the API server's URL, the
+context, and the uid of the `kube-system` namespace (it lives as long as the cluster does, so a
+kubeconfig that now points at another cluster is told apart even at the same address).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gpulab.engine.step import Step
+
+__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider"]
+
+
+@dataclass(frozen=True)
+class ClusterChoice:
+    provider: str  # kind | existing
+    kubeconfig: Path | None = None  # existing: None = $KUBECONFIG, else ~/.kube/config
+    context: str | None = None  # existing: None = the kubeconfig's current context
+    expose: str = "auto"  # existing: auto | LoadBalancer | NodePort
+    node_address: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterIdentity:
+    server: str
+    context: str
+    kubeconfig: str
+    kube_system_uid: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {"provider": "existing", **asdict(self)}
+
+
+class ClusterProvider(Protocol):
+    """How a lab's cluster comes to be: its first step (`management/cluster`, which leaves the
+    lab's `management.kubeconfig` behind), what it refuses before anything is created, and how
+    what gpulab made is removed again."""
+
+    name: str
+
+    def steps(self, lab: str) -> list[Step]: ...
+
+    def preflight(self) -> list[str]: ...
