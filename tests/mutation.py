@@ -159,7 +159,7 @@ def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
     after (the changed lines, stripped) and reason."""
     data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     return [Equivalent(e["module"], e["function"], _norm(e["before"]), _norm(e["after"]),
-                       e["reason"]) for e in data.get("equivalent", [])]
+                       " ".join(e["reason"].split())) for e in data.get("equivalent", [])]
 
 
 def _norm(lines: str) -> str:
@@ -208,6 +208,7 @@ class Run:
     mutants: list[Mutant] = field(default_factory=list)
     kills: dict[str, str] = field(default_factory=dict)  # mutant name → test that failed
     deselected: list[str] = field(default_factory=list)
+    stamp: dict[str, Any] = field(default_factory=dict)  # date, commit, working_tree of the run
 
     @property
     def counted(self) -> list[Mutant]:
@@ -293,8 +294,10 @@ def run_module(module: str, tests: tuple[str, ...], max_children: int) -> Run:
         print(f"{module}: {len(deselect)} test(s) fail without any mutant, left out: "
               + ", ".join(deselect), flush=True)
         prepare(module, tests, work, deselect)
-    (work / "selection.json").write_text(json.dumps({"tests": tests, "deselected": deselect}),
-                                         encoding="utf-8")
+    dirty = bool(_git("status", "--porcelain", "--", module).strip())
+    (work / "selection.json").write_text(json.dumps({
+        "tests": tests, "deselected": deselect, **_stamp(), "working_tree": dirty}),
+        encoding="utf-8")
     mutmut(work, "run", "--max-children", str(max_children))
     return last_run(module)
 
@@ -311,7 +314,9 @@ def last_run(module: str) -> Run:
         if sep and "__mutmut_" in name:
             statuses[name] = status
     changes = mutant_changes(work / "mutants" / module)
-    run = Run(module, tuple(selection["tests"]), deselected=selection["deselected"])
+    run = Run(module, tuple(selection["tests"]), deselected=selection["deselected"],
+              stamp={k: selection[k] for k in ("date", "commit", "working_tree")
+                     if k in selection})
     for name, status in sorted(statuses.items(), key=lambda kv: _number(kv[0])):
         short = name.rpartition(".")[2]
         function, before, after = changes.get(short, (function_of(short.rpartition(
@@ -342,9 +347,9 @@ def record(data: dict[str, Any], run: Run, equivalents: list[Equivalent]) -> dic
     """Fold one run into the module's entry of the report data."""
     entry = data.setdefault(run.module, {})
     mine = {e.key: e.reason for e in equivalents if e.module == run.module}
-    dirty = bool(_git("status", "--porcelain", "--", run.module).strip())
-    score = {**_stamp(), "working_tree": dirty, "killed": run.killed,
-             "total": len(run.counted)}
+    stamp = run.stamp or {**_stamp(), "working_tree": bool(
+        _git("status", "--porcelain", "--", run.module).strip())}
+    score = {**stamp, "killed": run.killed, "total": len(run.counted)}
     entry.setdefault("before", score)
     survivors = []
     for m in run.survivors:
@@ -423,7 +428,7 @@ def render(data: dict[str, Any]) -> str:
             out += ["", "| survivor | function | line | mutated to | why it lives |",
                     "| --- | --- | --- | --- | --- |"]
             for s in now["survivors"]:
-                why = (f"equivalent: {s['equivalent']}" if s["equivalent"]
+                why = (f"equivalent: {' '.join(s['equivalent'].split())}" if s["equivalent"]
                        else f"{s['status']}: no test kills it")
                 out.append(f"| {s['mutant'].rpartition('__mutmut_')[2]} | `{s['function']}` | "
                            f"{_code(s['before'])} | {_code(s['after'])} | {why} |")
