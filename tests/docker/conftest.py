@@ -87,6 +87,22 @@ def _sweep(raw: docker.DockerClient) -> None:
             volume.remove(force=True)
 
 
+def privileged_run_allowed(client: docker.DockerClient) -> bool:
+    """Whether a plain `docker run --privileged TEST_IMAGE true` works on this engine. The
+    container is labelled for the session and always removed: docker-py's `run(remove=True)`
+    leaves a container in `Created` when the engine refuses to start it."""
+    container = client.containers.create(TEST_IMAGE, ["true"], privileged=True,
+                                         labels={SESSION_LABEL: SESSION_ID})
+    try:
+        container.start()
+        return int(container.wait(timeout=60).get("StatusCode", 1)) == 0
+    except docker.errors.DockerException:
+        return False
+    finally:
+        with contextlib.suppress(docker.errors.DockerException):
+            container.remove(force=True, v=True)
+
+
 @pytest.fixture(autouse=True)
 def _engine(runtime: DockerRuntime, client: docker.DockerClient) -> None:
     """Every test in this folder needs the engine (skip locally / fail in CI without it)."""

@@ -11,8 +11,6 @@ import os
 import stat
 from pathlib import Path
 
-import docker
-import docker.errors
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -188,13 +186,9 @@ def test_up_preflight_refuses_a_docker_that_cannot_run_privileged_nodes(
         fake_kind_path: Path, client, _isolated_home: Path) -> None:
     """On this CI host Docker refuses --privileged ("unable to apply caps"): `up` must say so
     before creating anything, with kind's advice, instead of failing deep inside kind."""
-    from tests.docker.conftest import TEST_IMAGE
+    from tests.docker.conftest import privileged_run_allowed
 
-    try:
-        client.containers.run(TEST_IMAGE, ["true"], privileged=True, remove=True)
-    except docker.errors.DockerException:
-        pass
-    else:
+    if privileged_run_allowed(client):
         pytest.skip("this Docker runs privileged containers: nothing to refuse")
     lab = unique("priv")
     result = runner.invoke(app, ["up", "--name", lab])

@@ -18,7 +18,15 @@ from gpulab.adapters.docker_runtime import DockerRuntime, connect
 from gpulab.errors import AdapterError, GpulabError, HostError
 from gpulab.netcalc import metallb_range
 
-from .conftest import SESSION_ID, SESSION_LABEL, TEST_IMAGE, Cleanup, DualStackNetwork, unique
+from .conftest import (
+    SESSION_ID,
+    SESSION_LABEL,
+    TEST_IMAGE,
+    Cleanup,
+    DualStackNetwork,
+    privileged_run_allowed,
+    unique,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -511,11 +519,7 @@ def test_privileged_probe_tells_what_the_engine_does(runtime: DockerRuntime,
     from gpulab.node_options import probe_node
 
     probe = runtime.probe_privileged(probe_node(TEST_IMAGE, runtime.info(), os.environ))
-    try:
-        client.containers.run(TEST_IMAGE, ["true"], privileged=True, remove=True)
-        allowed = True
-    except docker.errors.DockerException:
-        allowed = False
+    allowed = privileged_run_allowed(client)
     assert (probe == "") is allowed
     assert "\n" not in probe
     assert client.containers.list(all=True, filters={"label": "gpulab.dev/probe"}) == []
