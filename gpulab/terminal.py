@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["READABLE_WIDTH", "SafeConsole", "literal", "neutral", "output_width"]
 
 READABLE_WIDTH = 120  # pipes and CI logs without $COLUMNS
-# C0 controls but tab and newline, DEL, C1 controls; and the bidi overrides that reorder text.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but tab and newline, DEL, C1 controls; the bidi overrides that reorder text; and
+# lone surrogates (a JSON `\ud800` from an API server), which no terminal encoding can write.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def neutral(text: str) -> str:

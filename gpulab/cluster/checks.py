@@ -20,14 +20,17 @@ They mean what the lab's TC-03..TC-07 mean (docs/checks.md), on the card the pla
 
 A pod only counts when it is the one this run created: in the plan's namespace, with this run's
 `gpulab.dev/run` label and the uid its create call returned; events only when their
-`involvedObject.uid` is that pod's.
+`involvedObject.uid` is that pod's. What could not be read (a component, the pod read back, its
+events) makes a check `error`, never `fail`: unknown is not absent; a fact known to be wrong
+fails it whatever else is unknown.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpulab.cluster.execute import FRACTION_PODS, SHARE_PODS
+from gpulab.cluster.execute import EVENTS_UNREAD, FRACTION_PODS, POD_UNREAD, SHARE_PODS
+from gpulab.cluster.inventory import http_status, why_unread
 from gpulab.naming import LABEL_RUN
 from gpulab.verify import objects as o
 from gpulab.verify.hami import ALLOCATED_ANNOTATION, NODE_ANNOTATION, parse_allocation
@@ -62,16 +65,36 @@ KAI_CHECKS: tuple[tuple[str, str], ...] = (
 
 
 def _hami_serving(found: Inventory) -> CheckResult:
+    """A part known to be missing or not ready fails; one that could not be read is an error
+    (unknown is not absent)."""
     check, member = "GPU-01", found.member
     parts = (found.hami_scheduler, found.hami_webhook, found.hami_device_plugin)
     missing = [f"{p.name} {'not found' if not p.found else f'not ready ({p.ready})'}"
-               for p in parts if not p.serving]
+               for p in parts if not p.serving and not p.unknown]
+    unknown = [f"{p.name} is {p.unknown}" for p in parts if p.unknown]
     shown = "; ".join(f"{p.name}: {p.where} {p.ready}".strip() for p in parts if p.found)
+    if unknown and not any(p.found for p in parts):  # whether HAMi is there at all
+        return CheckResult(check, member, "error", evidence=shown, reason=(
+            f"whether HAMi is installed is unknown: {summarize_problems(unknown)}"))
     if missing:
         return CheckResult(check, member, "fail", evidence=shown, reason=(
-            f"{summarize_problems(missing)}; kubectl get deploy,ds -A -l "
+            f"{summarize_problems([*missing, *unknown])}; kubectl get deploy,ds -A -l "
             f"app.kubernetes.io/name=hami -o wide"))
+    if unknown:
+        return CheckResult(check, member, "error", evidence=shown,
+                           reason=summarize_problems(unknown))
     return CheckResult(check, member, "pass", evidence=shown)
+
+
+def _unread(run: PodRun | None, note: str, kind: str) -> str:
+    """Why the pod (POD_UNREAD) or its events (EVENTS_UNREAD) are unknown ('' when read)."""
+    if run is None:
+        return ""
+    for text in run.notes:
+        if text.startswith(note):
+            why = why_unread(kind, text.removeprefix(note)).removeprefix("unknown: ")
+            return f"{run.name}: {why}"
+    return ""
 
 
 def _not_ours(run: PodRun, plan: VerifyPlan) -> str:
@@ -120,6 +143,10 @@ def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     if run is None or run.created is None:
         return CheckResult(check, member, "fail", reason=_why(run, plan) if run else
                            "gpu-share-1 was not attempted")
+    if o.scheduler_name(run.created) == plan.scheduler_name and run.pod is None and (
+            unread := _unread(run, POD_UNREAD, "Pod")):
+        return CheckResult(check, member, "error", reason=f"where HAMi placed it is unknown: "
+                                                          f"{unread}")
     if o.scheduler_name(run.created) != plan.scheduler_name or run.pod is None:
         return CheckResult(check, member, "fail", reason=_why(run, plan))
     if foreign := _not_ours(run, plan):
@@ -140,8 +167,12 @@ def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     assert plan.card is not None and plan.sizes is not None
     card, sizes = plan.card, plan.sizes
     problems: list[str] = []
+    unknown: list[str] = []
     for name in SHARE_PODS:
         run = _pod(state, name)
+        if unread := _unread(run, POD_UNREAD, "Pod"):
+            unknown.append(unread)
+            continue
         if run is None or run.pod is None or run.created is None:
             problems.append(_why(run, plan) if run else f"{name} was not attempted")
             continue
@@ -165,6 +196,8 @@ def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
                             f"({ALLOCATED_ANNOTATION}), it asked for {want}")
     if problems:
         return CheckResult(check, member, "fail", reason=summarize_problems(problems))
+    if unknown:
+        return CheckResult(check, member, "error", reason=summarize_problems(unknown))
     return CheckResult(check, member, "pass", evidence=(
         f"gpu-share-1..3 run together on {card.node}/{card.device_id} ({card.model}), each "
         f"granted {sizes.share_memory} MiB and {sizes.share_cores} cores: "
@@ -180,6 +213,9 @@ def _refusal(check: str, name: str, reason: str, what: str) -> Callable[
         if run is None or run.created is None:
             return CheckResult(check, member, "fail", reason=(
                 _why(run, plan) + " (see GPU-03)" if run else f"{name} was not attempted"))
+        if unread := _unread(run, POD_UNREAD, "Pod"):
+            return CheckResult(check, member, "error", reason=f"whether HAMi placed it is "
+                                                              f"unknown: {unread}")
         if foreign := _not_ours(run, plan):
             return CheckResult(check, member, "fail", reason=foreign)
         assert run.pod is not None
@@ -188,6 +224,10 @@ def _refusal(check: str, name: str, reason: str, what: str) -> Callable[
                 f"HAMi placed {name} on {o.pod_node(run.pod)}: {what} was over-committed; "
                 f"kubectl -n kube-system logs deploy/hami-scheduler -c vgpu-scheduler-extender"))
         messages = [str(e.get("message") or "") for e in run.events]
+        unread = _unread(run, EVENTS_UNREAD, "Event")
+        if not any(reason in m for m in messages) and unread:
+            return CheckResult(check, member, "error", reason=(
+                f"{name} is Pending, but whether HAMi said {reason} is unknown: {unread}"))
         if not any(reason in m for m in messages):
             return CheckResult(check, member, "fail", reason=(
                 f"{name} is Pending but no event of its own names {reason}: {_why(run, plan)}"))
@@ -244,16 +284,26 @@ def _kai_serving(found: Inventory) -> CheckResult:
     check, member = "GPU-11", found.member
     kai = found.kai_scheduler
     problems = []
-    if not kai.serving:
+    unknown = []
+    if kai.unknown:
+        unknown.append(f"KAI's scheduler is {kai.unknown}")
+    elif not kai.serving:
         state = f"not ready ({kai.ready})" if kai.found else "not found"
         problems.append(f"KAI's scheduler is {state}")
-    if found.kai_gpu_sharing != "on":
-        problems.append(f"GPU sharing is {found.kai_gpu_sharing} (Config kai-config "
+    if found.kai_gpu_sharing == "unknown":
+        unknown.append(f"GPU sharing is {found.unknown.get('KAI GPU sharing', 'unknown')}")
+    elif found.kai_gpu_sharing != "on":
+        absent = "" if found.kai_config_found else "no Config kai-config to set "
+        problems.append(f"GPU sharing is {found.kai_gpu_sharing} ({absent}Config kai-config "
                         f"spec.admission.gpuSharing)")
     evidence = f"{kai.where} {kai.ready}; GPU sharing {found.kai_gpu_sharing}".strip()
     if problems:
         return CheckResult(check, member, "fail", evidence=evidence, reason=(
-            f"{summarize_problems(problems)}; kubectl -n kai-scheduler get deploy,pods"))
+            f"{summarize_problems([*problems, *unknown])}; kubectl -n kai-scheduler get "
+            f"deploy,pods"))
+    if unknown:
+        return CheckResult(check, member, "error", evidence=evidence,
+                           reason=summarize_problems(unknown))
     return CheckResult(check, member, "pass", evidence=evidence)
 
 
@@ -261,8 +311,12 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     check, member = "GPU-12", plan.member
     problems: list[str] = []
     groups: dict[str, str] = {}
+    unknown: list[str] = []
     for name in FRACTION_PODS:
         run = _pod(state, name)
+        if unread := _unread(run, POD_UNREAD, "Pod"):
+            unknown.append(unread)
+            continue
         if run is None or run.pod is None or run.created is None:
             problems.append(_why(run, plan) if run else f"{name} was not attempted")
             continue
@@ -280,6 +334,8 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
             problems.append(f"{name} runs on {o.pod_node(run.pod)}, not {plan.node}")
             continue
         groups[name] = o.labels(run.pod).get(GPU_GROUP_LABEL, "")
+    if not problems and unknown:
+        return CheckResult(check, member, "error", reason=summarize_problems(unknown))
     if not problems and (len(set(groups.values())) != 1 or "" in groups.values()):
         problems.append(f"the half-GPU pods are not on one GPU ({GPU_GROUP_LABEL}: {groups}): "
                         f"KAI placed them on different devices (placementStrategy gpu: spread?)")
@@ -293,6 +349,9 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
 def _over_capacity(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     check, member = "GPU-13", plan.member
     run = _pod(state, "gpu-over-capacity")
+    if unread := _unread(run, POD_UNREAD, "Pod"):
+        return CheckResult(check, member, "error", reason=f"whether KAI placed it is unknown: "
+                                                          f"{unread}")
     if run is None or run.created is None or run.pod is None:
         return CheckResult(check, member, "fail", reason=_why(run, plan) if run else
                            "gpu-over-capacity was not attempted")
@@ -309,6 +368,9 @@ def _over_capacity(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         return CheckResult(check, member, "pass", evidence=(
             f"gpu-over-capacity ({ask}) stays Pending; KAI ({capacity[0].source}): "
             f"{capacity[0].text()}"))
+    if not reasons and (unread := _unread(run, EVENTS_UNREAD, "Event")):
+        return CheckResult(check, member, "error", reason=(
+            f"gpu-over-capacity ({ask}) is Pending, but KAI's reason is unknown: {unread}"))
     if reasons:
         return CheckResult(check, member, "fail", reason=(
             f"KAI refused gpu-over-capacity for its queue ({plan.queue}), not for capacity: "
@@ -340,8 +402,9 @@ def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None, clusters
     titles = dict(listed)
     ids = [c for c, _t in listed]
     if found.error:
+        said = "could not be read" if http_status(found.error) else "did not answer"
         out = [CheckResult(check, found.member, "error",
-                           reason=f"the API server at {found.server} did not answer: "
+                           reason=f"the API server at {found.server} {said}: "
                                   f"{found.error}") for check in ids]
         return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]
     out = [_kai_serving(found) if kai else _hami_serving(found)]

@@ -39,13 +39,16 @@ if TYPE_CHECKING:
     from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.state import JsonObj
 
-__all__ = ["FRACTION_PODS", "SHARE_PODS", "WAIT_NOTICE", "Timeouts", "probe_isolation",
-           "run_plan"]
+__all__ = ["EVENTS_UNREAD", "FRACTION_PODS", "POD_UNREAD", "SHARE_PODS", "WAIT_NOTICE",
+           "Timeouts", "probe_isolation", "run_plan"]
 
 SHARE_PODS = ("gpu-share-1", "gpu-share-2", "gpu-share-3")
 FRACTION_PODS = ("gpu-frac-1", "gpu-frac-2")
 WAIT_NOTICE = "still waiting for "  # progress shown without -v: a long wait is never silent
 NOTICE_EVERY = 30.0
+# A PodRun note when the last read of the pod, or of its events, failed: not seen is not absent.
+POD_UNREAD = "the pod could not be read back: "
+EVENTS_UNREAD = "its events could not be read: "
 
 
 @dataclass(frozen=True)
@@ -130,18 +133,28 @@ def _create_and_wait(kube: KubeGateway, obj: JsonObj, check: str, awaited: str, 
 
 
 def _final(kube: KubeGateway, namespace: str, run: PodRun) -> PodRun:
-    """The pod and its events (matched by uid), read once every pod was waited for."""
+    """The pod and its events (matched by uid), read once every pod was waited for. A read that
+    fails is a note (POD_UNREAD, EVENTS_UNREAD), so the checks tell it from a pod that is gone
+    or has no such event."""
     if run.created is None:
         return run
     uid = str(o.metadata(run.created).get("uid") or "")
     try:
         pod = kube.get("v1", "Pod", run.name, namespace)
-        events = clean_all(o.events_about(kube.events(namespace, run.name), {uid}))
     except GpulabError as err:
         return PodRun(run.name, run.check, created=run.created, outcome=run.outcome,
-                      waited=run.waited, last_seen=f"final read failed: {one_line(err.message)}")
+                      waited=run.waited, last_seen=f"final read failed: {one_line(err.message)}",
+                      notes=(*run.notes, POD_UNREAD + one_line(err.message)))
+    notes = run.notes
+    try:
+        events = clean_all(o.events_about(kube.events(namespace, run.name), {uid}))
+    except GpulabError as err:  # 404: events are not served, so there are none
+        events = ()
+        if getattr(err, "status", None) != 404:
+            notes = (*notes, EVENTS_UNREAD + one_line(err.message))
     return PodRun(run.name, run.check, created=run.created, pod=clean_object(pod),
-                  events=events, outcome=run.outcome, waited=run.waited, last_seen=run.last_seen)
+                  events=events, outcome=run.outcome, waited=run.waited, last_seen=run.last_seen,
+                  notes=notes)
 
 
 def _cleanup(kube: KubeGateway, plan: VerifyPlan, created: list[str], timeouts: Timeouts,

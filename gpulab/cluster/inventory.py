@@ -24,16 +24,23 @@ How each piece is recognised, and where upstream names it:
   chart's post-install hook, templates/kai-config.yaml);
 - tenancy: Kamaji's TenantControlPlanes; vCluster control planes: workloads labelled
   `app=vcluster` (vcluster chart 0.35.3).
+
+Each fact is found, absent, or unknown: a fact read from a kind discovery could not read is
+never "none" or "not found" but `unknown` and why (`why_unread`: a refusal, 403, with the grant
+it needs; another failure with its status; a read the API server did not answer). A kind the
+API server does not serve (404: its group is not there) was read: what it would hold is absent.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from gpulab.cluster import rules
+from gpulab.cluster.observe import UNANSWERED
 from gpulab.verify import objects as o
 from gpulab.verify.hami import (
     CORDON_ANNOTATION,
@@ -50,7 +57,8 @@ if TYPE_CHECKING:
 
     from gpulab.cluster.state import ClusterSnapshot, JsonObj
 
-__all__ = ["Card", "Component", "GpuNode", "Inventory", "Queue", "inventory"]
+__all__ = ["Card", "Component", "GpuNode", "Inventory", "Queue", "http_status", "inventory",
+           "why_unread"]
 
 HANDSHAKE_ANNOTATION = "hami.io/node-handshake"
 HAMI_WEBHOOK = "vgpu.hami.io"
@@ -58,6 +66,41 @@ WHOLE_GPU = "nvidia.com/gpu"  # what KAI and NVIDIA's device plugin count (KAI c
 KAI_NODE_POOL_LABEL = "kai.scheduler/node-pool"  # KAI constants.go:26 (DefaultNodePoolLabelKey)
 # KAI's own annotations for a share of one GPU: a fraction, or memory (docs/gpu-sharing).
 KAI_SHARE_ANNOTATIONS = ("gpu-fraction", "gpu-memory")
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
+# What each read needs granted: the ClusterRoles in docs/verify-any-cluster.md ("RBAC").
+GRANTS = {
+    "Node": "list on nodes", "Pod": "list on pods", "Deployment": "list on deployments.apps",
+    "DaemonSet": "list on daemonsets.apps", "StatefulSet": "list on statefulsets.apps",
+    "MutatingWebhookConfiguration":
+        "list on mutatingwebhookconfigurations.admissionregistration.k8s.io",
+    "Queue": "list on queues.scheduling.run.ai", "Config": "get on configs.kai.scheduler",
+    "TenantControlPlane": "list on tenantcontrolplanes.kamaji.clastix.io",
+    "ConfigMap": "get on configmaps", "Event": "list on events",
+}
+# "<verb> <what> at <server>: <status> <reason>": the gateway's error (gpulab.adapters.kube)
+_HTTP_STATUS = re.compile(r" at \S+: (\d{3})(?=[ (]|$)")
+
+
+def http_status(error: str) -> int:
+    """The HTTP status a failed call was answered with (0: none, it was not answered)."""
+    status = _HTTP_STATUS.search(error)
+    return int(status.group(1)) if status is not None else 0
+
+
+def why_unread(kind: str, error: str) -> str:
+    """What to say of a fact read from `kind` when that read failed with `error`: "unknown,
+    because the API server did not answer ..." (a deadline), "unknown: Pod could not be read (403
+    Forbidden: grant list on pods, ...)" (a refusal: only then is RBAC named), "unknown: Pod
+    could not be read (500 Internal Server Error ...)" (any other failure). Never "none"."""
+    if error.startswith(UNANSWERED):
+        return error.partition(" (")[0].partition(": ")[0]
+    status = _HTTP_STATUS.search(error)
+    if status is not None and status.group(1) == "403":
+        grant = GRANTS.get(kind, f"read access to {kind}")
+        return (f"unknown: {kind} could not be read (403 Forbidden: grant {grant}, "
+                f"docs/verify-any-cluster.md \"RBAC\")")
+    detail = error[status.start(1):] if status is not None else error
+    return f"unknown: {kind} could not be read ({detail})"
 
 
 @dataclass(frozen=True)
@@ -70,6 +113,12 @@ class Component:
     where: str = ""
     ready: str = ""
     detail: str = ""
+    unknown: str = ""  # not found because it could not be read: why (why_unread)
+
+    @property
+    def state(self) -> str:
+        """found | absent | unknown."""
+        return "found" if self.found else "unknown" if self.unknown else "absent"
 
     @property
     def serving(self) -> bool:
@@ -97,15 +146,16 @@ class Card:
     cores: int
     split: int
     healthy: bool
-    used_memory: int = 0
-    used_cores: int = 0
-    users: tuple[str, ...] = ()
+    used_memory: int | None = 0  # None (and users None): unknown, Pods could not be read
+    used_cores: int | None = 0
+    users: tuple[str, ...] | None = ()
     mode: str = ""  # hami-core, mig, mps (pkg/device/nvidia/device.go:61-63)
     cordoned: bool = False  # listed in the node's hami.io/device-cordon
 
     @property
     def idle(self) -> bool:
-        return not self.users and not self.used_memory and not self.used_cores
+        """Known to be idle: no user, nothing in use (unknown usage is not idle)."""
+        return not self.users and self.used_memory == 0 and self.used_cores == 0
 
 
 @dataclass(frozen=True)
@@ -118,7 +168,7 @@ class GpuNode:
     gpus: str  # allocatable `resource` (HAMi: its count resource, cards x split)
     cards: int  # registered by HAMi (as HAMi decodes them)
     handshake: str = ""
-    users: tuple[str, ...] = ()  # pods on it that hold or ask for GPUs (ns/name)
+    users: tuple[str, ...] | None = ()  # pods on it that hold or ask for GPUs (None: unknown)
     resource: str = WHOLE_GPU
     hostname: str = ""  # its kubernetes.io/hostname label ("" when it has none)
     blockers: tuple[str, ...] = ()  # kube-scheduler's: cordon, untolerated taints
@@ -145,7 +195,14 @@ class Queue:
 
 @dataclass(frozen=True)
 class Inventory:
-    """What discovery found in one cluster."""
+    """What discovery found in one cluster.
+
+    A collection is None when what it is read from could not be read (`unknown` says why), ()
+    when it was read and holds nothing. unknown: each fact that could not be established, by
+    name ("HAMi scheduler", "HAMi webhook", "HAMi device plugin", "KAI scheduler", "KAI GPU
+    sharing", "queues", "Kamaji", "vCluster", "HAMi device config", "GPU nodes", "GPU users"),
+    with why (why_unread). unseen: every read that failed, as `Kind: error`.
+    """
 
     member: str
     server: str
@@ -155,13 +212,14 @@ class Inventory:
     hami_webhook: Component
     hami_device_plugin: Component
     kai_scheduler: Component
-    kai_gpu_sharing: str  # on | off | unknown
-    queues: tuple[Queue, ...]
+    kai_gpu_sharing: str  # on | off (also: no Config kai-config) | unknown
+    queues: tuple[Queue, ...] | None
     tenancy: tuple[str, ...]
-    gpu_nodes: tuple[GpuNode, ...]
-    cards: tuple[Card, ...]
-    gpu_users: tuple[str, ...]
+    gpu_nodes: tuple[GpuNode, ...] | None
+    cards: tuple[Card, ...] | None
+    gpu_users: tuple[str, ...] | None
     unseen: tuple[str, ...]  # what could not be read, and why
+    unknown: dict[str, str] = field(default_factory=dict)
     hami_scheduler_name: str = ""  # its --scheduler-name ("" when it has none)
     hami_resources: HamiResources = DEFAULT_RESOURCES
     hami_resources_from: str = ""  # where the names come from
@@ -171,6 +229,7 @@ class Inventory:
     kai_queue_label: str = QUEUE_LABEL
     kai_node_pool_label: str = KAI_NODE_POOL_LABEL
     kai_full_hierarchy: bool = True  # the scheduler's --full-hierarchy-fairness (default true)
+    kai_config_found: bool = False  # the Config kai-config exists (read, not absent)
 
     @property
     def has_hami(self) -> bool:
@@ -181,17 +240,38 @@ class Inventory:
         return self.kai_scheduler.found or self.kai_operator or bool(self.queues)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for key in ("hami_scheduler", "hami_webhook", "hami_device_plugin", "kai_scheduler"):
+            out[key]["state"] = getattr(self, key).state
+        return out
+
+
+_READ_FROM = {"Node": "nodes", "Pod": "pods", "MutatingWebhookConfiguration": "webhooks",
+              "Queue": "queues", "TenantControlPlane": "tenant_control_planes",
+              **dict.fromkeys(WORKLOAD_KINDS, "workloads")}
+
+
+def _unread(snapshot: ClusterSnapshot, *kinds: str) -> str:
+    """Why what is read from `kinds` is unknown ('' when every one of them was read)."""
+    why = []
+    for kind in kinds:
+        error = snapshot.read_errors.get(kind)
+        if error is not None:
+            why.append(why_unread(kind, error))
+        elif kind in _READ_FROM and getattr(snapshot, _READ_FROM[kind]) is None:
+            why.append(f"unknown: {kind} was not read")
+    return "; ".join(dict.fromkeys(why))
 
 
 def _workloads(snapshot: ClusterSnapshot, kind: str) -> list[JsonObj]:
     return [w for w in snapshot.workloads or () if w.get("kind") == kind]
 
 
-def _component(name: str, workloads: Iterable[Mapping[str, Any]], detail: str = "") -> Component:
+def _component(name: str, workloads: Iterable[Mapping[str, Any]], detail: str = "",
+               unknown: str = "") -> Component:
     found = list(workloads)
     if not found:
-        return Component(name)
+        return Component(name, unknown=unknown)
     where = ", ".join(f"{w['namespace']}/{w['name']} ({w['kind']})" for w in found)
     ready = ", ".join(f"{w['ready']}/{w['desired']}" for w in found)
     return Component(name, True, where, ready, detail)
@@ -211,13 +291,13 @@ def _hami_scheduler_workloads(snapshot: ClusterSnapshot) -> list[JsonObj]:
 
 def _hami_scheduler(snapshot: ClusterSnapshot) -> Component:
     found = _hami_scheduler_workloads(snapshot)
-    detail = ""
-    if found:
-        tag = _image_tag(found[0], "hami")
-        lock = next((a for a in found[0].get("args") or () if "node-lock-timeout" in a), "")
-        detail = ", ".join(x for x in (f"HAMi {tag}" if tag else "", lock or
-                                       "--node-lock-timeout default (5m, cmd/scheduler/main.go:79)")
-                           if x)
+    if not found:
+        return Component("HAMi scheduler", unknown=_unread(snapshot, "Deployment"))
+    tag = _image_tag(found[0], "hami")
+    lock = next((a for a in found[0].get("args") or () if "node-lock-timeout" in a), "")
+    detail = ", ".join(x for x in (f"HAMi {tag}" if tag else "", lock or
+                                   "--node-lock-timeout default (5m, cmd/scheduler/main.go:79)")
+                       if x)
     return _component("HAMi scheduler", found, detail)
 
 
@@ -229,8 +309,13 @@ def _hami_settings(snapshot: ClusterSnapshot) -> tuple[str, dict[str, str], Hami
     selector = rules.label_selector(rules.flag_value(args, "--node-label-selector"))
     config = snapshot.hami_device_config
     if config is None:
-        unread = snapshot.read_errors.get("ConfigMap")
-        why = f"ConfigMap not readable: {unread}" if unread else "no device ConfigMap found"
+        unread = _unread(snapshot, "ConfigMap") if found else _unread(snapshot, "Deployment")
+        if unread:
+            why = f"the device config is {unread}"
+        elif found:
+            why = "no device ConfigMap found"
+        else:
+            why = "no hami-scheduler Deployment mounts a device ConfigMap"
         return name, selector, DEFAULT_RESOURCES, f"the chart's defaults ({why})"
     where = f"ConfigMap {config.get('namespace', '')}/{config.get('name', '')}"
     names = rules.device_config_resources(str(config.get("device-config.yaml") or ""))
@@ -247,7 +332,7 @@ def _hami_webhook(snapshot: ClusterSnapshot) -> Component:
                 to = f"service {service.get('namespace', '')}/{service.get('name', '')}"
                 return Component("HAMi webhook", True, f"{config['name']} ({to})", "",
                                  f"failurePolicy {hook.get('failurePolicy') or 'Fail'}")
-    return Component("HAMi webhook")
+    return Component("HAMi webhook", unknown=_unread(snapshot, "MutatingWebhookConfiguration"))
 
 
 def _device_plugin(snapshot: ClusterSnapshot) -> Component:
@@ -257,7 +342,8 @@ def _device_plugin(snapshot: ClusterSnapshot) -> Component:
         return _component("HAMi device plugin", mock, "mock (simulated cards)")
     real = [d for d in daemonsets
             if d["labels"].get("app.kubernetes.io/component") == "hami-device-plugin"]
-    return _component("HAMi device plugin", real, "real (NVIDIA driver)" if real else "")
+    return _component("HAMi device plugin", real, "real (NVIDIA driver)" if real else "",
+                      unknown=_unread(snapshot, "DaemonSet"))
 
 
 def _number(value: Any) -> float | None:
@@ -268,14 +354,15 @@ def _number(value: Any) -> float | None:
 
 
 def _quantity(value: Any) -> Decimal:
-    """A resource quantity as a number (`2`, `500m`, `0.5`); 0 when unreadable."""
+    """A resource quantity as a number (`2`, `500m`, `0.5`); 0 when unreadable, not finite
+    (`NaN`, `Infinity`: an annotation is not validated) or beyond an int64 (what a Kubernetes
+    quantity can hold)."""
     text = str(value if value is not None else "").strip()
     try:
-        if text.endswith("m"):
-            return Decimal(text[:-1]) / 1000
-        return Decimal(text or "0")
+        number = Decimal(text[:-1]) / 1000 if text.endswith("m") else Decimal(text or "0")
     except InvalidOperation:
         return Decimal(o.int_quantity(text) or 0)
+    return number if number.is_finite() and number.adjusted() < 19 else Decimal(0)
 
 
 def _queue(obj: Mapping[str, Any], pool_label: str) -> Queue:
@@ -306,14 +393,19 @@ def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
     detail = ", ".join(x for x in (
         f"schedulerName {name}", f"default shard (nodes and queues without {pool_label})",
         f"other shards: {', '.join(others)}" if others else "") if x)
-    component = _component("KAI scheduler", default, detail)
-    if config is None:
-        sharing = "unknown"
+    config_unread = _unread(snapshot, "Config")
+    unknown = _unread(snapshot, "Deployment") or (
+        f"{config_unread}, and it names KAI's scheduler" if config_unread else "")
+    component = _component("KAI scheduler", default, detail, unknown=unknown)
+    if config is None:  # unread, or absent: nothing turns sharing on (the chart's hook makes it)
+        sharing = "unknown" if config_unread else "off"
     else:
         sharing = "on" if (config.get("admission") or {}).get("gpuSharing") else "off"
     return {
         "kai_scheduler": component, "kai_gpu_sharing": sharing,
-        "queues": tuple(_queue(q, pool_label) for q in snapshot.queues or ()),
+        "kai_config_found": config is not None,
+        "queues": None if snapshot.queues is None else tuple(
+            _queue(q, pool_label) for q in snapshot.queues),
         "kai_operator": any(w["name"] == "kai-operator" for w in deployments)
         or config is not None,
         "kai_scheduler_name": name,
@@ -391,7 +483,12 @@ def _hami_unseen(node: Mapping[str, Any], cards: list[dict[str, Any]] | None,
 
 def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
                      selector: Mapping[str, str], pool_label: str
-                     ) -> tuple[tuple[GpuNode, ...], tuple[Card, ...]]:
+                     ) -> tuple[tuple[GpuNode, ...] | None, tuple[Card, ...] | None]:
+    """The GPU nodes and HAMi's cards (None: Nodes could not be read); what is in use on a card
+    is None when Pods could not be read."""
+    if snapshot.nodes is None:
+        return None, None
+    known = snapshot.pods is not None
     pods = [dict(p) for p in snapshot.pods or ()]
     users: dict[str, list[str]] = {}
     for pod in pods:
@@ -402,7 +499,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
     count = hami.count or WHOLE_GPU
     nodes: list[GpuNode] = []
     cards: list[Card] = []
-    for node in snapshot.nodes or ():
+    for node in snapshot.nodes:
         name = o.name(node)
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         registered = decode_register(o.annots(node).get(REGISTER_ANNOTATION))
@@ -419,11 +516,14 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
             cards.append(Card(node=name, device_id=str(device["id"]), model=str(device["type"]),
                               memory_mib=int(device["devmem"]), cores=int(device["devcore"]),
                               split=int(device["count"]), healthy=device["health"] is True,
-                              used_memory=memory, used_cores=cores, users=tuple(holders),
+                              used_memory=memory if known else None,
+                              used_cores=cores if known else None,
+                              users=tuple(holders) if known else None,
                               mode=str(device["mode"]), cordoned=str(device["id"]) in cordon))
         nodes.append(GpuNode(
             name, o.node_ready(node)[0], gpus, len(registered or ()),
-            o.annots(node).get(HANDSHAKE_ANNOTATION, ""), tuple(sorted(users.get(name, ()))),
+            o.annots(node).get(HANDSHAKE_ANNOTATION, ""),
+            tuple(sorted(users.get(name, ()))) if known else None,
             resource=resource, hostname=o.labels(node).get(rules.HOSTNAME_LABEL, ""),
             blockers=tuple(rules.untolerated_taints(node)),
             hami_unseen=_hami_unseen(node, registered, selector, count, now),
@@ -439,19 +539,34 @@ def inventory(snapshot: ClusterSnapshot) -> Inventory:
     kai = _kai(snapshot)
     name, selector, hami, source = _hami_settings(snapshot)
     nodes, cards = _nodes_and_cards(snapshot, hami, selector, kai["kai_node_pool_label"])
+    components = (_hami_scheduler(snapshot), _hami_webhook(snapshot), _device_plugin(snapshot),
+                  kai["kai_scheduler"])
+    tenancy = _tenancy(snapshot)
+    unknown = {c.name: c.unknown for c in components if c.unknown}
+    found_here = {t.split(":", 1)[0] for t in tenancy}
+    for fact, kinds in (("KAI GPU sharing", ("Config",)), ("queues", ("Queue",)),
+                        ("Kamaji", ("TenantControlPlane",)),
+                        ("vCluster", ("StatefulSet", "Deployment")),
+                        ("HAMi device config", ("ConfigMap",)),
+                        ("GPU nodes", ("Node",)), ("GPU users", ("Pod",))):
+        why = "" if fact in found_here else _unread(snapshot, *kinds)
+        if why:
+            unknown[fact] = why
     return Inventory(
         member=snapshot.name,
         server=snapshot.server,
         version=snapshot.version,
         error=snapshot.error,
-        hami_scheduler=_hami_scheduler(snapshot),
-        hami_webhook=_hami_webhook(snapshot),
-        hami_device_plugin=_device_plugin(snapshot),
-        tenancy=_tenancy(snapshot),
+        hami_scheduler=components[0],
+        hami_webhook=components[1],
+        hami_device_plugin=components[2],
+        tenancy=tenancy,
         gpu_nodes=nodes,
         cards=cards,
-        gpu_users=tuple(sorted(_label(p) for p in snapshot.pods or () if _uses_gpu(p, hami))),
+        gpu_users=None if snapshot.pods is None else tuple(sorted(
+            _label(p) for p in snapshot.pods if _uses_gpu(p, hami))),
         unseen=tuple(f"{what}: {why}" for what, why in sorted(snapshot.read_errors.items())),
+        unknown=unknown,
         hami_scheduler_name=name,
         hami_resources=hami,
         hami_resources_from=source,

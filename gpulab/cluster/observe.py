@@ -151,6 +151,17 @@ def _hami_device_config_name(workloads: list[JsonObj]) -> tuple[str, str] | None
     return None
 
 
+def _served(call: Callable[[], list[JsonObj]]) -> list[JsonObj]:
+    """A list, or none when the API server does not serve the kind (404: its API group is not
+    there, i.e. not installed; the gateway already answers so when discovery says 404)."""
+    try:
+        return call()
+    except GpulabError as err:
+        if getattr(err, "status", None) == 404:
+            return []
+        raise
+
+
 def read_cluster(kube: KubeGateway, name: str, server: str = "", *,
                  deadline: float | None = DISCOVERY_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic) -> ClusterSnapshot:
@@ -190,15 +201,17 @@ def _read_cluster(kube: KubeGateway, name: str, server: str, deadline: float | N
                                read_errors=errors, observed_at=started)
 
     def listed(api_version: str, kind: str) -> list[JsonObj] | None:
-        return read(kind, lambda: kube.list_objects(api_version, kind))
+        return read(kind, lambda: _served(lambda: kube.list_objects(api_version, kind)))
 
     nodes = listed("v1", "Node")
     pods = listed("v1", "Pod")
-    workloads: list[JsonObj] | None = []
+    workloads: list[JsonObj] = []
+    unread = 0  # each kind read is kept; one not read is in `errors` (the inventory asks there)
     for kind in ("Deployment", "DaemonSet", "StatefulSet"):
         found = listed("apps/v1", kind)
-        workloads = None if found is None or workloads is None else workloads + found
-    summaries = None if workloads is None else [summarize_workload(w) for w in workloads]
+        unread += found is None
+        workloads += found or []
+    summaries = None if unread == 3 else [summarize_workload(w) for w in workloads]
     device_config: JsonObj | None = None
     where = _hami_device_config_name(summaries or [])
     if where is not None:

@@ -14,7 +14,9 @@ can hold; all in a leaf queue whose GPU limit, and every ancestor's, lets KAI an
 capacity, not for the queue.
 
 Each rule that decides is in gpulab.cluster.rules (or the module it names), with its upstream
-source; when nothing qualifies the plan refuses, saying why, and nothing is created.
+source; when nothing qualifies the plan refuses, saying why, and nothing is created. A refusal
+rests only on facts that are known: when a fact the plan needs could not be read, it says
+"cannot plan, because <Kind> could not be read (<why>)" instead (Inventory.unknown).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gpulab.cluster.inventory import WHOLE_GPU
+from gpulab.cluster.inventory import WHOLE_GPU, http_status
 from gpulab.cluster.observe import UNANSWERED
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
 from gpulab.verify.hami import (
@@ -160,7 +162,7 @@ def _why_not(card: Card, nodes: dict[str, GpuNode]) -> str:
     if not sharing_sizes(card, card.device_id).applicable:
         return f"{where}: {card.cores} cores admit no size where three fit and four do not"
     if not card.idle:
-        return f"{where}: in use by {', '.join(card.users) or 'a pod'}"
+        return f"{where}: in use by {', '.join(card.users or ()) or 'a pod'}"
     return ""
 
 
@@ -172,7 +174,15 @@ def _mig_notes(found: Inventory) -> tuple[str, ...]:
         f"(the device plugin's mixed strategy), not shared by "
         f"{'HAMi slices' if found.has_hami else 'KAI fractions'}; verify does not check there"
         + (f" (in use by {', '.join(n.users)})" if n.users else "")
-        for n in found.gpu_nodes if n.mig)
+        for n in found.gpu_nodes or () if n.mig)
+
+
+def _cannot_plan(found: Inventory, *facts: str) -> str:
+    """'cannot plan, because Pod could not be read (403 Forbidden: grant ...)' when one of the
+    `facts` the plan needs is unknown ('' when all are known)."""
+    why = dict.fromkeys(found.unknown[f].removeprefix("unknown: ") for f in facts
+                        if f in found.unknown)
+    return f"cannot plan, because {'; '.join(why)}" if why else ""
 
 
 def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyPlan:
@@ -180,21 +190,27 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
     ns = namespace or default_namespace(run_id)
     base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id)
     if found.error:
-        return _refuse(base, f"the API server did not answer: {found.error}")
+        said = "could not be read" if http_status(found.error) else "did not answer"
+        return _refuse(base, f"the API server {said}: {found.error}")
+    if not found.has_hami and found.has_kai:  # a KAI cluster: its checks, whatever follows
+        base = _kai_base(found, base)
     late = [u for u in found.unseen if UNANSWERED in u]
     if late:  # what was not read is unknown, not absent
         return _refuse(base, f"discovery did not finish: {'; '.join(late)} (--discovery-timeout "
                              f"and --request-timeout give it more time)")
-    blind = [u for u in found.unseen if u.split(":", 1)[0] in ("Node", "Pod")]
-    if blind:
-        return _refuse(base, f"cannot tell which GPUs are free: {'; '.join(blind)} (grant the "
-                             f"read access in docs/verify-any-cluster.md, 'RBAC')")
+    if blind := _cannot_plan(found, "GPU nodes", "GPU users"):
+        return _refuse(base, f"{blind}: which GPUs are free would be a guess")
+    if blind := _cannot_plan(found, "HAMi scheduler"):
+        return _refuse(base, f"{blind}: whether HAMi's or KAI's scheduler is installed is not "
+                             f"known")
     if not found.has_hami:
         if found.has_kai:
             return _kai_plan(found, base)
-        return _refuse(base, "neither HAMi (no hami-scheduler Deployment, no vgpu.hami.io "
-                             "webhook) nor KAI (no kai-scheduler) is installed: gpulab's GPU "
-                             "checks need one of them")
+        if blind := _cannot_plan(found, "KAI scheduler", "queues"):
+            return _refuse(base, f"{blind}: whether KAI is installed is not known")
+        webhook = ("" if found.hami_webhook.unknown else ", no vgpu.hami.io webhook")
+        return _refuse(base, f"neither HAMi (no hami-scheduler Deployment{webhook}) nor KAI (no "
+                             f"kai-scheduler) is installed: gpulab's GPU checks need one of them")
     scheduler = found.hami_scheduler
     if not scheduler.serving:
         state = f"{scheduler.where}, {scheduler.ready} ready" if scheduler.found else "not found"
@@ -214,7 +230,7 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         return _refuse(base, "no node has cards registered by HAMi "
                              "(hami.io/node-nvidia-register): is HAMi's device plugin running?",
                        notes=_mig_notes(found))
-    nodes = {n.name: n for n in found.gpu_nodes}
+    nodes = {n.name: n for n in found.gpu_nodes or ()}
     candidates = [c for c in found.cards if not _why_not(c, nodes)]
     if not candidates:
         return _refuse(base, "no card can be used ("
@@ -230,10 +246,16 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
                       "Pending: HAMi says CardInsufficientCore", "CardInsufficientCore"),
            PlannedPod("gpu-mem-big", "GPU-05", sizes.big_memory, sizes.big_cores,
                       "Pending: HAMi says CardInsufficientMemory", "CardInsufficientMemory")])
-    notes = ("verify never touches nodes: it does not release HAMi's node lock, so each pod "
-             "waits for hami-scheduler's --node-lock-timeout when the device plugin does not "
-             "release it (the mock plugin never does)",) if "mock" in \
-        found.hami_device_plugin.detail else ()
+    notes: tuple[str, ...] = (
+        "verify never touches nodes: it does not release HAMi's node lock, so each pod waits "
+        "for hami-scheduler's --node-lock-timeout when the device plugin does not release it "
+        "(the mock plugin never does)",) if "mock" in found.hami_device_plugin.detail else ()
+    for fact, then in (("HAMi device plugin", "if it is HAMi's mock, which never releases the "
+                        "node lock, each pod waits for hami-scheduler's --node-lock-timeout"),
+                       ("HAMi device config", "the pods ask with the chart's resource names"),
+                       ("HAMi webhook", "GPU-02 shows whether it handles verify's pods")):
+        if fact in found.unknown:
+            notes += (f"{fact} is {found.unknown[fact]}: {then}",)
     return VerifyPlan(member=found.member, namespace=ns, run_id=run_id, card=card, sizes=sizes,
                       pods=pods, notes=notes + _mig_notes(found),
                       scheduler_name=found.hami_scheduler_name, resources=names)
@@ -292,7 +314,7 @@ def _kai_queues(found: Inventory) -> dict[str, Queue]:
     (kubernetes_lister.go:133-135); with --full-hierarchy-fairness=false only those with a
     parent, under KAI's own unlimited `default` (pkg/scheduler/cache/cluster_info/queue.go:
     22-75); a queue whose parent is missing is dropped with its children (queue.go:105-115)."""
-    seen = {q.name: q for q in found.queues if not q.pool}
+    seen = {q.name: q for q in found.queues or () if not q.pool}
     if not found.kai_full_hierarchy:
         seen = {n: replace(q, parent="") for n, q in seen.items() if q.parent}
     kept: dict[str, Queue] = {}
@@ -310,21 +332,29 @@ def _kai_queues(found: Inventory) -> dict[str, Queue]:
     return kept
 
 
+def _kai_base(found: Inventory, base: VerifyPlan) -> VerifyPlan:
+    return replace(base, scheduler="kai", scheduler_name=found.kai_scheduler_name,
+                   queue_label=found.kai_queue_label)
+
+
 def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
     """Two half-GPU pods that must share one GPU, one request no node can hold (module doc)."""
-    base = replace(base, scheduler="kai", scheduler_name=found.kai_scheduler_name,
-                   queue_label=found.kai_queue_label)
+    base = _kai_base(found, base)
     kai = found.kai_scheduler
+    if blind := _cannot_plan(found, "KAI scheduler", "KAI GPU sharing", "queues"):
+        return _refuse(base, blind)
     if not kai.serving:
         where = (f"{kai.where}, {kai.ready} ready" if kai.found else
                  f"no Deployment {found.kai_scheduler_name}-<shard> for the default shard; "
                  f"kai-operator is not a scheduler")
         return _refuse(base, f"KAI's scheduler is not serving ({where})")
     if found.kai_gpu_sharing != "on":
-        return _refuse(base, f"KAI's GPU sharing is {found.kai_gpu_sharing} (Config kai-config "
-                             f"spec.admission.gpuSharing, the chart's global.gpuSharing): "
-                             f"KAI refuses fractional pods without it")
-    gpu_nodes = [n for n in found.gpu_nodes if _gpus(n) > 0]
+        where = ("" if found.kai_config_found else
+                 "no Config kai-config, which the chart's post-install hook creates, to set ")
+        return _refuse(base, f"KAI's GPU sharing is {found.kai_gpu_sharing} ({where}Config "
+                             f"kai-config spec.admission.gpuSharing, the chart's "
+                             f"global.gpuSharing): KAI refuses fractional pods without it")
+    gpu_nodes = [n for n in found.gpu_nodes or () if _gpus(n) > 0]
     if not gpu_nodes:
         return _refuse(base, "no node advertises nvidia.com/gpu", notes=_mig_notes(found))
     too_big = max(_gpus(n) for n in gpu_nodes) + 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpulab.cluster.observe import UNANSWERED
+from gpulab.cluster.inventory import http_status
 
 if TYPE_CHECKING:
     from gpulab.cluster.inventory import Component, Inventory
@@ -13,30 +13,13 @@ if TYPE_CHECKING:
 __all__ = ["inspection_data", "inspection_lines", "plan_lines"]
 
 
-_WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")  # read_cluster keeps all three or none
-# The kinds each line of the inspection is read from, when it would say "not found" or "none".
-_SOURCES: dict[str, tuple[str, ...]] = {
-    "HAMi scheduler": _WORKLOADS, "HAMi device plugin": _WORKLOADS, "KAI scheduler": _WORKLOADS,
-    "HAMi webhook": ("MutatingWebhookConfiguration",), "queues": ("Queue",),
-    "tenancy": ("TenantControlPlane", *_WORKLOADS), "GPU nodes": ("Node",), "GPU users": ("Pod",),
-}
+# What the inspection says of a fact is found, absent ("not found", "none") or, when what it is
+# read from could not be read, unknown and why (Inventory.unknown): never "none" for that.
 
 
-def _unknown(found: Inventory, line: str) -> str:
-    """'' when what `line` shows was read, else what to say instead of "not found" or "none":
-    "unknown, because the API server did not answer ..." (discovery's deadline or the request's),
-    or "unknown (Kind not readable)" (a refusal, e.g. 403; the reason is listed at the end)."""
-    unread = dict(u.split(": ", 1) for u in found.unseen if ": " in u)
-    missing = [kind for kind in _SOURCES[line] if kind in unread]
-    late = [unread[k] for k in missing if unread[k].startswith(UNANSWERED)]
-    if late:
-        return late[0].split(" (")[0].split(": ")[0]
-    return f"unknown ({', '.join(missing)} not readable)" if missing else ""
-
-
-def _component(c: Component, found: Inventory) -> str:
+def _component(c: Component) -> str:
     if not c.found:
-        return f"  {c.name + ':':<20} {_unknown(found, c.name) or 'not found'}"
+        return f"  {c.name + ':':<20} {c.unknown or 'not found'}"
     ready = f", {c.ready} ready" if c.ready else ""
     detail = f"; {c.detail}" if c.detail else ""
     return f"  {c.name + ':':<20} {c.where}{ready}{detail}"
@@ -45,11 +28,13 @@ def _component(c: Component, found: Inventory) -> str:
 def inspection_lines(found: Inventory) -> list[str]:
     """What discovery found in one cluster, as lines for a terminal or a CI log."""
     head = f"cluster {found.member} ({found.server or 'unknown server'}"
-    if found.error:
-        return [f"{head}): did not answer: {found.error}"]
+    if found.error:  # an answer that is an error (403, 500) is not silence
+        said = "could not be read" if http_status(found.error) else "did not answer"
+        return [f"{head}): {said}: {found.error}"]
     lines = [f"{head}, Kubernetes {found.version})"]
-    lines += [_component(c, found) for c in (found.hami_scheduler, found.hami_webhook,
-                                             found.hami_device_plugin, found.kai_scheduler)]
+    lines += [_component(c) for c in (found.hami_scheduler, found.hami_webhook,
+                                      found.hami_device_plugin, found.kai_scheduler)]
+    unknown = found.unknown
     if found.has_hami:
         names = found.hami_resources
         selector = ",".join(f"{k}={v}" for k, v in found.hami_node_selector.items())
@@ -58,15 +43,20 @@ def inspection_lines(found: Inventory) -> list[str]:
                      f"{names.memory}, {names.cores} (from {found.hami_resources_from})"
                      + (f"; --node-label-selector {selector}" if selector else ""))
     if found.has_kai:
-        queues = (", ".join(q.text() for q in found.queues) or _unknown(found, "queues")
-                  or "none")
-        lines.append(f"  {'KAI GPU sharing:':<20} {found.kai_gpu_sharing}; queues: {queues}")
-    tenancy = "; ".join(found.tenancy) or _unknown(found, "tenancy") or "none found"
-    lines.append(f"  {'tenancy:':<20} {tenancy}")
+        queues = (unknown.get("queues", "unknown") if found.queues is None else
+                  ", ".join(q.text() for q in found.queues) or "none")
+        sharing = found.kai_gpu_sharing
+        if sharing == "unknown":
+            sharing = unknown.get("KAI GPU sharing", sharing)
+        elif not found.kai_config_found:
+            sharing += " (no Config kai-config)"
+        lines.append(f"  {'KAI GPU sharing:':<20} {sharing}; queues: {queues}")
+    lines.append(f"  {'tenancy:':<20} {_tenancy(found)}")
     if not found.gpu_nodes:
-        nodes = _unknown(found, "GPU nodes") or "none (no node advertises nvidia.com/gpu)"
+        nodes = (unknown.get("GPU nodes", "unknown") if found.gpu_nodes is None else
+                 "none (no node advertises nvidia.com/gpu)")
         lines.append(f"  {'GPU nodes:':<20} {nodes}")
-    for node in found.gpu_nodes:
+    for node in found.gpu_nodes or ():
         state = "Ready" if node.ready else "NotReady"
         hand = f", handshake {node.handshake}" if node.handshake else ""
         mig = f", MIG {', '.join(node.mig)}" if node.mig else ""
@@ -76,15 +66,19 @@ def inspection_lines(found: Inventory) -> list[str]:
                     f"KAI node pool {node.pool}" if node.pool and found.has_kai else ""):
             if why:
                 lines.append(f"  {'':<20}   {why}")
-    for card in found.cards:
+    for card in found.cards or ():
         health = "" if card.healthy else ", UNHEALTHY"
         health += ", cordoned (hami.io/device-cordon)" if card.cordoned else ""
         health += ", MIG mode" if card.mode == "mig" else ""
         users = f" by {', '.join(card.users)}" if card.users else ""
+        use = (f"in use {card.used_memory} MiB, {card.used_cores} cores{users}"
+               if card.used_memory is not None and card.used_cores is not None else
+               f"in use: {unknown.get('GPU users', 'unknown')}")
         lines.append(f"  {'card:':<20} {card.node}/{card.device_id} {card.model}, "
                      f"{card.memory_mib} MiB, {card.cores} cores, split {card.split}{health}; "
-                     f"in use {card.used_memory} MiB, {card.used_cores} cores{users}")
-    users = ", ".join(found.gpu_users) or _unknown(found, "GPU users")
+                     f"{use}")
+    users = (unknown.get("GPU users", "unknown") if found.gpu_users is None else
+             ", ".join(found.gpu_users))
     if users:
         lines.append(f"  {'GPU users:':<20} {users}")
     for unseen in found.unseen:
@@ -92,11 +86,21 @@ def inspection_lines(found: Inventory) -> list[str]:
     return lines
 
 
+def _tenancy(found: Inventory) -> str:
+    """Kamaji's and vCluster's control planes found, and those that could not be read."""
+    unread = {k: found.unknown[k] for k in ("Kamaji", "vCluster") if k in found.unknown}
+    if not found.tenancy and unread and len(set(unread.values())) == 1:
+        return next(iter(unread.values()))  # one reason for both: say it once
+    return "; ".join([*found.tenancy, *(f"{k}: {why}" for k, why in unread.items())]) \
+        or "none found"
+
+
 def plan_lines(plan: VerifyPlan) -> list[str]:
     """What verify would create in one cluster, or why it refuses."""
     if plan.refusals:
         return [f"cluster {plan.member}: verify would refuse, creating nothing:",
-                *(f"  - {why}" for why in plan.refusals)]
+                *(f"  - {why}" for why in plan.refusals),
+                *(f"  note: {note}" for note in plan.notes)]
     where = f"namespace {plan.namespace}, labelled gpulab.dev/run={plan.run_id}"
     if plan.card is not None:
         card = plan.card

@@ -30,7 +30,8 @@ class ClusterSnapshot:
     name: the member name (the context, else the kubeconfig's file name).
     server: the API server URL; version: its `/version` gitVersion; error: it did not answer.
     nodes: whole Nodes minus managedFields (HAMi's annotations and allocatable live there).
-    pods: summaries of every pod; workloads: Deployments, DaemonSets and StatefulSets;
+    pods: summaries of every pod; workloads: Deployments, DaemonSets and StatefulSets (those
+    of a kind in `read_errors` were not read: None only when no kind was);
     webhooks: MutatingWebhookConfigurations; queues: KAI Queues (name, labels, spec, and
     status.allocated); kai_config: KAI's `Config` (its admission and global settings; None:
     absent or unread); tenant_control_planes: Kamaji's TenantControlPlanes;

@@ -14,11 +14,13 @@ a JUnit `skipped` element of type `not-recorded`), never silently missing.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulab.errors import ExitCode
+from gpulab.terminal import neutral
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
@@ -228,6 +230,17 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
     }
 
 
+# Besides the controls `neutral` escapes, what XML 1.0 does not allow (its Char production):
+# surrogates and U+FFFE, U+FFFF.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """Cluster or lab text as JUnit can hold it: control characters as escapes (`\\x1b`, as
+    on the terminal), since XML 1.0 forbids most of C0 and a CI log would show the rest raw."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", neutral(text))
+
+
 def junit_xml(report: VerifyReport, suite: str = "gpulab verify",
               properties: dict[str, str] | None = None) -> str:
     """JUnit XML: one testsuite, one testcase per check and tenant (classname = tenant,
@@ -290,6 +303,10 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify",
         element = ET.SubElement(case, "skipped", {
             "type": "finding", "message": f"{FINDING}{shown}: {finding.evidence}"})
         element.text = finding.advice
+    for node in root.iter():  # names, messages and evidence come from clusters and labs
+        node.attrib = {key: _xml(value) for key, value in node.attrib.items()}
+        if node.text:
+            node.text = _xml(node.text)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -161,8 +161,9 @@ def test_without_read_access_verify_refuses_instead_of_guessing() -> None:
     assert found.unseen == ("Pod: list Pod at https://x: 403 Forbidden",)
     planned = plan(found, RUN)
     assert not planned.runnable
-    assert "cannot tell which GPUs are free: Pod: list Pod at https://x: 403 Forbidden" in (
-        planned.refusals[0])
+    assert planned.refusals[0] == (
+        'cannot plan, because Pod could not be read (403 Forbidden: grant list on pods, '
+        'docs/verify-any-cluster.md "RBAC"): which GPUs are free would be a guess')
 
 
 def test_an_api_server_that_does_not_answer_is_reported_not_raised() -> None:

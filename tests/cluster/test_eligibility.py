@@ -224,8 +224,11 @@ def test_an_unreadable_device_config_falls_back_to_the_charts_names_and_says_so(
     api.fail["get:ConfigMap"] = AdapterError("get ConfigMap at https://x: 403 Forbidden")
     found = _found(api)
     assert found.hami_resources.count == "nvidia.com/gpu"
-    assert "ConfigMap not readable: get ConfigMap at https://x: 403 Forbidden" in (
-        found.hami_resources_from)
+    assert found.hami_resources_from == (
+        "the chart's defaults (the device config is unknown: ConfigMap could not be read (403 "
+        'Forbidden: grant get on configmaps, docs/verify-any-cluster.md "RBAC"))')
+    assert "HAMi device config is unknown: ConfigMap could not be read (403 Forbidden" in (
+        plan(found, RUN).notes[0])
 
 
 @pytest.mark.parametrize(("edit", "words"), [
