@@ -612,7 +612,8 @@ def _up_cluster(profile: LabProfile, lab: str, kubeconfig: Path | None, context:
                              kubeconfig=Path(file) if file and file != "(default)" else None,
                              context=kept.get("context"),
                              expose=spec.expose if spec else "auto",
-                             node_address=spec.node_address if spec else None)
+                             node_address=spec.node_address if spec else None,
+                             helm_parallel=(spec.helm_parallel or 4) if spec else 4)
     return _cluster_choice(profile, kubeconfig, context)
 
 

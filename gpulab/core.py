@@ -481,6 +481,12 @@ def _up_existing(profile: LabProfile, lab: str, report: Reporter, choice: Cluste
                                kube=KubeClient,
                                helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
                                fetch=fetch_manifest, lab_dir=lab_dir(lab))
+    from dataclasses import replace
+
+    from gpulab.providers.existing import BoundedHelm
+
+    # the teams' steps run concurrently; their Helm installs share one bound
+    adapters = replace(adapters, helm=BoundedHelm(adapters.helm, choice.helm_parallel))
     steps: list[Step] = [first, *(Owning(s) for s in for_profile(profile).build_steps(
         profile, lab, facts))]
     ctx = StepContext(lab=lab, adapters=adapters)

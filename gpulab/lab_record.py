@@ -16,13 +16,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from gpulab.paths import lab_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
 
@@ -32,6 +36,7 @@ __all__ = [
     "MergedContext",
     "agrees",
     "document",
+    "insert_owned",
     "profile_ref",
     "read",
     "record_cluster",
@@ -40,7 +45,6 @@ __all__ = [
     "record_owned",
     "record_profile",
     "recorded_loaded",
-    "set_owned",
 ]
 
 RECORD = "lab.json"
@@ -83,6 +87,22 @@ class LabRecord:
         """True when written by `up` of this gpulab: the profile document is there and every
         merged context since the lab was built is in `contexts`."""
         return self.document is not None
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+# lab.json is read, changed and written whole; `up` runs steps (teams) in threads, and two that
+# record at once would each write back what they read, losing the other's entries
+_LOCK = threading.RLock()
+
+
+def _locked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    @wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _LOCK:
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def _raw(lab: str) -> dict[str, Any]:
@@ -166,6 +186,7 @@ def agrees(record: LabRecord, given: LoadedProfile) -> bool:
     return record.document is not None and document(given.profile) == record.document
 
 
+@_locked
 def record_profile(lab: str, loaded: LoadedProfile) -> None:
     """After `up` built something: the profile it was built from. A record without a document
     (an older gpulab's) adopts the lab's contexts already merged into the user's kubeconfig,
@@ -212,6 +233,7 @@ def _unique(contexts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@_locked
 def record_context(lab: str, context: str, kubeconfig: Path) -> None:
     """`gpulab kubeconfig --merge` added `context` to `kubeconfig`."""
     data = _raw(lab)
@@ -221,6 +243,7 @@ def record_context(lab: str, context: str, kubeconfig: Path) -> None:
     _write(lab, data)
 
 
+@_locked
 def record_created(lab: str, created: dict[str, list[str]]) -> None:
     """What `up` found in Docker for the lab after a run (added to what earlier runs found)."""
     data = _raw(lab)
@@ -231,6 +254,7 @@ def record_created(lab: str, created: dict[str, list[str]]) -> None:
     _write(lab, data)
 
 
+@_locked
 def record_cluster(lab: str, cluster: dict[str, Any]) -> None:
     """Provider existing: the cluster the lab is in (its identity; `down` refuses another)."""
     data = _raw(lab)
@@ -238,6 +262,7 @@ def record_cluster(lab: str, cluster: dict[str, Any]) -> None:
     _write(lab, data)
 
 
+@_locked
 def record_owned(lab: str, entries: list[dict[str, Any]]) -> None:
     """Provider existing: `entries` were (or are about to be) created by gpulab; appended in
     order, each once."""
@@ -250,9 +275,12 @@ def record_owned(lab: str, entries: list[dict[str, Any]]) -> None:
     _write(lab, data)
 
 
-def set_owned(lab: str, owned: list[dict[str, Any]]) -> None:
-    """Provider existing: replace the `owned` list (to insert what a step turned out to bring,
-    such as a chart's CRDs, at its place in the order)."""
+@_locked
+def insert_owned(lab: str, entries: list[dict[str, Any]], before: list[dict[str, Any]]) -> None:
+    """Provider existing: `entries` (what a step turned out to bring, such as a chart's CRDs)
+    inserted ahead of the first of `before` (the step's own entries), in one locked update."""
     data = _raw(lab)
-    data["owned"] = [dict(o) for o in owned]
+    owned = [o for o in data.get("owned") or [] if isinstance(o, dict)]
+    at = next((i for i, o in enumerate(owned) if o in before), len(owned))
+    data["owned"] = [*owned[:at], *(dict(e) for e in entries), *owned[at:]]
     _write(lab, data)

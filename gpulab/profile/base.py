@@ -233,11 +233,14 @@ class ClusterSpec(Strict):
     node_address: str | None = Field(default=None, description="existing, NodePort: the node "
                                      "address to reach (default: a node's ExternalIP, else its "
                                      "InternalIP)")
+    helm_parallel: int | None = Field(default=None, ge=1, le=32, description="existing: "
+                                      "how many Helm installs run at once (default 4; the "
+                                      "teams install concurrently)")
 
     @model_validator(mode="after")
     def _kind_takes_nothing(self) -> ClusterSpec:
         if self.provider == "kind":
-            given = [n for n in ("kubeconfig", "context", "node_address")
+            given = [n for n in ("kubeconfig", "context", "node_address", "helm_parallel")
                      if getattr(self, n) is not None] + (["expose"] if self.expose != "auto"
                                                         else [])
             if given:

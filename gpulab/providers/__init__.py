@@ -36,4 +36,5 @@ def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | N
     return ClusterChoice("existing", kubeconfig=file,
                          context=context or (spec.context if spec else None),
                          expose=spec.expose if spec else "auto",
-                         node_address=spec.node_address if spec else None)
+                         node_address=spec.node_address if spec else None,
+                         helm_parallel=(spec.helm_parallel or 4) if spec else 4)

@@ -26,6 +26,7 @@ class ClusterChoice:
     context: str | None = None  # existing: None = the kubeconfig's current context
     expose: str = "auto"  # existing: auto | LoadBalancer | NodePort
     node_address: str | None = None
+    helm_parallel: int = 4  # existing: Helm installs at once (teams install concurrently)
 
 
 @dataclass(frozen=True)

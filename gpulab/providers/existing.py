@@ -23,13 +23,16 @@ from gpulab.errors import AdapterError, UsageError
 from gpulab.providers.base import ClusterChoice, ClusterIdentity
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
 
 __all__ = [
+    "HELM_PARALLEL",
     "Access",
+    "BoundedHelm",
     "ExistingCluster",
     "ExistingFacts",
     "GpuNode",
@@ -46,6 +49,7 @@ __all__ = [
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 CRD_API = "apiextensions.k8s.io/v1"
+HELM_PARALLEL = 4  # Helm installs at once by default (cluster.helm_parallel)
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,23 @@ def _allowed(kube: Any, access: Access) -> bool:
     return bool((answer.get("status") or {}).get("allowed"))
 
 
+READS_AT_ONCE = 8  # preflight requests in flight at once
+
+
+def _at_once(ask: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """ask(item) for each item, answers in order, up to READS_AT_ONCE in flight: the preflight
+    asks per team (its namespace and queue, ten SelfSubjectAccessReviews in its namespace), so
+    20 teams ask ~260 questions, and one after the other its time was their round trips."""
+    if len(items) <= 1:
+        return [ask(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = ask(items[0])  # alone: the client's discovery of the kind is cached, not raced
+    with ThreadPoolExecutor(max_workers=min(READS_AT_ONCE, len(items) - 1),
+                            thread_name_prefix="gpulab-preflight") as pool:
+        return [first, *pool.map(ask, items[1:])]
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a stack's plan will create in the cluster (its preflight's questions)."""
@@ -228,15 +249,21 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
                    None)
     nodes = kube.list_objects("v1", "Node")
     ours = {(o.get("kind"), o.get("name")) for o in needs.owned_before}
-    namespaces = tuple(n for n in needs.namespaces
-                       if ("Namespace", n) not in ours and kube.get("v1", "Namespace", n))
-    queues = tuple(q for q in needs.queues
-                   if ("Queue", q) not in ours and kube.get("scheduling.run.ai/v2", "Queue", q))
+    # a GET per name, not a LIST: a user may be allowed to get a namespace but not list them all
+    asked = [("v1", "Namespace", n) for n in needs.namespaces if ("Namespace", n) not in ours]
+    asked += [("scheduling.run.ai/v2", "Queue", q) for q in needs.queues
+              if ("Queue", q) not in ours]
+    found = [what for what, live in zip(asked, _at_once(lambda a: kube.get(*a), asked),
+                                        strict=True) if live]
+    namespaces = tuple(name for _api, kind, name in found if kind == "Namespace")
+    queues = tuple(name for _api, kind, name in found if kind == "Queue")
     balanced = any((s.get("spec") or {}).get("type") == "LoadBalancer"
                    and ((s.get("status") or {}).get("loadBalancer") or {}).get("ingress")
                    for s in kube.list_objects("v1", "Service"))
     chosen = expose if expose != "auto" else ("LoadBalancer" if balanced else "NodePort")
-    denied = tuple(a.text for a in needs.access if not _allowed(kube, a))
+    denied = tuple(a.text for a, ok in zip(needs.access,
+                                           _at_once(lambda a: _allowed(kube, a), needs.access),
+                                           strict=True) if not ok)
     kai = _kai(kube)
     if kai is not None and ("Namespace", kai.namespace) in ours:
         kai = None  # the KAI this lab installed (an earlier `up`), not one found there
@@ -248,6 +275,49 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
 
 
 # --------------------------------------------------------------------------- steps
+
+
+class BoundedHelm:
+    """Helm gateways whose installs and uninstalls share one bound: at most `limit` Helm calls
+    that change the cluster run at once, whichever step (team) makes them. The engine runs the
+    teams' steps concurrently (gpulab.engine.runner); this keeps 20 teams from starting 8 Helm
+    installs (each a chart download, a render and a --wait) against one API server at once."""
+
+    def __init__(self, factory: Any, limit: int = HELM_PARALLEL) -> None:
+        import threading
+
+        if limit < 1:
+            raise UsageError(f"helm_parallel must be at least 1 (got {limit})")
+        self.factory = factory
+        self.limit = limit
+        self.slots = threading.BoundedSemaphore(limit)
+
+    def __call__(self, kubeconfig: Path) -> _BoundedGateway:
+        return _BoundedGateway(self.factory(kubeconfig), self.slots)
+
+
+class _BoundedGateway:
+    def __init__(self, inner: Any, slots: Any) -> None:
+        self.inner, self.slots = inner, slots
+
+    def installed(self, release: Any) -> bool:
+        return bool(self.inner.installed(release))
+
+    def install(self, release: Any, *, timeout_seconds: int = 600) -> None:
+        with self.slots:
+            self.inner.install(release, timeout_seconds=timeout_seconds)
+
+    def uninstall(self, name: str, namespace: str) -> None:
+        with self.slots:
+            self.inner.uninstall(name, namespace)
+
+    def releases(self) -> list[dict[str, Any]]:
+        return list(self.inner.releases())
+
+    def template(self, release: Any, *, kube_version: str | None = None,
+                 include_crds: bool = False) -> list[dict[str, Any]]:
+        return list(self.inner.template(release, kube_version=kube_version,
+                                        include_crds=include_crds))
 
 
 @dataclass
@@ -343,14 +413,11 @@ class Owning:
         finally:
             if kube is not None:
                 added = sorted(_crds(kube) - before)
-                if added:
-                    record = lab_record.read(ctx.lab)
-                    owned = list(record.owned) if record else []
-                    crds = [{"type": "object", "apiVersion": CRD_API,
-                             "kind": "CustomResourceDefinition", "name": n, "namespace": None}
-                            for n in added]
-                    at = next((i for i, o in enumerate(owned) if o in entries), len(owned))
-                    lab_record.set_owned(ctx.lab, [*owned[:at], *crds, *owned[at:]])
+                if added:  # read and written under lab_record's lock: teams record at once
+                    lab_record.insert_owned(ctx.lab, [
+                        {"type": "object", "apiVersion": CRD_API,
+                         "kind": "CustomResourceDefinition", "name": n, "namespace": None}
+                        for n in added], entries)
 
 
 # --------------------------------------------------------------------------- down

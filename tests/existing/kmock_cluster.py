@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import re
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 PINNED = Path(__file__).parents[1] / "data" / "pinned"
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 _SSAR = re.compile(r"/apis/authorization\.k8s\.io/v1/selfsubjectaccessreviews")
+_NAMESPACES = re.compile(r"/api/v1/namespaces/?")
 DEPLOYMENTS = kmock.resource("apps/v1/deployments")
 SECRETS = kmock.resource("v1/secrets")
 SERVICES = kmock.resource("v1/services")
@@ -50,11 +53,16 @@ KAI_IMAGE = "registry/local/kai-scheduler/operator:v0.16.8"  # values.yaml:5 + o
 VERSION = "v1.34.2"
 
 
-def gpu_node(name: str = "gpu-node-1", address: str = "10.0.0.5") -> dict[str, Any]:
+@functools.cache
+def _gpu_labels() -> dict[str, str]:
     from gpulab.stacks import load_profile
 
     profile: Any = load_profile("vcluster-kai").profile
-    labels = {k: v for k, v in kr.gpu_node_labels(profile).items() if k != kr.POOL_LABEL}
+    return {k: v for k, v in kr.gpu_node_labels(profile).items() if k != kr.POOL_LABEL}
+
+
+def gpu_node(name: str = "gpu-node-1", address: str = "10.0.0.5") -> dict[str, Any]:
+    labels = _gpu_labels()
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
             "status": {"allocatable": {"cpu": "32", kr.GPU_RESOURCE: "1"},
@@ -86,14 +94,22 @@ class ExistingCluster:
 
     def __init__(self, folder: Path, name: str = "microk8s", *, kai: bool = False,
                  gpu_sharing: bool = True, denied: set[tuple[str, str]] | None = None,
-                 load_balancer: bool = False) -> None:
+                 load_balancer: bool = False, gpu_nodes: int = 1) -> None:
         self.folder, self.name, self.kai, self.gpu_sharing = folder, name, kai, gpu_sharing
+        self.gpu_nodes = gpu_nodes  # how many nodes advertise nvidia.com/gpu (the scale bench)
         self.denied = denied or set()  # (verb, resource) the user may not
         self.load_balancer = load_balancer
         self.host: Cluster
         self.vclusters: dict[str, Cluster] = {}
         self.releases: dict[tuple[str, str], HelmRelease] = {}
         self._box: dict[str, Any] = {}
+        # FakeHelm: how long each install takes (`helm_gate` N: until N installs run at once,
+        # then 0.1 s more, at most `helm_seconds`), and the most installs seen running at once
+        self.helm_seconds = 0.0
+        self.helm_gate = 0
+        self.helm_most = 0
+        self._helm_running = 0
+        self._helm_lock = threading.Lock()
         self._clients: list[KubeClient] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -122,6 +138,7 @@ class ExistingCluster:
                     if name == self.name:
                         self.host = cluster
                         km[_SSAR] << self._review
+                        km["get", _NAMESPACES] << self._namespace_list
                     else:
                         self.vclusters[name] = cluster
                 self._seed()
@@ -142,7 +159,10 @@ class ExistingCluster:
 
     def _seed(self) -> None:
         put = self.host.put
-        put(NODES, gpu_node())
+        nodes = [gpu_node()] + [gpu_node(f"gpu-node-{i}", f"10.0.{i // 250}.{i % 250 + 5}")
+                                for i in range(2, self.gpu_nodes + 1)]
+        for node in nodes:
+            put(NODES, node)
         put(STORAGE, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                       "metadata": {"name": "microk8s-hostpath", "annotations": {
                           "storageclass.kubernetes.io/is-default-class": "true"}},
@@ -167,7 +187,8 @@ class ExistingCluster:
                           "spec": {"namespace": "kai-scheduler",
                                    "admission": {"gpuSharing": self.gpu_sharing}}})
         for team in self.vclusters:
-            self.vclusters[team].put(NODES, gpu_node())
+            for node in nodes:  # the vCluster syncs the nodes its pods may go to
+                self.vclusters[team].put(NODES, node)
 
     def _review(self, request: kmock.Request) -> Response:
         """The API server's SelfSubjectAccessReview: allowed unless (verb, resource) is denied."""
@@ -179,6 +200,12 @@ class ExistingCluster:
         for stored in [k for k in self.host.km.objects if k[0] == REVIEWS]:
             del self.host.km.objects[stored]
         return Response(status=201, payload=body)
+
+    def _namespace_list(self, request: kmock.Request) -> Response:
+        """LIST namespaces (kmock_lab's Cluster serves them one by one)."""
+        return Response(status=200, payload={
+            "apiVersion": "v1", "kind": "NamespaceList", "metadata": {},
+            "items": copy.deepcopy(list(self.host.namespaces.values()))})
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(yaml.safe_dump({
@@ -235,6 +262,28 @@ class FakeHelm:
         return (release.namespace, release.name) in self.cluster.releases
 
     def install(self, release: HelmRelease, *, timeout_seconds: int = 600) -> None:
+        cluster = self.cluster
+        with cluster._helm_lock:
+            cluster._helm_running += 1
+            cluster.helm_most = max(cluster.helm_most, cluster._helm_running)
+        try:
+            self._hold()  # the chart's download, render and --wait
+            self._install(release)
+        finally:
+            with cluster._helm_lock:
+                cluster._helm_running -= 1
+
+    def _hold(self) -> None:
+        cluster = self.cluster
+        if not cluster.helm_gate:
+            time.sleep(cluster.helm_seconds)
+            return
+        deadline = time.monotonic() + cluster.helm_seconds
+        while cluster._helm_running < cluster.helm_gate and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # long enough for a further install to overlap, were it let through
+
+    def _install(self, release: HelmRelease) -> None:
         host = self.cluster.host
         self.cluster.releases[(release.namespace, release.name)] = release
 

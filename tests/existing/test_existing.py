@@ -166,3 +166,86 @@ def test_load_balancer_cluster_reaches_vclusters_by_their_address(tmp_path: Path
         saved = yaml.safe_load((tmp_path / "home" / "labs" / "vcluster-kai" /
                                 "team-nlp.kubeconfig").read_text())
         assert saved["clusters"][0]["cluster"]["server"] == "https://192.0.2.20:443"
+
+
+def _up_bounded(cluster: ExistingCluster, helm_parallel: int) -> Any:
+    from gpulab.paths import lab_dir
+
+    return core.up(_profile(), "vcluster-kai", lambda _e: None,
+                   adapters=cluster.adapters(lab_dir("vcluster-kai")), sleep=lambda _s: None,
+                   cluster=ClusterChoice("existing", kubeconfig=cluster.kubeconfig,
+                                         helm_parallel=helm_parallel))
+
+
+@pytest.mark.parametrize("helm_parallel", [1, 2])
+def test_teams_install_concurrently_within_the_helm_bound(tmp_path: Path,
+                                                          helm_parallel: int) -> None:
+    # KAI and the three teams' vClusters may all install at once (the engine runs them
+    # concurrently); the bound lets no more than `helm_parallel` Helm installs overlap
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        cluster.helm_seconds, cluster.helm_gate = 10, helm_parallel  # held until the bound
+        result = _up_bounded(cluster, helm_parallel)
+        assert result.ok, [str(f.error) for f in result.failures]
+        assert len(cluster.releases) == 4
+        assert cluster.helm_most == helm_parallel
+
+
+def test_without_a_bound_installs_overlap_beyond_it(tmp_path: Path) -> None:
+    # the same up with a bound above the work: all four installs run at once, so the bound of
+    # the test above is what held them back
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        cluster.helm_seconds, cluster.helm_gate = 10, 4
+        assert _up_bounded(cluster, 8).ok
+        assert cluster.helm_most == 4
+
+
+def test_helm_parallel_comes_from_the_profile_and_is_refused_with_kind() -> None:
+    from gpulab.errors import UsageError
+    from gpulab.profile.base import ClusterSpec
+    from gpulab.providers import choose
+    from gpulab.providers.existing import HELM_PARALLEL, BoundedHelm
+
+    profile = _profile()
+    assert choose(profile, kubeconfig=None, context="ctx").helm_parallel == HELM_PARALLEL == 4
+    spec = ClusterSpec(provider="existing", helm_parallel=2)
+    assert choose(profile.model_copy(update={"cluster": spec})).helm_parallel == 2
+    with pytest.raises(ValueError, match="helm_parallel: only with provider: existing"):
+        ClusterSpec(provider="kind", helm_parallel=2)
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        ClusterSpec(provider="existing", helm_parallel=0)
+    with pytest.raises(UsageError, match="at least 1"):
+        BoundedHelm(lambda _p: None, 0)
+
+
+def test_preflight_asks_concurrently_and_answers_in_order(tmp_path: Path) -> None:
+    # the reviews go out several at once; which one is denied is still named as asked
+    denied = {("create", "statefulsets"), ("delete", "queues")}
+    with ExistingCluster(tmp_path, denied=denied).running(TEAMS) as cluster:
+        facts, _first, problems = core.existing_facts(
+            _profile(), "vcluster-kai", ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
+        assert facts.denied[0] == "delete queues.scheduling.run.ai"
+        assert [d for d in facts.denied if "statefulsets" in d] == [
+            f"create statefulsets.apps in {ns}" for ns in
+            ("kai-scheduler", "vcluster-team-nlp", "vcluster-team-vision",
+             "vcluster-team-recommender")]
+        assert problems[-1].startswith("not allowed to delete queues.scheduling.run.ai (+4 more)")
+
+
+def test_steps_recording_at_once_lose_nothing() -> None:
+    # teams' steps record what they create from threads of their own; lab.json is rewritten
+    # whole each time, so without the lock one's entry could be lost and `down` leave it behind
+    from concurrent.futures import ThreadPoolExecutor
+
+    entries = [{"type": "helm-release", "name": f"team-{i}", "namespace": f"vc-{i}"}
+               for i in range(40)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda e: lab_record.record_owned("race", [e]), entries))
+    crd = {"type": "object", "apiVersion": "apiextensions.k8s.io/v1",
+           "kind": "CustomResourceDefinition", "name": "queues.scheduling.run.ai",
+           "namespace": None}
+    lab_record.insert_owned("race", [crd], [entries[5]])
+    record = lab_record.read("race")
+    assert record is not None
+    owned = list(record.owned)
+    assert len(owned) == 41 and all(e in owned for e in entries)
+    assert owned.index(crd) == owned.index(entries[5]) - 1
