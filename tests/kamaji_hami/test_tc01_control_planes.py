@@ -109,3 +109,93 @@ def test_tenant_unknown_to_the_profile_is_an_error(healthy: LabState,
     result = judge(healthy, profile, "TC-01", "tenant-z")
     assert result.status == "error"
     assert "no tenant 'tenant-z' in profile" in result.reason
+
+
+# --------------------------------------------------------------------------- what the user reads (#24)
+
+POD = "tenant-a-6f8c9d7b5-x2k4q"
+HEALTHY_EVIDENCE = (
+    f"TenantControlPlane tenants/tenant-a Ready (172.18.255.200:6443); pod {POD} running "
+    f"kube-apiserver, kube-scheduler, kube-controller-manager, konnectivity-server; "
+    f"API answers v1.36.4")
+
+
+def test_pass_evidence_is_the_tcp_its_pod_and_the_api(healthy: LabState,
+                                                      profile: KamajiHamiProfile) -> None:
+    assert judge(healthy, profile, "TC-01").evidence == HEALTHY_EVIDENCE
+
+
+@pytest.mark.parametrize("version", ["1.36.4", "v1.36.4+k3s1+extra", "1.36.4+kamaji"])
+def test_versions_are_compared_without_v_or_build_metadata(
+        healthy: LabState, profile: KamajiHamiProfile, version: str) -> None:
+    state = tenant_replace(healthy, "tenant-a", api_version=version)
+    result = judge(state, profile, "TC-01")
+    assert result.status == "pass", result.reason
+    assert result.evidence.endswith(f"; API answers {version}")
+
+
+def test_a_tcp_without_status(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    tcp = b.tcp(_spec(profile))
+    del tcp["status"]
+    state = tenant_replace(healthy, "tenant-a", tcp=tcp, api_version="",
+                           api_error="connection refused")
+    result = judge(state, profile, "TC-01")
+    assert result.status == "fail"
+    assert "TenantControlPlane tenants/tenant-a is Unknown, not Ready" in result.reason
+    assert "the tenant API did not answer: connection refused;" in result.reason
+    assert result.evidence.startswith(
+        f"TenantControlPlane tenants/tenant-a Unknown (no endpoint); pod {POD} running ")
+
+
+def test_a_missing_tcp_is_all_that_is_said(healthy: LabState,
+                                           profile: KamajiHamiProfile) -> None:
+    result = judge(tenant_replace(healthy, "tenant-a", tcp=None), profile, "TC-01")
+    assert result.status == "fail"
+    assert result.evidence == ""
+
+
+@pytest.mark.parametrize(("pods", "expected"), [
+    (None, "the control-plane pods in tenants were not observed"),
+    ((), "no control-plane pod of tenant-a in namespace tenants"),
+])
+def test_without_pods_the_api_is_still_checked(healthy: LabState, profile: KamajiHamiProfile,
+                                               pods: tuple[Any, ...] | None,
+                                               expected: str) -> None:
+    state = tenant_replace(healthy, "tenant-a", tcp_pods=pods)
+    result = judge(state, profile, "TC-01")
+    assert result.status == "fail"
+    assert expected in result.reason
+    assert result.evidence == ("TenantControlPlane tenants/tenant-a Ready (172.18.255.200:6443); "
+                               "API answers v1.36.4")
+
+
+def test_too_few_healthy_replicas(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    spec = _spec(profile)
+    two = profile.model_copy(update={"tenants": [
+        spec.model_copy(update={"control_plane": spec.control_plane.model_copy(
+            update={"replicas": 2})}), profile.tenant("tenant-b")]})
+    result = judge(healthy, two, "TC-01")
+    assert result.status == "fail"
+    assert result.reason == "1 of 2 control-plane pods healthy"
+    assert result.evidence == HEALTHY_EVIDENCE
+
+
+def test_a_crashing_component_names_the_namespace_and_keeps_the_evidence(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    pod = b.tcp_pod(_spec(profile), statuses=[
+        b.running("kube-apiserver"), b.waiting("kube-scheduler", "CrashLoopBackOff", 7),
+        b.running("kube-controller-manager"), b.running("konnectivity-server")])
+    result = judge(tenant_replace(healthy, "tenant-a", tcp_pods=(pod,)), profile, "TC-01")
+    assert (f"container kube-scheduler of pod {POD} is waiting CrashLoopBackOff (7 restarts): "
+            f"kubectl -n tenants logs {POD} -c kube-scheduler --previous") in result.reason
+    assert result.evidence == ("TenantControlPlane tenants/tenant-a Ready (172.18.255.200:6443); "
+                               "API answers v1.36.4")
+
+
+def test_a_waiting_reason_with_a_colon_stays_whole(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    pod = b.tcp_pod(_spec(profile), statuses=[
+        b.running("kube-apiserver"), b.waiting("kube-scheduler", "Error: exit 1", 0),
+        b.running("kube-controller-manager"), b.running("konnectivity-server")])
+    result = judge(tenant_replace(healthy, "tenant-a", tcp_pods=(pod,)), profile, "TC-01")
+    assert f"container kube-scheduler of pod {POD} is waiting Error: exit 1: " in result.reason

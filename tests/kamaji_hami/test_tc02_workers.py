@@ -130,3 +130,106 @@ def test_second_worker_is_checked_too(healthy: LabState, profile: KamajiHamiProf
     result = judge(healthy, two, "TC-02")
     assert result.status == "fail"
     assert f"worker {b.worker('tenant-a', 1)} is not a node of tenant-a" in result.reason
+
+
+# --------------------------------------------------------------------------- what the user reads (#24)
+
+CALICO = "calico-node 1/1 ready"
+TUNNEL = f"logs of kube-system/calico-node-0x7kq on {WORKER} read through the tunnel"
+HEALTHY_EVIDENCE = f"{WORKER} Ready (v1.36.4); {CALICO}; {TUNNEL}"
+
+
+def _not_ready(profile: KamajiHamiProfile, message: str) -> dict[str, Any]:
+    node = b.node(profile.tenant("tenant-a"))
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False",
+                                     "reason": "KubeletNotReady", "message": message}]
+    return node
+
+
+def test_pass_evidence_is_each_worker_calico_and_the_tunnel(healthy: LabState,
+                                                            profile: KamajiHamiProfile) -> None:
+    assert judge(healthy, profile, "TC-02").evidence == HEALTHY_EVIDENCE
+
+
+@pytest.mark.parametrize("message", ["container runtime network not ready",
+                                     "cni config uninitialized"])
+def test_a_network_cause_points_at_calico(healthy: LabState, profile: KamajiHamiProfile,
+                                          message: str) -> None:
+    result = judge(node_replace(healthy, "tenant-a", _not_ready(profile, message)), profile,
+                   "TC-02")
+    assert result.status == "fail"
+    assert result.reason.endswith(
+        "): the pod network is not up on it: check the calico-node pod on that node in "
+        "kube-system")
+    assert result.evidence == f"{CALICO}; {TUNNEL}"  # a NotReady worker is not evidence
+
+
+def test_a_node_without_kubelet_version_is_ready_at_an_unknown_version(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = b.node(profile.tenant("tenant-a"))
+    del node["status"]["nodeInfo"]["kubeletVersion"]
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-02")
+    assert result.status == "pass", result.reason
+    assert result.evidence.startswith(f"{WORKER} Ready (version unknown); ")
+
+
+def test_a_missing_first_worker_does_not_hide_the_second(healthy: LabState,
+                                                         profile: KamajiHamiProfile) -> None:
+    two = b.with_gpus(profile, "tenant-a", {"model": "NVIDIA-A100-SXM4-80GB",
+                                            "memory_mib": 81920}, workers=2)
+    second = b.worker("tenant-a", 1)
+    probe = LogsProbe(second, "kube-system", "calico-node-1x7kq", ok=True)
+    state = tenant_replace(healthy, "tenant-a", nodes=(b.node(two.tenant("tenant-a"), 1),),
+                           logs_probes=(probe,))
+    result = judge(state, two, "TC-02")
+    assert result.status == "fail"
+    assert result.reason.startswith(f"worker {WORKER} is not a node of tenant-a")
+    assert result.evidence == (f"{second} Ready (v1.36.4); {CALICO}; logs of "
+                               f"kube-system/calico-node-1x7kq on {second} read through the tunnel")
+
+
+def test_calico_not_ready_lists_its_pods(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    result = judge(tenant_replace(healthy, "tenant-a", calico=b.calico(ready=0, desired=1)),
+                   profile, "TC-02")
+    assert result.reason.endswith("in tenant-a; pods: [calico-node-0x7kq Running]")
+    assert result.evidence == f"{WORKER} Ready (v1.36.4); {TUNNEL}"
+
+
+def test_no_pod_to_read_logs_from_says_why(healthy: LabState,
+                                           profile: KamajiHamiProfile) -> None:
+    probe = LogsProbe(WORKER, error="no running pod in kube-system on this node")
+    result = judge(tenant_replace(healthy, "tenant-a", logs_probes=(probe,)), profile, "TC-02")
+    assert result.reason == (f"no running pod on {WORKER} to read logs from, so the tunnel to it "
+                             f"is unproven (no running pod in kube-system on this node)")
+    result = judge(tenant_replace(healthy, "tenant-a", logs_probes=()), profile, "TC-02")
+    assert result.reason == (f"no running pod on {WORKER} to read logs from, so the tunnel to it "
+                             f"is unproven")
+
+
+def test_a_crashing_agent_says_which_logs_to_read(healthy: LabState,
+                                                 profile: KamajiHamiProfile) -> None:
+    st = healthy.tenants["tenant-a"]
+    system = []
+    for pod in st.system_pods or ():
+        name = pod["metadata"]["name"]
+        system.append(pod if not name.startswith("konnectivity-agent") else b.pod(
+            name, "kube-system", WORKER, ["agent"], tenant="tenant-a", phase="Running",
+            statuses=[b.waiting("agent", "CrashLoopBackOff", 5)]))
+    result = judge(tenant_replace(healthy, "tenant-a", system_pods=tuple(system)), profile,
+                   "TC-02")
+    assert result.status == "fail"
+    assert result.reason.endswith(
+        ": the Konnectivity agent is not running and ready; kubectl -n kube-system logs "
+        "konnectivity-agent-0h5tw --previous in tenant-a")
+    assert result.reason.startswith("konnectivity-agent-0h5tw Running (agent: waiting")
+
+
+@pytest.mark.parametrize(("field", "what"), [
+    ("logs_probes", "the logs probe (tunnel)"),
+    ("system_pods", "the kube-system pods (konnectivity agents)"),
+])
+def test_unobserved_names_what(healthy: LabState, profile: KamajiHamiProfile, field: str,
+                               what: str) -> None:
+    result = judge(tenant_replace(healthy, "tenant-a", **{field: None}), profile, "TC-02")
+    assert result.status == "error"
+    assert result.reason == f"{what} of tenant-a was not observed in this run or recording"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -185,3 +186,89 @@ def test_a_bypass_with_hamis_webhook_server_down_blames_the_server(
     assert "HAMi's webhook was not called because its server is not serving" in result.reason
     assert "vgpu-scheduler-extender: waiting CrashLoopBackOff" in result.reason
     assert "Konnectivity" not in result.reason
+
+
+# --------------------------------------------------------------------------- evidence (#24)
+
+
+def test_webhook_bypassed_shows_the_pod_as_last_seen(healthy: LabState,
+                                                     profile: KamajiHamiProfile) -> None:
+    """The evidence is the pod as last observed, not as created."""
+    created = b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1", scheduler=None)
+    live = copy.deepcopy(created)
+    live["spec"]["nodeName"] = "elsewhere"
+    live["status"] = {"phase": "Running"}
+    run = replace(_first(healthy), created=created, pod=live, events=())
+    result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
+    assert result.status == "fail"
+    assert result.evidence == ("gpu-share-1: Running, schedulerName default-scheduler, "
+                               "node elsewhere")
+
+
+def test_bound_without_hami_choosing_a_node(healthy: LabState,
+                                            profile: KamajiHamiProfile) -> None:
+    run = _first(healthy)
+    assert run.pod is not None
+    pod = copy.deepcopy(run.pod)
+    del pod["metadata"]["annotations"]["hami.io/vgpu-node"]
+    result = judge(run_replace(healthy, "tenant-a", replace(run, pod=pod)), profile, "TC-03")
+    assert result.status == "fail"
+    assert "which is not a worker" not in result.reason
+    assert result.evidence == (f"gpu-share-1 admitted with schedulerName hami-scheduler; "
+                               f"Running, schedulerName hami-scheduler, node "
+                               f"{b.worker('tenant-a')}")
+
+
+def test_placed_on_a_node_of_another_tenant_lists_every_worker(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    two = profile.model_copy(update={"tenants": [
+        t.model_copy(update={"workers": t.workers.model_copy(update={"count": 2})})
+        if t.name == "tenant-a" else t for t in profile.tenants]})
+    run = b.placed(profile.tenant("tenant-a"), "gpu-share-1", host=b.worker("tenant-b"))
+    result = judge(run_replace(healthy, "tenant-a", run), two, "TC-03")
+    assert result.status == "fail"
+    assert (f"which is not a worker of tenant-a ({b.worker('tenant-a')}, "
+            f"{b.worker('tenant-a', 1)})") in result.reason
+    assert result.evidence.startswith("gpu-share-1 admitted with schedulerName hami-scheduler; "
+                                      "Running")
+
+
+def test_bound_by_another_scheduler_keeps_the_evidence(healthy: LabState,
+                                                       profile: KamajiHamiProfile) -> None:
+    run = _first(healthy)
+    assert run.pod is not None
+    pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": "other-node"}}
+    result = judge(run_replace(healthy, "tenant-a", replace(run, pod=pod)), profile, "TC-03")
+    assert result.evidence == ("gpu-share-1 admitted with schedulerName hami-scheduler; "
+                               "Running, schedulerName hami-scheduler, node other-node")
+
+
+def test_filtered_but_no_binding_event(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    run = _first(healthy)
+    filtering = tuple(e for e in run.events if e["reason"] == "FilteringSucceed")
+    result = judge(run_replace(healthy, "tenant-a", replace(run, events=filtering)), profile,
+                   "TC-03")
+    assert result.status == "fail"
+    assert (f"HAMi placed gpu-share-1 on {b.worker('tenant-a')} but no BindingSucceed event "
+            f"from hami-scheduler was found") in result.reason
+    assert "FilteringSucceed /" not in result.reason
+    assert result.evidence.startswith("gpu-share-1 admitted with schedulerName hami-scheduler; ")
+    assert "; events: FilteringSucceed: find fit node(" in result.evidence
+
+
+def test_placed_but_not_running_keeps_the_evidence(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    run = _first(healthy)
+    assert run.pod is not None
+    pod = {**run.pod, "status": {"phase": "Pending"}}
+    result = judge(run_replace(healthy, "tenant-a", replace(run, pod=pod)), profile, "TC-03")
+    assert result.status == "fail"
+    assert "is bound to" in result.reason and "but not running" in result.reason
+    assert result.evidence == (f"gpu-share-1 admitted with schedulerName hami-scheduler; "
+                               f"Pending, schedulerName hami-scheduler, node "
+                               f"{b.worker('tenant-a')}")
+
+
+def test_pass_names_the_phase_and_node(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    result = judge(healthy, profile, "TC-03")
+    assert result.evidence.endswith(f"; Running on {b.worker('tenant-a')}")

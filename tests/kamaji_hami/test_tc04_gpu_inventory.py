@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -184,3 +185,145 @@ def test_the_real_plugins_reported_handshake_is_accepted(
     node["metadata"]["annotations"]["hami.io/node-handshake"] = "Reported_2026-11-20 10:13:02"
     result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
     assert result.status == "pass", result.reason
+
+
+# --------------------------------------------------------------------------- what the user reads (#24)
+
+A100 = {"model": "NVIDIA-A100-SXM4-80GB", "count": 2, "memory_mib": 81920}
+
+
+def _card(i: int) -> str:
+    return f"GPU-MOCK-{i} NVIDIA-A100-SXM4-80GB 81920 MiB 100 cores"
+
+
+def _advertises(index: int) -> str:
+    return (f"{b.worker('tenant-a', index)} advertises gpu=20, gpumem=163840, gpucores=200, "
+            f"gpumem-percentage=200; registered: {_card(2 * index)}, {_card(2 * index + 1)}; "
+            f"handshake Requesting_2026-11-20 10:12:47")
+
+
+def test_every_worker_and_card_is_in_the_evidence(profile: KamajiHamiProfile) -> None:
+    three = with_gpus(profile, "tenant-a", A100, workers=3)
+    result = judge(b.healthy_state(three), three, "TC-04")
+    assert result.status == "pass", result.reason
+    assert result.evidence == "; ".join(_advertises(i) for i in range(3))
+
+
+def test_a_missing_worker_does_not_hide_the_others(profile: KamajiHamiProfile) -> None:
+    three = with_gpus(profile, "tenant-a", A100, workers=3)
+    state = b.healthy_state(three)
+    nodes = state.tenants["tenant-a"].nodes or ()
+    second = copy.deepcopy(nodes[1])
+    second["status"]["allocatable"]["nvidia.com/gpumem"] = "81920"
+    state = tenant_replace(state, "tenant-a", nodes=(second, nodes[2]))
+    result = judge(state, three, "TC-04")
+    assert result.status == "fail"
+    assert f"worker {WORKER} is not a node of tenant-a (see TC-02)" in result.reason
+    assert (f"node {b.worker('tenant-a', 1)} allocatable nvidia.com/gpumem=81920 (want 163840)"
+            in result.reason)
+    assert result.evidence == _advertises(2)
+
+
+def test_a_missing_card_does_not_hide_the_next(profile: KamajiHamiProfile) -> None:
+    two = with_gpus(profile, "tenant-a", A100)
+    state = b.healthy_state(two)
+    node = b.node(two.tenant("tenant-a"))
+    _register(node, id="GPU-OTHER-0")
+    result = judge(node_replace(state, "tenant-a", node), two, "TC-04")
+    assert result.status == "fail"
+    assert f"node {WORKER} has no registered device GPU-MOCK-0" in result.reason
+    assert "GPU-MOCK-1" not in result.reason
+    assert result.evidence == ""
+
+
+def test_allocatable_mismatch_lists_every_resource(healthy: LabState,
+                                                  profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    for key in ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage"):
+        node["status"]["allocatable"][key] = "0"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.reason == (
+        f"node {WORKER} allocatable nvidia.com/gpumem=0 (want 81920), nvidia.com/gpucores=0 "
+        f"(want 100), nvidia.com/gpumem-percentage=0 (want 100): HAMi's mock device plugin has "
+        f"not registered the cards: check its pods in kube-system [hami-mock-device-plugin-0p9rd "
+        f"Running] and that ConfigMap hami-scheduler-device exists (yes)")
+    assert result.evidence == ""  # the worker fails: not shown as advertising
+    gone = tenant_replace(node_replace(healthy, "tenant-a", node), "tenant-a",
+                          hami_device_configmap=False)
+    assert "that ConfigMap hami-scheduler-device exists (no)" in judge(gone, profile,
+                                                                       "TC-04").reason
+
+
+def test_capacity_patch_missing_says_how_to_fix_it(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    del node["status"]["capacity"]["nvidia.com/gpu"]
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.reason == (
+        f"node {WORKER} allocatable nvidia.com/gpu=0 (want 10): node capacity nvidia.com/gpu is "
+        f"not set: gpulab patches it so that HAMi's mock plugin starts reporting (it reports zero "
+        f"until then); re-run `gpulab up`")
+
+
+def test_a_capacity_of_one_card_is_set(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    node["status"]["capacity"]["nvidia.com/gpu"] = "1"
+    node["status"]["allocatable"]["nvidia.com/gpumem"] = "0"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert "HAMi's mock device plugin has not registered the cards" in result.reason
+    assert "is not set" not in result.reason
+
+
+def test_other_cards_say_how_to_fix_it(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    node = _node(profile)
+    node["status"]["allocatable"]["nvidia.com/gpumem"] = "40960"
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.reason == (
+        f"node {WORKER} allocatable nvidia.com/gpumem=40960 (want 81920): the node describes "
+        f"other cards than the profile: its {render.GPU_REGISTER_ANNOTATION} annotation differs; "
+        f"`gpulab up` rewrites it")
+
+
+def test_a_registration_failure_alone_shows_no_evidence(healthy: LabState,
+                                                        profile: KamajiHamiProfile) -> None:
+    node = _register(_node(profile), devcore=50)
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert result.status == "fail"
+    assert result.evidence == ""
+
+
+def test_tenant_without_gpus_evidence(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    no_gpus = with_gpus(profile, "tenant-a")
+    plain = node_replace(healthy, "tenant-a", b.node(no_gpus.tenant("tenant-a")))
+    assert judge(plain, no_gpus, "TC-04").evidence == (
+        f"{WORKER} advertises gpu=0, gpumem=0, gpucores=0, gpumem-percentage=0; "
+        f"registered: no cards registered")
+    result = judge(healthy, no_gpus, "TC-04")
+    assert ("(want 0): the profile gives this tenant no GPUs, yet the node advertises some"
+            in result.reason)
+
+
+def test_unreadable_values_are_cut_where_the_user_reads_them(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    long = "Requesting_" + "x" * 100
+    node = _node(profile)
+    node["metadata"]["annotations"]["hami.io/node-handshake"] = long
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert f"is {long[:80]!r}, not HAMi's" in result.reason
+    assert ("hami-scheduler pods in kube-system: [hami-scheduler-" in result.reason)
+    garbage = "y" * 200
+    node = _node(profile)
+    node["metadata"]["annotations"][render.GPU_REGISTER_ANNOTATION] = garbage
+    result = judge(node_replace(healthy, "tenant-a", node), profile, "TC-04")
+    assert f"(HAMi v2.10 reads JSON only): {'y' * 120}" in result.reason
+    assert "y" * 121 not in result.reason
+
+
+def test_a_failure_still_shows_every_worker_that_is_right(profile: KamajiHamiProfile) -> None:
+    three = with_gpus(profile, "tenant-a", A100, workers=3)
+    state = b.healthy_state(three)
+    nodes = state.tenants["tenant-a"].nodes or ()
+    result = judge(tenant_replace(state, "tenant-a", nodes=nodes[1:]), three, "TC-04")
+    assert result.status == "fail"
+    assert result.evidence == f"{_advertises(1)}; {_advertises(2)}"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -177,3 +178,122 @@ def test_a_refusal_event_of_an_earlier_pod_with_the_same_name_is_no_pass(
     assert result.status == "fail"
     assert f"{name} is Pending with schedulerName hami-scheduler but no scheduler left an event" \
         in result.reason
+
+
+# --------------------------------------------------------------------------- what the user reads (#24)
+
+W = b.worker("tenant-a")
+CORE_EVIDENCE = (f"gpu-share-4 (20000 MiB, 30 cores) stays Pending: FilteringFailed '1 nodes "
+                 f"CardInsufficientCore({W})' from hami-scheduler")
+
+
+def _core(state: LabState, **changes: Any) -> LabState:
+    return run_replace(state, "tenant-a", replace(_run(state, "gpu-share-4"), **changes))
+
+
+def _limitless(pod: dict[str, Any] | None) -> dict[str, Any]:
+    assert pod is not None
+    bare = copy.deepcopy(pod)
+    for container in bare["spec"]["containers"]:
+        container.pop("resources", None)
+    return bare
+
+
+def test_the_request_is_read_from_the_pod_as_created(healthy: LabState,
+                                                     profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    result = judge(_core(healthy, pod=_limitless(run.pod or run.created)), profile, "TC-06")
+    assert result.evidence == CORE_EVIDENCE
+
+
+def test_a_pod_without_limits_shows_question_marks(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    bare = _limitless(run.created)
+    result = judge(_core(healthy, created=bare, pod=bare), profile, "TC-06")
+    assert result.evidence.startswith("gpu-share-4 (? MiB, ? cores) stays Pending")
+
+
+def test_the_filter_event_is_preferred_whatever_the_order(healthy: LabState,
+                                                          profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    result = judge(_core(healthy, events=tuple(reversed(run.events))), profile, "TC-06")
+    assert result.evidence == CORE_EVIDENCE
+
+
+def test_an_event_without_source_is_the_schedulers(healthy: LabState,
+                                                   profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    events = tuple({k: v for k, v in e.items() if k != "source"} for e in run.events)
+    result = judge(_core(healthy, events=events), profile, "TC-06")
+    assert result.evidence.endswith(f"CardInsufficientCore({W})' from the scheduler")
+
+
+def test_a_normal_event_naming_the_reason_is_no_refusal(healthy: LabState,
+                                                        profile: KamajiHamiProfile) -> None:
+    events = (b.event("gpu-share-4", "Scheduled", f"1 nodes CardInsufficientCore({W})",
+                      kind="Normal"),)
+    result = judge(_core(healthy, events=events, waited=None), profile, "TC-06")
+    assert result.status == "fail"
+    assert result.reason.startswith(
+        "gpu-share-4 (20000 MiB, 30 cores) is Pending but no event names CardInsufficientCore: "
+        "HAMi did not report its reason; `kubectl -n gpulab-verify describe pod gpu-share-4` "
+        "in tenant-a")
+    assert result.evidence == f"events: Scheduled: 1 nodes CardInsufficientCore({W})"
+
+
+def test_refused_for_other_reasons_names_them_all(healthy: LabState,
+                                                  profile: KamajiHamiProfile) -> None:
+    spec = profile.tenant("tenant-a")
+    events = (*b.refused(spec, "gpu-share-4", "CardInsufficientMemory").events,
+              *b.refused(spec, "gpu-share-4", "CardUuidMismatch").events)
+    result = judge(_core(healthy, events=events), profile, "TC-06")
+    assert result.status == "fail"
+    assert result.reason.startswith(
+        "gpu-share-4 (20000 MiB, 30 cores) is Pending but HAMi refused it for "
+        "CardInsufficientMemory, CardUuidMismatch, not CardInsufficientCore: ")
+    assert result.evidence.startswith("events: ")
+    assert f"FilteringFailed: 1 nodes CardUuidMismatch({W})" in result.evidence
+
+
+def test_webhook_bypassed_names_the_pod(healthy: LabState, profile: KamajiHamiProfile) -> None:
+    pod = b.verify_pod(profile.tenant("tenant-a"), "gpu-share-4", scheduler=None)
+    result = judge(_core(healthy, created=pod, pod=pod), profile, "TC-06")
+    assert result.reason.startswith("gpu-share-4 kept schedulerName default-scheduler: ")
+    assert result.evidence == "gpu-share-4: Pending, schedulerName default-scheduler, node -"
+
+
+def test_chosen_by_hami_but_not_bound_is_overcommit(healthy: LabState,
+                                                    profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    assert run.created is not None
+    pod = copy.deepcopy(run.created)
+    pod["metadata"].setdefault("annotations", {})["hami.io/vgpu-node"] = W
+    result = judge(_core(healthy, pod=pod), profile, "TC-06")
+    assert result.status == "fail"
+    assert result.reason.startswith(f"HAMi placed gpu-share-4 (20000 MiB, 30 cores) on {W}: ")
+    assert result.evidence.startswith(
+        "gpu-share-4: Pending, schedulerName hami-scheduler, node -; events: FailedScheduling: ")
+
+
+def test_running_is_overcommit_even_unbound(healthy: LabState,
+                                            profile: KamajiHamiProfile) -> None:
+    run = _run(healthy, "gpu-share-4")
+    assert run.created is not None
+    pod = copy.deepcopy(run.created)
+    pod["status"] = {"phase": "Running"}
+    result = judge(_core(healthy, pod=pod), profile, "TC-06")
+    assert result.status == "fail"
+    assert result.reason.startswith("HAMi placed gpu-share-4 (20000 MiB, 30 cores) on : ")
+
+
+def test_lock_contention_without_a_chosen_node(healthy: LabState,
+                                               profile: KamajiHamiProfile) -> None:
+    run = replace(b.lock_contended(profile.tenant("tenant-a"), "gpu-share-4"), check="TC-06")
+    assert run.pod is not None
+    pod = copy.deepcopy(run.pod)
+    del pod["metadata"]["annotations"]["hami.io/vgpu-node"]
+    result = judge(run_replace(healthy, "tenant-a", replace(run, pod=pod)), profile, "TC-06")
+    assert result.status == "fail"
+    assert result.reason.startswith("its filter accepted gpu-share-4 (20000 MiB, 30 cores) and "
+                                    "only node lock contention kept it from binding: ")
