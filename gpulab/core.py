@@ -530,11 +530,9 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
     added for it (those its record lists; for a lab recorded by an older gpulab, also the
     `gpulab-LAB-MEMBER` contexts of `members` in the user's kubeconfig); works on half-built
     labs and after crashes."""
-    import shutil
 
     from gpulab import lab_record
     from gpulab.naming import LABEL_LAB, kind_cluster_name
-    from gpulab.paths import lab_dir
 
     result = Teardown()
     record = lab_record.read(lab)  # before the lab's folder goes
@@ -554,20 +552,7 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
         for network in runtime.networks(labels):
             if runtime.remove_network(network.name):
                 result.removed.append(f"network {network.name}")
-    from gpulab.lock import LOCK_FILE
-
-    folder = lab_dir(lab)
-    if folder.exists():
-        files = [p for p in folder.iterdir() if p.name != LOCK_FILE]  # down holds the lock
-        for path in files:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        if files:
-            result.removed.append(f"lab files {folder}")
-        if not (folder / LOCK_FILE).exists():
-            folder.rmdir()  # else the lock's release removes the emptied folder
+    result.removed += _remove_lab_files(lab)
     for labels in ({LABEL_LAB: lab}, kind_label):
         result.leftovers += [f"container {c.name}" for c in runtime.containers(labels)]
         result.leftovers += [f"volume {v}" for v in runtime.volumes(labels)]
