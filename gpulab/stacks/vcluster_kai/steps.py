@@ -247,20 +247,24 @@ class ReservationRbac:
 
 @dataclass
 class Queues:
-    """The queue tree; applied in a bounded retry while KAI's queue webhook warms up."""
+    """The queue tree; applied in a bounded retry while KAI's queue webhook warms up. On an
+    existing cluster (`lab` given) each queue also carries the lab's label."""
 
     profile: VclusterKaiProfile
+    lab: str | None = None
     name: str = "management/queues"
     title: str = "Creating the KAI queue tree"
     requires: tuple[str, ...] = ("management/kai-scheduler",)
     timeout: float = 180
 
+    def _objects(self) -> list[dict[str, Any]]:
+        return kr.queue_objects(self.profile, self.lab)
+
     def describe(self) -> list[Artifact]:
-        return [Artifact("object", f"Queue/{o['metadata']['name']}", o)
-                for o in kr.queue_objects(self.profile)]
+        return [Artifact("object", f"Queue/{o['metadata']['name']}", o) for o in self._objects()]
 
     def _matching(self, kube: KubeGateway) -> tuple[bool, str]:
-        for obj in kr.queue_objects(self.profile):
+        for obj in self._objects():
             live = _get(kube, obj)
             if live is None:
                 return False, f"Queue {obj['metadata']['name']} not found"
@@ -278,7 +282,7 @@ class Queues:
 
     def apply(self, ctx: StepContext) -> None:
         kube = management_kube(ctx)
-        objects = kr.queue_objects(self.profile)
+        objects = self._objects()
 
         def apply_all() -> tuple[bool, str]:
             for obj in objects:
@@ -655,7 +659,7 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
                         f"{len(nodes)} GPU node(s)",
                         {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product,
                                   "from": n.source} for n in facts.gpu_nodes}))
-    steps.append(_ExistingQueues(profile, lab))
+    steps.append(Queues(profile, lab))
     expose = kr.ExistingExpose(facts.expose, facts.node_address, lab)
     for team in profile.teams:
         steps += [
@@ -665,29 +669,6 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
                         after=(f"{team.name}/vcluster",)),
         ]
     return steps
-
-
-@dataclass
-class _ExistingQueues(Queues):
-    """The queue tree, each queue labelled for the lab."""
-
-    lab: str = ""
-
-    def describe(self) -> list[Artifact]:
-        return [Artifact("object", f"Queue/{o['metadata']['name']}", o)
-                for o in kr.queue_objects(self.profile, self.lab)]
-
-    def apply(self, ctx: StepContext) -> None:
-        kube = management_kube(ctx)
-        objects = kr.queue_objects(self.profile, self.lab)
-
-        def apply_all() -> tuple[bool, str]:
-            for obj in objects:
-                kube.apply(obj)
-            return True, f"{len(objects)} queues accepted"
-
-        wait_until(ctx, self.name, "KAI to accept the queues", apply_all,
-                   timeout=self.timeout, interval=3)
 
 
 # --------------------------------------------------------------------------- verify
