@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from tests.cluster.command_line import flag
+
 if TYPE_CHECKING:
     from tests.cluster.builders import ClusterApi
     from tests.kamaji_hami.fakes import FakeClock
@@ -53,13 +55,6 @@ def _device_config(text: str) -> dict[str, Any]:
     loaded = yaml.safe_load(text)
     return loaded if isinstance(loaded, dict) else {}
 
-
-def _flag(command: list[str], name: str) -> str | None:
-    value = None
-    for arg in command:
-        if arg.startswith(f"--{name}="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 def _decode_devices(raw: str | None) -> list[dict[str, Any]]:
@@ -148,8 +143,8 @@ class FakeHami:
                 command = [*(c.get("command") or []), *(c.get("args") or [])]
                 if command[:1] != ["scheduler"]:
                     continue
-                name = _flag(command, "scheduler-name") or ""
-                pairs = _flag(command, "node-label-selector") or ""
+                name = flag(command, "scheduler-name") or ""
+                pairs = flag(command, "node-label-selector") or ""
                 selector = dict(p.split("=", 1) for p in pairs.split(",") if "=" in p)
             for volume in deploy["spec"]["template"]["spec"].get("volumes") or []:
                 if volume.get("name") != "device-config":

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from tests.cluster.command_line import flag
+
 if TYPE_CHECKING:
     from tests.cluster.builders import ClusterApi
 
@@ -42,13 +44,6 @@ _TOLERATIONS = ({"key": "node.kubernetes.io/not-ready", "operator": "Exists",
                 {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
                  "effect": "NoExecute"})
 
-
-def _flag(args: list[str], name: str) -> str | None:
-    value = None
-    for arg in args:
-        if arg.startswith(f"--{name}="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 @dataclass
@@ -77,7 +72,7 @@ class FakeKai:
                 continue
             args = [a for c in deploy["spec"]["template"]["spec"]["containers"]
                     for a in c.get("args") or []]
-            if _flag(args, "partition-label-value") == "" and \
+            if flag(args, "partition-label-value") == "" and \
                     (deploy.get("status") or {}).get("readyReplicas", 0) > 0:
                 return args
         return None
@@ -109,7 +104,7 @@ class FakeKai:
         pool = settings["nodePoolLabelKey"]
         seen = {q["metadata"]["name"]: q for q in self._objects("Queue")
                 if pool not in (q["metadata"].get("labels") or {})}
-        if _flag(args, "full-hierarchy-fairness") == "false":
+        if flag(args, "full-hierarchy-fairness") == "false":
             seen = {n: {**q, "spec": {**q["spec"], "parentQueue": "default"}}
                     for n, q in seen.items() if (q.get("spec") or {}).get("parentQueue")}
             seen["default"] = {"metadata": {"name": "default"},
