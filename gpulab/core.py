@@ -467,19 +467,12 @@ def _up_existing(profile: LabProfile, lab: str, report: Reporter, choice: Cluste
                         hint="see docs/own-cluster.md; nothing was created")
     if adapters is None:
         from gpulab.adapters.base import LabAdapters
-        from gpulab.adapters.helm import PyHelm3Gateway
         from gpulab.adapters.kube import KubeClient
         from gpulab.manifests import fetch_manifest
         from gpulab.paths import lab_dir
-        from gpulab.tools import find_tool
 
-        helm_binary = find_tool("helm")
-        if helm_binary is None:
-            raise HostError("helm not found on PATH or in gpulab's cache",
-                            hint="run gpulab doctor --install-tools")
         adapters = LabAdapters(runtime=cast("Any", None), kind=cast("Any", None),
-                               kube=KubeClient,
-                               helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
+                               kube=KubeClient, helm=_helm_on_host(),
                                fetch=fetch_manifest, lab_dir=lab_dir(lab))
     from dataclasses import replace
 
@@ -510,6 +503,18 @@ def _created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
         found["networks"].update(n.name for n in runtime.networks(labels))
         found["volumes"].update(runtime.volumes(labels))
     return {kind: sorted(names) for kind, names in found.items()}
+
+
+def _helm_on_host() -> Callable[[Path], HelmGateway]:
+    """Helm gateways on the helm binary gpulab finds (its cache, then PATH), or HostError."""
+    from gpulab.adapters.helm import PyHelm3Gateway
+    from gpulab.tools import find_tool
+
+    binary = find_tool("helm")
+    if binary is None:
+        raise HostError("helm not found on PATH or in gpulab's cache",
+                        hint="run gpulab doctor --install-tools")
+    return lambda path: PyHelm3Gateway(path, executable=binary)
 
 
 # --------------------------------------------------------------------------- down
@@ -606,16 +611,7 @@ def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None
         from gpulab.paths import write_secret
 
         write_secret(path, text.encode())
-        if helm is None:
-            from gpulab.adapters.helm import PyHelm3Gateway
-            from gpulab.tools import find_tool
-
-            binary = find_tool("helm")
-            if binary is None:
-                raise HostError("helm not found on PATH or in gpulab's cache",
-                                hint="run gpulab doctor --install-tools")
-            helm = lambda p: PyHelm3Gateway(p, executable=binary)  # noqa: E731
-        gone = teardown(record.owned, client, helm(path))
+        gone = teardown(record.owned, client, (helm or _helm_on_host())(path))
     finally:
         client.close()
         if folder is not None:
