@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
 from gpulab.profile.base import dns_label
+from gpulab.providers.base import Teardown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -520,14 +521,6 @@ def _helm_on_host() -> Callable[[Path], HelmGateway]:
 # --------------------------------------------------------------------------- down
 
 
-@dataclass
-class Teardown:
-    """What `down` removed and what (if anything) is left."""
-
-    removed: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
-    leftovers: list[str] = field(default_factory=list)
-
 
 def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
          members: Sequence[str] = ()) -> Teardown:
@@ -616,7 +609,7 @@ def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None
         client.close()
         if folder is not None:
             folder.cleanup()
-    result = Teardown(removed=list(gone.removed), leftovers=list(gone.leftovers))
+    result = gone
     result.removed += _remove_lab_files(lab)
     result.removed += _remove_contexts(lab, record, [])
     result.kept.append(f"the cluster at {kept.get('server')} and everything gpulab found there")

@@ -8,7 +8,7 @@ kubeconfig that now points at another cluster is told apart even at the same add
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -16,7 +16,16 @@ if TYPE_CHECKING:
 
     from gpulab.engine.step import Step
 
-__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider"]
+__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "Teardown"]
+
+
+@dataclass
+class Teardown:
+    """What `down` removed and what (if anything) is left."""
+
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

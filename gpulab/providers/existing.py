@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import AdapterError, UsageError
-from gpulab.providers.base import ClusterChoice, ClusterIdentity
+from gpulab.providers.base import ClusterChoice, ClusterIdentity, Teardown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -423,17 +423,9 @@ class Owning:
 # --------------------------------------------------------------------------- down
 
 
-@dataclass
-class ExistingTeardown:
-    removed: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
-    leftovers: list[str] = field(default_factory=list)
-
-
-def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any
-             ) -> ExistingTeardown:
+def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any) -> Teardown:
     """Remove what lab.json says gpulab created, newest first; then check it is gone."""
-    result = ExistingTeardown()
+    result = Teardown()
     for entry in reversed(owned):
         if entry.get("type") == "helm-release":
             helm.uninstall(entry["name"], entry["namespace"])
