@@ -374,9 +374,11 @@ def only_tenant(profile: KamajiHamiProfile, tenant: str) -> KamajiHamiProfile:
 def write_writeup_recordings(root: Path = RECORDINGS) -> list[Path]:
     """Write the checked-in recordings (healthy, and the webhook bypassed in tenant-b)."""
     from gpulab.stacks import load_profile
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.stacks.kamaji_hami.record import write_recording
 
     profile = load_profile("kamaji-hami").profile
+    assert isinstance(profile, KamajiHamiProfile)
     healthy = healthy_state(profile)
     written = [write_recording(root / "writeup-healthy", healthy, profile)]
     spec_b = profile.tenant("tenant-b")

@@ -339,10 +339,11 @@ def writeup_queues_state(profile: VclusterKaiProfile) -> KaiLabState:
 
 def write_recordings(root: Path = RECORDINGS) -> list[Path]:
     from gpulab.stacks import load_profile
+    from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.record import write_recording
 
     profile = load_profile("vcluster-kai").profile
-    assert profile.stack == "vcluster-kai"
+    assert isinstance(profile, VclusterKaiProfile)
     return [write_recording(root / "kai-healthy", healthy_state(profile), profile),
             write_recording(root / "kai-writeup-queues", writeup_queues_state(profile), profile)]
 
