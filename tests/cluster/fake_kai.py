@@ -22,7 +22,17 @@ named for KAI's scheduler as KAI v0.16.8 would, decoding everything itself from 
 - a request no node can hold gets `PodScheduled=False` and a Warning `Unschedulable` event with
   KAI's capacity message; fractions bin-pack onto one GPU of the node (`runai-gpu-group`), or
   spread over GPUs (`spread=True`, KAI's `placementStrategy.gpu: spread`); placed pods run on the
-  next read.
+  next read;
+- with `controllers=True`, also KAI's pod-grouper and queue-controller, which a lab's verify reads:
+  a bare pod gets a PodGroup `pg-<pod>-<uid>` in its namespace
+  (pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go:94-96, the prefix `pg`:
+  plugins/constants/constants.go:7), in the queue of its queue label, else `default-queue`
+  (default_grouper.go:134-147, constants.go:19), owned by the pod and carrying its labels
+  (default_grouper.go:69-81, 115-131: a bare pod is its own top owner), named on the pod by the
+  annotation `pod-group-name` (pkg/common/constants/constants.go:54); each Queue's
+  `status.allocated` is
+  what its pod groups and child queues hold (pkg/queuecontroller/controllers/resource_updater/
+  resource_updater.go:23-73), GPUs written as Kubernetes quantities (`330m` for 0.33).
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ class FakeKai:
     api: ClusterApi
     spread: bool = False
     place_anyway: bool = False  # a broken scheduler that over-commits
+    controllers: bool = False  # also pod-grouper and queue-controller (see the docstring)
     groups: dict[str, list[Decimal]] = field(default_factory=dict)  # node -> fill per GPU
 
     def attach(self) -> FakeKai:
@@ -95,8 +106,40 @@ class FakeKai:
                             {"name": "app", "ready": True, "restartCount": 0,
                              "state": {"running": {}}}]}
                     continue
+                if self.controllers:
+                    self._group(pod, settings)
                 if args is not None and not pod["status"].get("conditions"):
                     self._schedule(pod, settings, args)
+            if self.controllers and args is not None:
+                self._queue_status(settings, args)
+
+    # ---------------------------------------------------------------- pod-grouper, queue-controller
+
+    def _group(self, pod: dict[str, Any], settings: dict[str, str]) -> None:
+        meta = pod["metadata"]
+        annotations = meta.setdefault("annotations", {})
+        name = annotations.setdefault("pod-group-name", f"pg-{meta['name']}-{meta['uid']}")
+        key = ("PodGroup", meta.get("namespace") or "default", name)
+        if key not in self.api.objects:
+            queue = (meta.get("labels") or {}).get(settings["queueLabelKey"], "default-queue")
+            self.api.objects[key] = {
+                "apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": key[1], "uid": f"pg-{meta['uid']}",
+                             "labels": dict(meta.get("labels") or {}),
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
+                                                  "name": meta["name"], "uid": meta["uid"]}]},
+                "spec": {"minMember": 1, "queue": queue}, "status": {}}
+
+    @staticmethod
+    def _quantity(amount: Decimal) -> str:
+        whole = amount.to_integral_value()
+        return str(int(whole)) if amount == whole else f"{int(amount * 1000)}m"
+
+    def _queue_status(self, settings: dict[str, str], args: list[str]) -> None:
+        allocated = self._allocated(self._queues(settings, args), settings["queueLabelKey"])
+        for queue in self._objects("Queue"):
+            held = allocated.get(queue["metadata"]["name"], Decimal(0))
+            queue["status"] = {"allocated": {"nvidia.com/gpu": self._quantity(held)}}
 
     # ---------------------------------------------------------------- queues
 

@@ -39,10 +39,12 @@ __all__ = [
     "host_pod_name",
     "kai_scheduler_release",
     "kind_cluster_config",
+    "node_gpus",
     "probe_sizes",
     "queue_objects",
     "queue_spec",
     "reservation_rbac",
+    "sized_for_host",
     "vcluster_release",
     "vcluster_server",
     "verify_objects",
@@ -371,6 +373,34 @@ class ProbeSizes:
 
 def probe_sizes(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeSizes:
     return ProbeSizes(profile, team)
+
+
+def node_gpus(node: dict[str, Any] | None) -> int:
+    """`nvidia.com/gpu` allocatable on a node (0 when absent or unreadable)."""
+    value = (((node or {}).get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE, 0)
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def sized_for_host(profile: VclusterKaiProfile, provider: str,
+                   gpu_nodes: tuple[dict[str, Any], ...] | None) -> VclusterKaiProfile:
+    """The profile whose GPU pool is what the host has: on a cluster gpulab did not make
+    (`provider` existing) the pool is the GPU nodes found there (their number, the least GPU
+    count among them, as `up`'s gpu-node step waits for, and the first one's product), so
+    verify's pods are sized from the GPUs found, not from the profile's simulated pool; the
+    profile itself otherwise (or when no GPU node was read)."""
+    if provider != "existing" or not gpu_nodes:
+        return profile
+    counts = [node_gpus(n) for n in gpu_nodes]
+    first = ((gpu_nodes[0].get("metadata") or {}).get("labels") or {}).get(
+        "nvidia.com/gpu.product") or profile.gpu_pool.model
+    # model_copy: the pool's bounds (at most 4 kind workers) are for the nodes gpulab makes
+    pool = profile.gpu_pool.model_copy(update={"nodes": len(gpu_nodes),
+                                               "count": max(1, min(counts)),
+                                               "model": str(first)})
+    return profile.model_copy(update={"gpu_pool": pool})
 
 
 def _foreign_queue(profile: VclusterKaiProfile, team: TeamSpec) -> str:

@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.common import lab_clients
+from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.checks.isolation import queue_finding
 from gpulab.stacks.vcluster_kai.checks.registry import CHECK_IDS, select
 from gpulab.stacks.vcluster_kai.observe import KaiGateways, observe_lab
@@ -42,6 +43,8 @@ def evaluate(
     a recording made with --tc does not hold are `skip` results saying they were not recorded.
     The queue-label finding is judged with KAI-08 (its probe runs in KAI-08's phase).
     """
+    # on a cluster gpulab did not make, the pods were sized from the GPU nodes found there
+    profile = kr.sized_for_host(profile, state.host.provider, state.host.gpu_nodes)
     recorded = state.checks or CHECK_IDS
     ids = tuple(checks) if checks is not None else recorded
     # Judged by default, a recording made with --tc holds only some checks: the others are
@@ -91,12 +94,13 @@ def run_verify(
     timeouts: Timeouts | None = None,
     clock: Clock | None = None,
     progress: Callable[[str, str], None] | None = None,
+    provider: str = "",
 ) -> VerifyReport:
     """Observe the lab (observe.observe_lab) and judge it; lab problems are results."""
     selected = select(checks)
     started = time.monotonic()
     state = observe_lab(profile, lab, gateways, checks=selected, keep=keep, timeouts=timeouts,
-                        clock=clock, progress=progress)
+                        clock=clock, progress=progress, provider=provider)
     return evaluate(state, profile, [c.id for c in selected], replayed=False,
                     seconds=time.monotonic() - started)
 
@@ -113,11 +117,18 @@ def run_checks(
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
-    """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs."""
+    """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs;
+    a lab in a cluster gpulab did not make (its record's provider) is verified on the GPUs
+    found there."""
+    from gpulab import lab_record
+
+    record = lab_record.read(lab)
+    provider = record.provider if record is not None and record.provider == "existing" else ""
     members = [t.name for t in profile.teams]
     with lab_clients(lab, folder, members) as (host, team, cross):
         gateways = KaiGateways(host=host, team=team, cross=cross)
-        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress,
+                          provider=provider)
 
 
 def check_ids() -> list[str]:

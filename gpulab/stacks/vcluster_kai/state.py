@@ -89,7 +89,9 @@ class TeamState:
 class HostState:
     """What verify read on the host cluster itself.
 
-    gpu_nodes: the pool's nodes (label run.ai/simulated-gpu-node-pool), read first.
+    gpu_nodes: the pool's nodes (label run.ai/simulated-gpu-node-pool), read first; on a
+      cluster gpulab did not make (`provider` existing) every node advertising nvidia.com/gpu,
+      and the checks size their pods from those GPUs (render.sized_for_host).
     gpu_users: pods not made by verify that hold or ask for GPUs (a GPU request or KAI's
       gpu-fraction annotation), read before verify creates anything; when there are any, the GPU
       checks do not run (their expectations assume an idle GPU and empty queues).
@@ -104,6 +106,7 @@ class HostState:
     queues: tuple[JsonObj, ...] | None = None
     queues_error: str = ""
     queue_wait: str = ""
+    provider: str = ""  # "" the lab's own kind cluster; "existing": a cluster gpulab did not make
 
     def to_dict(self) -> JsonObj:
         return asdict(self)

@@ -75,9 +75,13 @@ def check_api(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> Check
     if st.api_error:
         pods = st.control_plane_pods or ()
         running = bool(pods) and all(o.pod_serving(p) for p in pods)
+        unreached = (
+            "this machine cannot reach the address the vCluster is exposed at (docs/"
+            "own-cluster.md, 'Reaching the vClusters')" if lab.host.provider == "existing" else
+            "the host cannot reach the NodePort on the kind node (docs/vcluster-kai.md, "
+            "'Reaching a vCluster from the host')")
         cause = (
-            "its control plane runs on the host, so the host cannot reach the NodePort on the "
-            "kind node (docs/vcluster-kai.md, 'Reaching a vCluster from the host')" if running
+            f"its control plane runs on the host, so {unreached}" if running
             else f"its control plane is not running (Helm release {team} in "
                  f"{ctx.spec.namespace}; gpulab up installs it)"
         )
@@ -113,6 +117,8 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
                else "were not observed in this run or recording")
         return ctx.error(f"the host's GPU nodes {why}; the nodes {team}'s vCluster lists are "
                          f"copies synced from them and may be stale, so they prove nothing alone")
+    if lab.host.provider == "existing":
+        return _existing_gpu_nodes(ctx, lab, team)
     pool = profile.gpu_pool
     host_nodes = {o.name(n): n for n in lab.host.gpu_nodes}
     wanted = sorted(host_nodes) or kr.gpu_node_names(profile, lab.lab)
@@ -151,6 +157,39 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
                             f" (has {label!r})")
             continue
         model = o.labels(node).get("nvidia.com/gpu.product", pool.model)
+        seen.append(f"{name} ({model}, {have} x {kr.GPU_RESOURCE} allocatable)")
+    if problems:
+        return ctx.failed(summarize_problems(problems))
+    return ctx.passed(f"{team}'s vCluster lists GPU node {', '.join(seen)} among {len(listed)} "
+                      f"node(s), synced from the host")
+
+
+def _existing_gpu_nodes(ctx: Ctx, lab: KaiLabState, team: str) -> CheckResult:
+    """KAI-02 on a cluster gpulab did not make: the host's GPU nodes are every node advertising
+    GPUs (GPU Operator, device plugin); each is listed in the vCluster with the GPUs the host's
+    node has (no pool label: gpulab labels no node it did not make)."""
+    host_nodes = {o.name(n): n for n in lab.host.gpu_nodes or ()}
+    listed = {o.name(n): n for n in ctx.st.nodes or ()}
+    if not host_nodes:
+        return ctx.failed(f"no node of the host advertises {kr.GPU_RESOURCE} now (the GPU "
+                          f"Operator or device plugin; kubectl describe nodes on the host)")
+    problems: list[str] = []
+    seen: list[str] = []
+    for name in sorted(host_nodes):
+        node = listed.get(name)
+        if node is None:
+            names = ", ".join(sorted(listed)) or "none"
+            problems.append(
+                f"{team}'s vCluster lists {len(listed)} node(s) ({names}) but not the GPU node "
+                f"{name}: host nodes are synced in only with sync.fromHost.nodes enabled and "
+                f"selector all (gpulab's values)")
+            continue
+        have, host = _allocatable(node), _allocatable(host_nodes[name])
+        if have != host:
+            problems.append(f"{name} has {kr.GPU_RESOURCE} {have} in {team}'s vCluster, {host} "
+                            f"on the host: its copy is stale (the host's node is the truth)")
+            continue
+        model = o.labels(node).get("nvidia.com/gpu.product") or "model not labelled"
         seen.append(f"{name} ({model}, {have} x {kr.GPU_RESOURCE} allocatable)")
     if problems:
         return ctx.failed(summarize_problems(problems))

@@ -1,0 +1,163 @@
+"""verify, kubeconfig, logs and labs on a vcluster-kai lab in a cluster gpulab did not build
+(provider existing), each driven through the CLI after an `up` on the kmock cluster.
+
+verify's pods need a scheduler and vCluster's syncer, which kmock does not have: the host's
+objects after `up` (its GPU node, the queues gpulab created) are copied into an in-memory API
+where tests/cluster/fake_kai.py plays KAI (decoding pods and queues with its own code) and
+tests/vcluster_kai/live_fakes.py's VClusterApi plays each vCluster and its syncer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpulab.cli import app
+from gpulab.errors import AdapterError
+from gpulab.stacks import load_profile
+from tests.cluster import builders as cb
+from tests.cluster.fake_kai import FakeKai
+from tests.existing.kmock_cluster import VERSION, ExistingCluster
+from tests.existing.test_existing import TEAMS, _up
+from tests.kamaji_hami.fakes import FakeApi, FakeClock
+from tests.vcluster_kai import builders as vb
+from tests.vcluster_kai.live_fakes import VClusterApi, _syncer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+LAB = "vcluster-kai"
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "user.kubeconfig"))
+
+
+def _host_after_up(cluster: ExistingCluster, gpus: int | None = None) -> cb.ClusterApi:
+    """The host's nodes and gpulab's queues as `up` left them in kmock, in an in-memory API with
+    KAI's scheduler Deployment and Config (what KAI's operator makes) and each vCluster's pod."""
+    state = cluster.state()
+    host = cb.ClusterApi("host", VERSION)
+    for raw in state["objects"].values():
+        if raw.get("kind") == "Node":
+            if gpus is not None:
+                raw["status"]["allocatable"]["nvidia.com/gpu"] = str(gpus)
+            host.put(raw)
+        elif raw.get("kind") == "Queue":
+            host.put({**raw, "status": {}})
+    profile: Any = load_profile(LAB).profile
+    host.put(cb.kai_scheduler(),
+             {"apiVersion": "kai.scheduler/v1", "kind": "Config",
+              "metadata": {"name": "kai-config"}, "spec": {"admission": {"gpuSharing": True}}},
+             *(vb.control_plane_pod(team) for team in profile.teams))
+    return host
+
+
+def _vclusters(host: cb.ClusterApi) -> dict[str, VClusterApi]:
+    profile: Any = load_profile(LAB).profile
+    lab = SimpleNamespace(host=host, unsynced=set())
+    nodes = [o for (kind, _ns, _n), o in host.objects.items() if kind == "Node"]
+    teams = {}
+    for team in profile.teams:
+        api = VClusterApi(team.name, VERSION, FakeClock())
+        api.put(*nodes, vb.coredns(team),
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}})
+        api.webhook = _syncer([lab], team)  # type: ignore[list-item]
+        teams[team.name] = api
+    return teams
+
+
+def _refused(credentials_of: str, server_of: str) -> FakeApi:
+    probe = FakeApi(f"{credentials_of}-on-{server_of}")
+    probe.fail["list_objects"] = AdapterError(f"list Namespace at {server_of}: 401 Unauthorized")
+    return probe
+
+
+def _verify_through(monkeypatch: pytest.MonkeyPatch, host: cb.ClusterApi,
+                    teams: dict[str, VClusterApi]) -> None:
+    @contextmanager
+    def clients(_lab: str, _folder: Path, _members: list[str]) -> Iterator[Any]:
+        yield host, teams.__getitem__, _refused
+
+    monkeypatch.setattr("gpulab.stacks.vcluster_kai.run.lab_clients", clients)
+
+
+def _results(output: str) -> dict[tuple[str, str], dict[str, Any]]:
+    report = json.loads(output)
+    return {(r["id"], r["tenant"]): r for r in report["results"]}
+
+
+def test_verify_shares_the_gpu_found_between_the_three_teams(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        host = _host_after_up(cluster)
+        teams = _vclusters(host)
+        FakeKai(host, controllers=True).attach()
+        _verify_through(monkeypatch, host, teams)
+        result = CliRunner().invoke(app, ["verify", "--name", LAB, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    results = _results(result.stdout)
+    assert {r["status"] for r in results.values()} == {"pass"}, [
+        (k, r["reason"]) for k, r in results.items() if r["status"] != "pass"]
+    for team in TEAMS:
+        # the write-up: each team's 0.33 pod on the one physical GPU, its queue 330m allocated
+        sharing = results[("KAI-05", team)]["evidence"]
+        assert "Running together on gpu-node-1 (GPU group gpu-node-1-gpu0)" in sharing
+        assert "gpu-fraction 0.33 each" in sharing
+        assert f"Queue {team} allocated nvidia.com/gpu 330m" in sharing
+        assert "gpu-node-1 (NVIDIA-L40S, 1 x nvidia.com/gpu allocatable)" in \
+            results[("KAI-02", team)]["evidence"]
+        assert "0.99 of 1 GPU(s)" in results[("KAI-07", team)]["evidence"]
+        # each team lists only its own pods: the other teams' share pods are not there
+        assert "none of the verify pods of the other teams" in \
+            results[("KAI-08", team)]["evidence"]
+    queues = {n: o.get("status") for (kind, _ns, n), o in host.objects.items() if kind == "Queue"}
+    assert queues["ml-org"] == {"allocated": {"nvidia.com/gpu": "990m"}}  # the three shares
+    assert not [n for (kind, _ns, n) in teams["team-nlp"].objects if kind == "Pod"
+                and n.startswith("gpu-")]  # verify removed its pods from the vCluster
+
+
+def test_verify_sizes_its_pods_from_the_gpus_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the profile's simulated pool has one GPU per node; this cluster's node has four: the
+    # capacity probe asks for the four found (and is skipped: the team's limit of 1 cannot
+    # hold it), and the pods the teams share land on one of the four
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        host = _host_after_up(cluster, gpus=4)
+        teams = _vclusters(host)
+        FakeKai(host, controllers=True).attach()
+        _verify_through(monkeypatch, host, teams)
+        result = CliRunner().invoke(app, ["verify", "--name", LAB, "-o", "json", "--keep"])
+    results = _results(result.stdout)
+    assert results[("KAI-05", "team-nlp")]["status"] == "pass"
+    assert "4 x nvidia.com/gpu allocatable" in results[("KAI-02", "team-nlp")]["evidence"]
+    skipped = results[("KAI-07", "team-nlp")]
+    assert skipped["status"] == "skip" and "(4 x nvidia.com/gpu)" in skipped["reason"]
+    assert "gpu-over-capacity" not in {n for (k, _ns, n) in teams["team-nlp"].objects
+                                       if k == "Pod"}
+
+
+def test_kubeconfig_prints_paths_of_the_saved_files(tmp_path: Path) -> None:
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+    folder = tmp_path / "home" / "labs" / LAB
+    for member in ("management", "team-nlp"):
+        result = CliRunner().invoke(app, ["kubeconfig", member, "--name", LAB])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == str(folder / f"{member}.kubeconfig")
+        assert stat.S_IMODE(os.stat(folder / f"{member}.kubeconfig").st_mode) == 0o600
+        assert "token" not in result.output
+    unknown = CliRunner().invoke(app, ["kubeconfig", "team-x", "--name", LAB])
+    assert unknown.exit_code == 2 and "unknown tenant 'team-x'" in unknown.output
