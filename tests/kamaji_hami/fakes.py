@@ -304,25 +304,26 @@ class FakeHami:
             fit = min(fits, key=lambda c: used.get(c["id"], (0, 0))[1]) if fits else None
             if fit is None:
                 total = len(cards)
-                text = ", ".join(f"{n}/{total} {r}" for r, n in reasons.items())
+                text = wire.gen_reason(reasons, total)
                 self.api.add_event(pod, "FailedScheduling",
                                    f"0/1 nodes are available: 1 {text}. no new claims to "
                                    f"deallocate, preemption: 0/1 nodes are available: 1 No "
                                    f"preemption victims found for incoming pod.")
-                for reason in reasons:
+                for reason in sorted(reasons):
                     self.api.add_event(pod, "FilteringFailed",
-                                       f"1 nodes {reason}({node_name})")
-                self.api.add_event(pod, "FilteringFailed",
-                                   "no available node, 1 nodes do not meet")
+                                       wire.filter_failed(reason, [node_name]))
+                self.api.add_event(pod, "FilteringFailed", wire.no_available_node(1))
                 continue
             allocation = wire.encode_pod_devices([[(fit["id"], "NVIDIA", mem, cores)]])
             pod["metadata"]["annotations"].update({
                 "hami.io/vgpu-node": node_name,
                 "hami.io/vgpu-devices-to-allocate": allocation,
             })
+            pods = [p for (kind, _, _), p in self.api.objects.items() if kind == "Pod"]
+            score = wire.node_score_of(cards, pods, node_name)
             self.api.add_event(pod, "FilteringSucceed",
-                               f"find fit node({node_name}), 0 nodes not fit, 1 nodes "
-                               f"fit({node_name}:0)", kind="Normal")
+                               wire.filter_succeeded(node_name, 1, [(node_name, score)]),
+                               kind="Normal")
             if self._locked(node):
                 self.api.add_event(pod, "BindingFailed", b.LOCK_MESSAGE.format(node=node_name))
                 return
@@ -334,8 +335,7 @@ class FakeHami:
                 "hami.io/bind-phase": "allocating",
             })
             pod["spec"]["nodeName"] = node_name
-            self.api.add_event(pod, "BindingSucceed",
-                               f"Successfully binding node [{node_name}] to {ns}/{name}",
+            self.api.add_event(pod, "BindingSucceed", wire.bind_succeeded([node_name], ns, name),
                                kind="Normal")
             return
 

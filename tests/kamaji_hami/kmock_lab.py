@@ -463,14 +463,14 @@ class HamiPlayer:
             if not fits:
                 self.attempts[uid] = self.attempts.get(uid, 0) + 1
                 if self.attempts[uid] == 1:
-                    text = ", ".join(f"{n}/{len(cards)} {r}" for r, n in reasons.items())
+                    text = wire.gen_reason(reasons, len(cards))
                     self._event(pod, "FailedScheduling",
                                 f"0/1 nodes are available: 1 {text}. no new claims to "
                                 f"deallocate, preemption: 0/1 nodes are available: 1 No "
                                 f"preemption victims found for incoming pod.")
-                for reason in reasons:
-                    self._event(pod, "FilteringFailed", f"1 nodes {reason}({node_name})")
-                self._event(pod, "FilteringFailed", "no available node, 1 nodes do not meet")
+                for reason in sorted(reasons):
+                    self._event(pod, "FilteringFailed", wire.filter_failed(reason, [node_name]))
+                self._event(pod, "FilteringFailed", wire.no_available_node(1))
                 continue
             # gpuSchedulerPolicy spread: the least used card that fits.
             fit = min(fits, key=lambda c: used.get(c["id"], (0, 0))[1])
@@ -480,9 +480,10 @@ class HamiPlayer:
                 wire.TO_ALLOCATE: allocation,
                 "hami.io/vgpu-time": str(int(time.time())),
             }}})
+            score = wire.node_score_of(
+                cards, [o.raw for _, o in self.cluster.live(PODS)], node_name)
             self._event(pod, "FilteringSucceed",
-                        f"find fit node({node_name}), 0 nodes not fit, 1 nodes "
-                        f"fit({node_name}:0)", kind="Normal")
+                        wire.filter_succeeded(node_name, 1, [(node_name, score)]), kind="Normal")
             if self._locked(node):
                 self._event(pod, "BindingFailed", b.LOCK_MESSAGE.format(node=node_name))
                 return
@@ -492,7 +493,7 @@ class HamiPlayer:
                                                     wire.BIND_PHASE: wire.BIND_ALLOCATING}},
                        "spec": {"nodeName": node_name}})
             self._event(pod, "BindingSucceed",
-                        f"Successfully binding node [{node_name}] to {ns}/{pod_name}",
+                        wire.bind_succeeded([node_name], ns, pod_name),
                         kind="Normal")
             return
 

@@ -183,7 +183,7 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
     ("tenant API answers another version", lambda st, _o: st.update(api_version="v1.30.0"),
      {"TC-01"}, "answers v1.30.0"),
     ("worker NotReady",
-     lambda st, _o: st["nodes"][0]["status"]["conditions"][0].update(
+     lambda st, _o: b.ready_condition(st["nodes"][0]).update(
          status="False", reason="KubeletNotReady"), {"TC-02"}, "is NotReady"),
     ("worker kubelet at another version",
      lambda st, _o: st["nodes"][0]["status"]["nodeInfo"].update(kubeletVersion="v1.30.0"),

@@ -75,7 +75,7 @@ def test_healthy_lab_passes_everything_and_cleans_up(profile: KamajiHamiProfile)
         assert run.notes == (f"set hami.io/bind-phase=success on gpu-share-1 and released HAMi's "
                              f"node lock on {worker} (the mock device plugin never does)",)
         logs = [c for c in lab.tenants[tenant].calls if c[0] == "pod_logs"]
-        assert logs == [("pod_logs", "kube-system", "calico-node-0x7kq", "calico-node")]
+        assert logs == [("pod_logs", "kube-system", "calico-node-j62f8", "calico-node")]
         assert {t for t, _ in seen} == {"tenant-a", "tenant-b"}
     assert lab.clock.slept < BOUND
     assert report.replayed is False

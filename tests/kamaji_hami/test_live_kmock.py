@@ -149,8 +149,8 @@ def test_healthy_lab_passes_everything_over_http_and_cleans_up(
         st = report.state.tenants[tenant]
         assert st.api_version == "v1.36.4"  # the /version reaction, not kmock's canned one
         assert [(p.pod, p.ok, p.excerpt.endswith(FELIX)) for p in st.logs_probes or ()] == [
-            ("calico-node-0x7kq", True, True)]
-        assert ("GET", "/api/v1/namespaces/kube-system/pods/calico-node-0x7kq/log"
+            ("calico-node-j62f8", True, True)]
+        assert ("GET", "/api/v1/namespaces/kube-system/pods/calico-node-j62f8/log"
                        "?tailLines=5&container=calico-node") in cluster.calls()
         assert st.cleanup_error == ""
         assert [(r.name, r.outcome) for r in st.gpu_pods or ()] == [
@@ -196,7 +196,7 @@ def test_webhook_not_reached_in_tenant_b_and_the_recording_replays_the_same(
     assert tc03.reason.startswith(
         "gpu-share-1 kept schedulerName default-scheduler: HAMi's webhook was not called: the "
         "tenant API server could not reach it through Konnectivity")
-    assert "konnectivity-agent-0h5tw Running" in tc03.reason
+    assert "konnectivity-agent-gxqbv Running" in tc03.reason
     st = report.state.tenants["tenant-b"]
     assert [(r.name, r.outcome) for r in st.gpu_pods or ()] == [
         ("gpu-share-1", "timeout"), ("gpu-share-2", "not-created"),

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 WORKER = b.worker("tenant-a")
 TUNNEL_ERROR = (
-    "read logs of Pod kube-system/calico-node-0x7kq at https://172.18.255.200:6443: 500 "
-    "InternalError: Get \"https://172.18.0.5:10250/containerLogs/kube-system/calico-node-0x7kq/"
+    "read logs of Pod kube-system/calico-node-j62f8 at https://172.18.255.200:6443: 500 "
+    "InternalError: Get \"https://172.18.0.5:10250/containerLogs/kube-system/calico-node-j62f8/"
     "calico-node?tailLines=5\": No agent available"
 )
 
@@ -90,12 +90,12 @@ def test_unreadable_calico_is_not_reported_as_missing(healthy: LabState,
 
 
 def test_tunnel_broken(healthy: LabState, profile: KamajiHamiProfile) -> None:
-    probe = LogsProbe(WORKER, "kube-system", "calico-node-0x7kq", ok=False, error=TUNNEL_ERROR)
+    probe = LogsProbe(WORKER, "kube-system", "calico-node-j62f8", ok=False, error=TUNNEL_ERROR)
     result = judge(tenant_replace(healthy, "tenant-a", logs_probes=(probe,)), profile, "TC-02")
     assert result.status == "fail"
-    assert "could not read the logs of kube-system/calico-node-0x7kq" in result.reason
+    assert "could not read the logs of kube-system/calico-node-j62f8" in result.reason
     assert "No agent available" in result.reason
-    assert "konnectivity-agent pods in kube-system [konnectivity-agent-0h5tw Running]" in (
+    assert "konnectivity-agent pods in kube-system [konnectivity-agent-gxqbv Running]" in (
         result.reason)
 
 
@@ -135,7 +135,7 @@ def test_second_worker_is_checked_too(healthy: LabState, profile: KamajiHamiProf
 # --------------------------------------------------------------------------- what the user reads (#24)
 
 CALICO = "calico-node 1/1 ready"
-TUNNEL = f"logs of kube-system/calico-node-0x7kq on {WORKER} read through the tunnel"
+TUNNEL = f"logs of kube-system/calico-node-j62f8 on {WORKER} read through the tunnel"
 HEALTHY_EVIDENCE = f"{WORKER} Ready (v1.36.4); {CALICO}; {TUNNEL}"
 
 
@@ -178,20 +178,20 @@ def test_a_missing_first_worker_does_not_hide_the_second(healthy: LabState,
     two = b.with_gpus(profile, "tenant-a", {"model": "NVIDIA-A100-SXM4-80GB",
                                             "memory_mib": 81920}, workers=2)
     second = b.worker("tenant-a", 1)
-    probe = LogsProbe(second, "kube-system", "calico-node-1x7kq", ok=True)
+    probe = LogsProbe(second, "kube-system", "calico-node-wkgsm", ok=True)
     state = tenant_replace(healthy, "tenant-a", nodes=(b.node(two.tenant("tenant-a"), 1),),
                            logs_probes=(probe,))
     result = judge(state, two, "TC-02")
     assert result.status == "fail"
     assert result.reason.startswith(f"worker {WORKER} is not a node of tenant-a")
     assert result.evidence == (f"{second} Ready (v1.36.4); {CALICO}; logs of "
-                               f"kube-system/calico-node-1x7kq on {second} read through the tunnel")
+                               f"kube-system/calico-node-wkgsm on {second} read through the tunnel")
 
 
 def test_calico_not_ready_lists_its_pods(healthy: LabState, profile: KamajiHamiProfile) -> None:
     result = judge(tenant_replace(healthy, "tenant-a", calico=b.calico(ready=0, desired=1)),
                    profile, "TC-02")
-    assert result.reason.endswith("in tenant-a; pods: [calico-node-0x7kq Running]")
+    assert result.reason.endswith("in tenant-a; pods: [calico-node-j62f8 Running]")
     assert result.evidence == f"{WORKER} Ready (v1.36.4); {TUNNEL}"
 
 
@@ -220,8 +220,8 @@ def test_a_crashing_agent_says_which_logs_to_read(healthy: LabState,
     assert result.status == "fail"
     assert result.reason.endswith(
         ": the Konnectivity agent is not running and ready; kubectl -n kube-system logs "
-        "konnectivity-agent-0h5tw --previous in tenant-a")
-    assert result.reason.startswith("konnectivity-agent-0h5tw Running (agent: waiting")
+        "konnectivity-agent-gxqbv --previous in tenant-a")
+    assert result.reason.startswith("konnectivity-agent-gxqbv Running (agent: waiting")
 
 
 @pytest.mark.parametrize(("field", "what"), [

@@ -44,7 +44,7 @@ def test_scheduler_name_left_default(healthy: LabState, profile: KamajiHamiProfi
     result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")
     assert result.status == "fail"
     assert "gpu-share-1 kept schedulerName default-scheduler: " + KONNECTIVITY in result.reason
-    assert "konnectivity-agent-0h5tw Running" in result.reason
+    assert "konnectivity-agent-gxqbv Running" in result.reason
 
 
 def test_scheduler_name_unset_counts_as_default(healthy: LabState,

@@ -50,7 +50,7 @@ def test_allocatable_mismatch_mock_plugin_not_registered(healthy: LabState,
     assert result.status == "fail"
     assert f"node {WORKER} allocatable nvidia.com/gpumem=0 (want 81920)" in result.reason
     assert "HAMi's mock device plugin has not registered the cards" in result.reason
-    assert "hami-mock-device-plugin-0p9rd Running" in result.reason
+    assert "hami-mock-device-plugin-nckqd Running" in result.reason
 
 
 def test_capacity_patch_missing(healthy: LabState, profile: KamajiHamiProfile) -> None:
@@ -245,7 +245,7 @@ def test_allocatable_mismatch_lists_every_resource(healthy: LabState,
     assert result.reason == (
         f"node {WORKER} allocatable nvidia.com/gpumem=0 (want 81920), nvidia.com/gpucores=0 "
         f"(want 100), nvidia.com/gpumem-percentage=0 (want 100): HAMi's mock device plugin has "
-        f"not registered the cards: check its pods in kube-system [hami-mock-device-plugin-0p9rd "
+        f"not registered the cards: check its pods in kube-system [hami-mock-device-plugin-nckqd "
         f"Running] and that ConfigMap hami-scheduler-device exists (yes)")
     assert result.evidence == ""  # the worker fails: not shown as advertising
     gone = tenant_replace(node_replace(healthy, "tenant-a", node), "tenant-a",
