@@ -408,6 +408,19 @@ class KubeGateway(Protocol):
         changed meanwhile), as HAMi's own lock release does."""
         ...
 
+    def label(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        labels: Mapping[str, str | None],
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+    ) -> None:
+        """Merge-patch labels; a None value removes the key; `resource_version` as annotate."""
+        ...
+
     def secret_data(self, name: str, namespace: str, key: str) -> bytes | None: ...
 
     def pod_logs(

@@ -752,14 +752,35 @@ class KubeClient:
     ) -> None:
         """Merge-patch `metadata.annotations`; a None value removes the key. With
         `resource_version` the server applies it only to that version (409 otherwise)."""
+        self._patch_metadata("annotate", "annotations", api_version, kind, name, annotations,
+                             namespace, resource_version)
+
+    def label(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        labels: Mapping[str, str | None],
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+    ) -> None:
+        """Merge-patch `metadata.labels`; a None value removes the key. With `resource_version`
+        the server applies it only to that version (409 otherwise)."""
+        self._patch_metadata("label", "labels", api_version, kind, name, labels, namespace,
+                             resource_version)
+
+    def _patch_metadata(self, verb: str, field: str, api_version: str, kind: str, name: str,
+                        values: Mapping[str, str | None], namespace: str | None,
+                        resource_version: str | None) -> None:
         what = _describe(kind, name, namespace)
-        res = self._require("annotate", api_version, kind, what)
+        res = self._require(verb, api_version, kind, what)
         ns = self._namespace(res, namespace)
-        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        metadata: dict[str, Any] = {field: dict(values)}
         if resource_version:
             metadata["resourceVersion"] = resource_version
         body = {"metadata": metadata}
-        self._call("annotate", _describe(kind, name, ns), "PATCH", res.path(ns, name),
+        self._call(verb, _describe(kind, name, ns), "PATCH", res.path(ns, name),
                    body=body, content_type=MERGE_PATCH)
 
     def secret_data(self, name: str, namespace: str, key: str) -> bytes | None:

@@ -212,6 +212,8 @@ class ManagementSpec(Strict):
 
 
 PROVIDERS = ("kind", "existing")
+# a node's name: a DNS subdomain (RFC 1123), as the API server validates Node names
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class ClusterSpec(Strict):
@@ -236,11 +238,30 @@ class ClusterSpec(Strict):
     helm_parallel: int | None = Field(default=None, ge=1, le=32, description="existing: "
                                       "how many Helm installs run at once (default 4; the "
                                       "teams install concurrently)")
+    fake_gpu_nodes: list[str] | None = Field(
+        default=None, min_length=1, description="existing, vcluster-kai: nodes (by name) that "
+        "get fake GPUs from fake-gpu-operator, for a cluster without GPUs; each gets the GPU "
+        "pool's labels, which `down` removes again (docs/own-cluster.md)")
+
+    @field_validator("fake_gpu_nodes")
+    @classmethod
+    def _node_names(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        for name in value:
+            if len(name) > 253 or not _NODE_NAME.match(name):
+                raise ValueError(f"'{name}' is not a node name (a DNS subdomain: lowercase "
+                                 "letters, digits, '-' and '.')")
+        twice = sorted({n for n in value if value.count(n) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} named more than once")
+        return value
 
     @model_validator(mode="after")
     def _kind_takes_nothing(self) -> ClusterSpec:
         if self.provider == "kind":
-            given = [n for n in ("kubeconfig", "context", "node_address", "helm_parallel")
+            given = [n for n in ("kubeconfig", "context", "node_address", "helm_parallel",
+                                 "fake_gpu_nodes")
                      if getattr(self, n) is not None] + (["expose"] if self.expose != "auto"
                                                         else [])
             if given:

@@ -35,6 +35,7 @@ __all__ = [
     "BoundedHelm",
     "ExistingCluster",
     "ExistingFacts",
+    "FakeNode",
     "GpuNode",
     "KaiFound",
     "Needs",
@@ -66,11 +67,27 @@ class KaiFound:
     operator image's tag (KAI v0.16.8 deployments/kai-scheduler/templates/services/operator.yaml
     :7,22-24; the tag defaults to the chart's appVersion, templates/_helpers.tpl:7-8), and
     `spec.admission.gpuSharing` of its Config `kai-config` (templates/_helpers.tpl:18-24,172,
-    195: the chart's `global.gpuSharing`), None when unreadable."""
+    195: the chart's `global.gpuSharing`), None when unreadable.
+    `spec.binder.resourceReservation.namespace` of that Config is where its binder puts GPU
+    reservation pods (templates/_helpers.tpl:74,91-93; None when the Config leaves it out)."""
 
     namespace: str
     version: str
     gpu_sharing: bool | None
+    reservation_namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class FakeNode:
+    """A node named in `cluster.fake_gpu_nodes`, as found: whether it exists, the GPUs it
+    advertises that are not this lab's fake ones (0: none), the labels gpulab will set (absent
+    now, or set by this lab before: lab.json) and those it would overwrite (`key=value` now)."""
+
+    name: str
+    found: bool
+    gpus: int = 0
+    adds: tuple[tuple[str, str], ...] = ()
+    conflicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,8 @@ class ExistingFacts:
     provider: str = "existing"
     plan_note: str = ""
     expose: str = "NodePort"
+    fake_nodes: tuple[FakeNode, ...] = ()  # cluster.fake_gpu_nodes, as found
+    objects_found: tuple[str, ...] = ()  # Needs.absent that exist ("RuntimeClass nvidia")
 
     @property
     def minor(self) -> int | None:
@@ -155,14 +174,18 @@ def identity_of(kube: KubeGateway, server: str, context: str, kubeconfig: str
                            kube_system_uid=uid)
 
 
+def _gpus(node: dict[str, Any]) -> int:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    try:
+        return int(str(allocatable.get(GPU_RESOURCE, "0")))
+    except ValueError:
+        return 0
+
+
 def _gpu_nodes(nodes: list[dict[str, Any]]) -> tuple[GpuNode, ...]:
     found = []
     for node in nodes:
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        try:
-            gpus = int(str(allocatable.get(GPU_RESOURCE, "0")))
-        except ValueError:
-            gpus = 0
+        gpus = _gpus(node)
         if gpus <= 0:
             continue
         labels = (node.get("metadata") or {}).get("labels") or {}
@@ -195,9 +218,13 @@ def _kai(kube: KubeGateway) -> KaiFound | None:
                       if c.get("name") == "operator"), "")
         version = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
         config = kube.get("kai.scheduler/v1", "Config", "kai-config") or {}
-        sharing = ((config.get("spec") or {}).get("admission") or {}).get("gpuSharing")
+        spec = config.get("spec") or {}
+        sharing = (spec.get("admission") or {}).get("gpuSharing")
+        reservation = ((spec.get("binder") or {}).get("resourceReservation") or {}).get(
+            "namespace")
         return KaiFound(str(dep["metadata"].get("namespace", "")), version,
-                        sharing if isinstance(sharing, bool) else None)
+                        sharing if isinstance(sharing, bool) else None,
+                        str(reservation) if reservation else None)
     return None
 
 
@@ -237,6 +264,37 @@ class Needs:
     queues: tuple[str, ...]
     access: tuple[Access, ...]
     owned_before: tuple[dict[str, Any], ...] = field(default=())  # this lab's, from lab.json
+    fake_nodes: tuple[str, ...] = ()  # nodes that get fake GPUs (cluster.fake_gpu_nodes)
+    fake_labels: tuple[tuple[str, str], ...] = ()  # the labels each of them gets
+    absent: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name) that must not exist
+
+
+def _fake_nodes(nodes: list[dict[str, Any]], needs: Needs) -> tuple[FakeNode, ...]:
+    """Each node named for fake GPUs as found. A label this lab set before (lab.json's
+    `node-label` entries) is its own; a node carrying one of them advertises this lab's fake
+    GPUs, not GPUs of its own."""
+    by_name = {str(n["metadata"]["name"]): n for n in nodes}
+    ours = {(str(o.get("node")), str(o.get("key"))): o.get("value")
+            for o in needs.owned_before if o.get("type") == "node-label"}
+    out = []
+    for name in needs.fake_nodes:
+        node = by_name.get(name)
+        if node is None:
+            out.append(FakeNode(name, False))
+            continue
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        mine = any(n == name for n, _key in ours)
+        adds: list[tuple[str, str]] = []
+        conflicts: list[str] = []
+        for key, value in needs.fake_labels:
+            have = labels.get(key)
+            if have is None or ((name, key) in ours and have == value):
+                adds.append((key, value))
+            elif have != value:
+                conflicts.append(f"{key}={have}")
+        out.append(FakeNode(name, True, 0 if mine else _gpus(node), tuple(adds),
+                            tuple(conflicts)))
+    return tuple(out)
 
 
 def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str = "auto",
@@ -267,11 +325,14 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
     kai = _kai(kube)
     if kai is not None and ("Namespace", kai.namespace) in ours:
         kai = None  # the KAI this lab installed (an earlier `up`), not one found there
+    present = tuple(f"{kind} {name}" for (_api, kind, name), live in zip(
+        needs.absent, _at_once(lambda a: kube.get(*a), needs.absent), strict=True) if live)
     return ExistingFacts(identity=identity, version=version, default_storage_class=default,
                          gpu_nodes=_gpu_nodes(nodes), node_address=_node_address(nodes,
                                                                                  node_address),
                          load_balancer=balanced, kai=kai, namespaces_found=namespaces,
-                         queues_found=queues, denied=denied, expose=chosen)
+                         queues_found=queues, denied=denied, expose=chosen,
+                         fake_nodes=_fake_nodes(nodes, needs), objects_found=present)
 
 
 # --------------------------------------------------------------------------- steps
@@ -366,6 +427,9 @@ def owned_entries(step: Step) -> list[dict[str, Any]]:
             out.append({"type": "object", "apiVersion": body["apiVersion"],
                         "kind": body["kind"], "name": meta["name"],
                         "namespace": meta.get("namespace")})
+        elif artifact.kind == "node-label":
+            out.append({"type": "node-label", "node": body["node"], "key": body["key"],
+                        "value": body["value"]})
     return out
 
 
@@ -422,11 +486,60 @@ class Owning:
 
 # --------------------------------------------------------------------------- down
 
+LABEL_TRIES = 3  # a node changed by someone else between read and patch: read it again
+
+
+def _unlabel(kube: KubeGateway, node: str, labels: dict[str, str], result: Teardown) -> None:
+    """Remove from `node` the labels gpulab set, each only while it still has the value gpulab
+    set (the patch names the resourceVersion read, so a change in between is not undone)."""
+    for attempt in range(LABEL_TRIES):
+        live = kube.get("v1", "Node", node)
+        if live is None:
+            result.kept.append(f"labels of node {node}: the node is gone")
+            return
+        meta = live.get("metadata") or {}
+        have = meta.get("labels") or {}
+        ours = {k: v for k, v in labels.items() if have.get(k) == v}
+        if attempt == 0:
+            for key in sorted(set(labels) - set(ours)):
+                now = f"now {have[key]!r}" if key in have else "removed by someone else"
+                result.kept.append(f"label {key} of node {node}: {now}, not gpulab's "
+                                   f"{labels[key]!r}")
+        if not ours:
+            return
+        try:
+            kube.label("v1", "Node", node, dict.fromkeys(ours),
+                       resource_version=str(meta.get("resourceVersion") or "") or None)
+        except AdapterError as err:
+            if getattr(err, "status", None) == 409 and attempt < LABEL_TRIES - 1:
+                continue
+            raise
+        result.removed += [f"label {k}={v} of node {node}" for k, v in sorted(ours.items())]
+        return
+
+
+def _label_runs(entries: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
+    """Consecutive `node-label` entries grouped by node (one patch per node)."""
+    runs: list[tuple[str, dict[str, str]]] = []
+    for entry in entries:
+        node = str(entry["node"])
+        if not runs or runs[-1][0] != node:
+            runs.append((node, {}))
+        runs[-1][1][str(entry["key"])] = str(entry["value"])
+    return runs
+
 
 def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any) -> Teardown:
     """Remove what lab.json says gpulab created, newest first; then check it is gone."""
     result = Teardown()
+    labels: list[dict[str, Any]] = []
     for entry in reversed(owned):
+        if entry.get("type") == "node-label":
+            labels.append(entry)
+            continue
+        for node, keys in _label_runs(labels):
+            _unlabel(kube, node, keys, result)
+        labels = []
         if entry.get("type") == "helm-release":
             helm.uninstall(entry["name"], entry["namespace"])
             result.removed.append(f"helm release {entry['namespace']}/{entry['name']}")
@@ -434,7 +547,15 @@ def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any) ->
                 entry["apiVersion"], entry["kind"], entry["name"], entry.get("namespace")):
             where = f"{entry['namespace']}/" if entry.get("namespace") else ""
             result.removed.append(f"{entry['kind']} {where}{entry['name']}")
+    for node, keys in _label_runs(labels):
+        _unlabel(kube, node, keys, result)
     for entry in owned:
+        if entry.get("type") == "node-label":
+            live = kube.get("v1", "Node", str(entry["node"])) or {}
+            if ((live.get("metadata") or {}).get("labels") or {}).get(entry["key"]) \
+                    == entry["value"]:
+                result.leftovers.append(f"label {entry['key']} of node {entry['node']}")
+            continue
         if entry.get("type") == "object" and entry["kind"] != "Namespace" and kube.get(
                 entry["apiVersion"], entry["kind"], entry["name"], entry.get("namespace")):
             result.leftovers.append(f"{entry['kind']} {entry['name']}")

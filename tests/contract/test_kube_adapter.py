@@ -339,6 +339,24 @@ def test_annotations_add_and_remove_hami_locks(
     ]
 
 
+def test_labels_set_and_removed_at_the_version_read(emulator: Emulator,
+                                                     kube: KubeClient) -> None:
+    # fake GPUs on a named node (provider existing): the pool's labels are merged in, and down
+    # removes them (null) naming the resourceVersion it read, so a change since is a 409
+    emulator.seed("v1/nodes", None, "cpu-2", _node("cpu-2", labels={"kubernetes.io/os": "linux"}))
+
+    kube.label("v1", "Node", "cpu-2", {"run.ai/simulated-gpu-node-pool": "default"})
+    kube.label("v1", "Node", "cpu-2", {"run.ai/simulated-gpu-node-pool": None},
+               resource_version="7")
+
+    assert emulator.calls() == [("PATCH", "/api/v1/nodes/cpu-2", MERGE_PATCH)] * 2
+    assert [r.data for r in emulator.requests()] == [
+        {"metadata": {"labels": {"run.ai/simulated-gpu-node-pool": "default"}}},
+        {"metadata": {"labels": {"run.ai/simulated-gpu-node-pool": None},
+                      "resourceVersion": "7"}},
+    ]
+
+
 def test_get_list_delete(emulator: Emulator, kube: KubeClient) -> None:
     emulator.seed("v1/nodes", None, "w1", _node("w1", labels={"gpulab.dev/role": "worker"}))
     emulator.seed("v1/nodes", None, "cp", _node("cp", labels={"gpulab.dev/role": "control"}))

@@ -9,6 +9,15 @@ the same with KAI Scheduler v0.16.8 installed (the operator Deployment as its ch
 deployments/kai-scheduler/templates/services/operator.yaml:4-24, registry from the pinned
 values.yaml:5; Config kai-config: templates/_helpers.tpl:18-24,172,195). The KAI CRDs are the
 pinned upstream files in tests/data/pinned.
+
+`shape="multi-node"`: a control-plane node and CPU nodes listed first (by name), then three GPU
+nodes with 8, 4 and 2 GPUs advertised by the NVIDIA device plugin: its DaemonSet is the pinned
+upstream manifest (k8s-device-plugin v0.20.0 deployments/static/nvidia-device-plugin.yml), one
+pod of it running on each GPU node, and the GPU nodes carry the labels of GPU feature
+discovery's own example (docs/gpu-feature-discovery/README.md:134-147 at v0.20.0) with their
+`nvidia.com/gpu.count`; no LoadBalancer. `shape="no-gpu"`: the control-plane and three CPU
+nodes, no GPU at all (for `cluster.fake_gpu_nodes`). Nodes answer merge-patches of their labels
+as an API server does (a null removes the key; a stale resourceVersion is a 409).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from kmock import Response  # type: ignore[attr-defined]
 from gpulab.adapters.base import HelmRelease, LabAdapters
 from gpulab.adapters.kube import KubeClient, RetryPolicy
 from gpulab.stacks.vcluster_kai import render as kr
-from tests.kamaji_hami.kmock_lab import Cluster
+from tests.kamaji_hami.kmock_lab import Cluster, status
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -49,6 +58,21 @@ STORAGE = kmock.resource("storage.k8s.io/v1/storageclasses")
 QUEUES = kmock.resource("scheduling.run.ai/v2/queues")
 CONFIGS = kmock.resource("kai.scheduler/v1/configs")
 REVIEWS = kmock.resource("authorization.k8s.io/v1/selfsubjectaccessreviews")
+DAEMONSETS = kmock.resource("apps/v1/daemonsets")
+PODS = kmock.resource("v1/pods")
+RUNTIMECLASSES = kmock.resource("node.k8s.io/v1/runtimeclasses")
+CLUSTERROLES = kmock.resource("rbac.authorization.k8s.io/v1/clusterroles")
+CONFIGMAPS = kmock.resource("v1/configmaps")
+_NODE = re.compile(r"/api/v1/nodes/[^/]+$")
+UPSTREAM = PINNED / "upstream"
+DEVICE_PLUGIN = UPSTREAM / "nvidia-device-plugin_v0.20.0_deployments_static_nvidia-device-plugin.yml"
+GFD_README = UPSTREAM / "nvidia-device-plugin_v0.20.0_docs_gpu-feature-discovery_README.md"
+# multi-node: (name, role, InternalIP, GPUs); the control-plane and CPU nodes sort first
+MULTI_NODE = (("cp-1", "control-plane", "10.0.1.1", 0), ("cpu-1", "", "10.0.1.11", 0),
+              ("cpu-2", "", "10.0.1.12", 0), ("gpu-1", "", "10.0.1.21", 8),
+              ("gpu-2", "", "10.0.1.22", 4), ("gpu-3", "", "10.0.1.23", 2))
+NO_GPU = (("cp-1", "control-plane", "10.0.1.1", 0), ("cpu-1", "", "10.0.1.11", 0),
+          ("cpu-2", "", "10.0.1.12", 0), ("cpu-3", "", "10.0.1.13", 0))
 KAI_IMAGE = "registry/local/kai-scheduler/operator:v0.16.8"  # values.yaml:5 + operator.yaml:24
 VERSION = "v1.34.2"
 
@@ -69,6 +93,78 @@ def gpu_node(name: str = "gpu-node-1", address: str = "10.0.0.5") -> dict[str, A
                        "capacity": {kr.GPU_RESOURCE: "1"},
                        "addresses": [{"type": "InternalIP", "address": address}],
                        "nodeInfo": {"kubeletVersion": VERSION}}}
+
+
+@functools.cache
+def gfd_labels() -> dict[str, str]:
+    """The node labels of GPU feature discovery's example (`kubectl get nodes -o yaml`,
+    docs/gpu-feature-discovery/README.md:134-147 at v0.20.0), read from the pinned copy."""
+    lines = GFD_README.read_text().splitlines()[133:147]
+    assert lines[0].strip() == "labels:", lines[0]
+    return {str(k): str(v) for k, v in (yaml.safe_load("\n".join(lines)) or {})["labels"].items()}
+
+
+def node(name: str, role: str, address: str, gpus: int) -> dict[str, Any]:
+    """A node of the multi-node shape: a GPU node labelled as GFD's example with its own
+    count, its GPUs in capacity and allocatable (what the device plugin's kubelet reports)."""
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    spec: dict[str, Any] = {}
+    if role == "control-plane":
+        labels["node-role.kubernetes.io/control-plane"] = ""
+        spec["taints"] = [{"key": "node-role.kubernetes.io/control-plane",
+                           "effect": "NoSchedule"}]
+    resources = {"cpu": "16", "memory": "65536Mi", "pods": "110"}
+    if gpus:
+        labels.update(gfd_labels())
+        labels["nvidia.com/gpu.count"] = str(gpus)
+        resources[kr.GPU_RESOURCE] = str(gpus)
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "resourceVersion": "1",
+                         "uid": f"node-{name}"},
+            "spec": spec,
+            "status": {"capacity": dict(resources), "allocatable": dict(resources),
+                       "addresses": [{"type": "InternalIP", "address": address},
+                                     {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"kubeletVersion": VERSION}}}
+
+
+def device_plugin(gpu_nodes: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The NVIDIA device plugin DaemonSet as upstream ships it, scheduled on `gpu_nodes`, and
+    its running pods (named as the DaemonSet controller names them: <daemonset>-<suffix>)."""
+    daemonset = yaml.safe_load(DEVICE_PLUGIN.read_text())
+    daemonset["metadata"]["uid"] = "ds-nvidia-device-plugin"
+    count = len(gpu_nodes)
+    daemonset["status"] = {"currentNumberScheduled": count, "desiredNumberScheduled": count,
+                           "numberAvailable": count, "numberReady": count,
+                           "updatedNumberScheduled": count, "numberMisscheduled": 0}
+    template = daemonset["spec"]["template"]
+    pods = []
+    for index, name in enumerate(gpu_nodes):
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"{daemonset['metadata']['name']}-{index:05x}",
+            "namespace": daemonset["metadata"]["namespace"],
+            "labels": dict(template["metadata"]["labels"]),
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                 "name": daemonset["metadata"]["name"],
+                                 "uid": daemonset["metadata"]["uid"], "controller": True}]},
+            "spec": {**copy.deepcopy(template["spec"]), "nodeName": name},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": c["name"], "ready": True, "state": {"running": {}}}
+                for c in template["spec"]["containers"]]}})
+    return daemonset, pods
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7386 JSON merge patch (what `application/merge-patch+json` means)."""
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict):
+            out[key] = _merge(out.get(key) if isinstance(out.get(key), dict) else {}, value)
+        else:
+            out[key] = value
+    return out
 
 
 def _established(crd: dict[str, Any]) -> dict[str, Any]:
@@ -94,8 +190,10 @@ class ExistingCluster:
 
     def __init__(self, folder: Path, name: str = "microk8s", *, kai: bool = False,
                  gpu_sharing: bool = True, denied: set[tuple[str, str]] | None = None,
-                 load_balancer: bool = False, gpu_nodes: int = 1) -> None:
+                 load_balancer: bool = False, gpu_nodes: int = 1, shape: str = "gpu-operator"
+                 ) -> None:
         self.folder, self.name, self.kai, self.gpu_sharing = folder, name, kai, gpu_sharing
+        self.shape = shape  # gpu-operator (one node) | multi-node | no-gpu
         self.gpu_nodes = gpu_nodes  # how many nodes advertise nvidia.com/gpu (the scale bench)
         self.denied = denied or set()  # (verb, resource) the user may not
         self.load_balancer = load_balancer
@@ -139,6 +237,7 @@ class ExistingCluster:
                         self.host = cluster
                         km[_SSAR] << self._review
                         km["get", _NAMESPACES] << self._namespace_list
+                        km["patch", _NODE] << self._patch_node
                     else:
                         self.vclusters[name] = cluster
                 self._seed()
@@ -159,10 +258,21 @@ class ExistingCluster:
 
     def _seed(self) -> None:
         put = self.host.put
-        nodes = [gpu_node()] + [gpu_node(f"gpu-node-{i}", f"10.0.{i // 250}.{i % 250 + 5}")
-                                for i in range(2, self.gpu_nodes + 1)]
-        for node in nodes:
-            put(NODES, node)
+        if self.shape in ("multi-node", "no-gpu"):
+            nodes = [node(*row) for row in (MULTI_NODE if self.shape == "multi-node"
+                                            else NO_GPU)]
+            gpus = [n["metadata"]["name"] for n in nodes
+                    if kr.GPU_RESOURCE in n["status"]["allocatable"]]
+            if gpus:
+                daemonset, pods = device_plugin(gpus)
+                put(DAEMONSETS, daemonset)
+                for pod in pods:
+                    put(PODS, pod)
+        else:
+            nodes = [gpu_node()] + [gpu_node(f"gpu-node-{i}", f"10.0.{i // 250}.{i % 250 + 5}")
+                                    for i in range(2, self.gpu_nodes + 1)]
+        for one in nodes:
+            put(NODES, one)
         put(STORAGE, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                       "metadata": {"name": "microk8s-hostpath", "annotations": {
                           "storageclass.kubernetes.io/is-default-class": "true"}},
@@ -187,8 +297,41 @@ class ExistingCluster:
                           "spec": {"namespace": "kai-scheduler",
                                    "admission": {"gpuSharing": self.gpu_sharing}}})
         for team in self.vclusters:
-            for node in nodes:  # the vCluster syncs the nodes its pods may go to
-                self.vclusters[team].put(NODES, node)
+            for one in nodes:  # the vCluster syncs the nodes its pods may go to
+                self.vclusters[team].put(NODES, one)
+
+    def _patch_node(self, request: kmock.Request) -> Response:
+        """PATCH of a node (merge patch): a null removes a key; a resourceVersion in the patch
+        that is not the node's answers 409 Conflict, as an API server's optimistic lock."""
+        name = request.url.path.rsplit("/", 1)[-1]
+        stored = self.host._get(NODES, None, name)
+        if stored is None:
+            return status(404, "NotFound", f'nodes "{name}" not found')
+        body = request.data if isinstance(request.data, dict) else {}
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        have = str(stored["metadata"].get("resourceVersion") or "1")
+        if wanted is not None and str(wanted) != have:
+            return status(409, "Conflict", f'Operation cannot be fulfilled on nodes "{name}": '
+                                           "the object has been modified")
+        merged = _merge(stored, body)
+        merged["metadata"]["resourceVersion"] = str(int(have) + 1)
+        self.host.put(NODES, merged)
+        return Response(status=200, payload=merged)
+
+    def node(self, name: str) -> dict[str, Any] | None:
+        return self.host.stored(NODES, None, name)
+
+    def edit_node_labels(self, name: str, labels: dict[str, str | None]) -> None:
+        """Someone else changes a node's labels (as `kubectl label` would)."""
+        def edit() -> None:
+            stored = self.host._get(NODES, None, name)
+            assert stored is not None
+            merged = _merge(stored, {"metadata": {"labels": labels}})
+            merged["metadata"]["resourceVersion"] = str(
+                int(stored["metadata"].get("resourceVersion") or "1") + 1)
+            self.host.put(NODES, merged)
+
+        self.host.call(edit)
 
     def _review(self, request: kmock.Request) -> Response:
         """The API server's SelfSubjectAccessReview: allowed unless (verb, resource) is denied."""
@@ -258,6 +401,38 @@ class FakeHelm:
     def __init__(self, cluster: ExistingCluster) -> None:
         self.cluster = cluster
 
+    def _play_fake_gpus(self, release: HelmRelease) -> None:
+        """fake-gpu-operator v0.0.74: its Deployments (templates/status-updater/deployment.yaml,
+        templates/topology-server), RuntimeClass nvidia (templates/runtime-class.yml), the
+        ClusterRole fake-status-updater; the status-updater's topology ConfigMap per pool node
+        (a node with the pool label: controllers/node/controller.go:167-170); and on each pool
+        node labelled nvidia.com/gpu.deploy.device-plugin=true (device-plugin/daemonset.yml:16-17)
+        the kubelet then reports the pool's gpuCount (loop)."""
+        host = self.cluster.host
+        ns = release.namespace
+        for name in ("status-updater", "topology-server"):
+            host.put(DEPLOYMENTS, _deployment(name, ns))
+        host.put(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                  "metadata": {"name": "nvidia"}, "handler": "runc"})
+        host.put(CLUSTERROLES, {"apiVersion": "rbac.authorization.k8s.io/v1",
+                                "kind": "ClusterRole", "metadata": {"name": "fake-status-updater"},
+                                "rules": []})
+        topology = release.values["topology"]
+        key = topology["nodePoolLabelKey"]
+        for (_r, _ns, name), obj in list(host.live(NODES)):
+            labels = (obj.raw.get("metadata") or {}).get("labels") or {}
+            pool = topology["nodePools"].get(labels.get(key))
+            if pool is None:
+                continue
+            host.put(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": f"topology-{name}", "namespace": ns}})
+            if labels.get("nvidia.com/gpu.deploy.device-plugin") == "true":
+                live = copy.deepcopy(obj.raw)
+                for field in ("capacity", "allocatable"):
+                    live.setdefault("status", {}).setdefault(field, {})[kr.GPU_RESOURCE] = \
+                        str(pool["gpuCount"])
+                host.put(NODES, live)
+
     def installed(self, release: HelmRelease) -> bool:
         return (release.namespace, release.name) in self.cluster.releases
 
@@ -288,7 +463,9 @@ class FakeHelm:
         self.cluster.releases[(release.namespace, release.name)] = release
 
         def play() -> None:
-            if release.chart.endswith("/kai-scheduler"):
+            if release.chart.endswith("/fake-gpu-operator"):
+                self._play_fake_gpus(release)
+            elif release.chart.endswith("/kai-scheduler"):
                 for crd in kai_crds():
                     host.put(CRDS, crd)
                 for name in kr.KAI_DEPLOYMENTS:
@@ -317,6 +494,10 @@ class FakeHelm:
                 if (service.get("spec") or {}).get("type") == "LoadBalancer":
                     svc["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.20"}]}}
                 host.put(SERVICES, svc)
+                team = self.cluster.vclusters.get(release.name)
+                if team is not None:  # syncs the host's nodes as they are now
+                    for (_r, _ns, _n), obj in host.live(NODES):
+                        team.put(NODES, obj.raw)
 
         host.call(play)
 
@@ -329,6 +510,11 @@ class FakeHelm:
                 if ns == namespace and resource in (DEPLOYMENTS, SECRETS, SERVICES) \
                         and not obj.deleted:
                     obj.delete()
+            if release is not None and release.chart.endswith("/fake-gpu-operator"):
+                for key in ((RUNTIMECLASSES, None, "nvidia"),
+                            (CLUSTERROLES, None, "fake-status-updater")):
+                    if key in host.km.objects and not host.km.objects[key].deleted:
+                        host.km.objects[key].delete()
 
         if release is not None:
             host.call(remove)

@@ -138,9 +138,12 @@ def vcluster_port_mappings(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
             for team in profile.teams]
 
 
-def fake_gpu_operator_release(profile: VclusterKaiProfile) -> base.HelmRelease:
+def fake_gpu_operator_release(profile: VclusterKaiProfile, *,
+                              reservation_namespace: str | None = None) -> base.HelmRelease:
     """KAI's hack/fake-gpu-operator-values.yaml with the profile's pool, and `--set
-    draPlugin.enabled=false` as KAI's setup script adds (device-plugin path)."""
+    draPlugin.enabled=false` as KAI's setup script adds (device-plugin path). The status-updater
+    watches KAI's reservation namespace: the profile's, or (`reservation_namespace`) that of a
+    KAI Scheduler found on an existing cluster."""
     pool = profile.gpu_pool
     values: dict[str, Any] = {
         "topology": {
@@ -154,7 +157,8 @@ def fake_gpu_operator_release(profile: VclusterKaiProfile) -> base.HelmRelease:
             "nodePoolLabelKey": POOL_LABEL,
         },
         "environment": {
-            "resourceReservationNamespace": profile.components.kai_scheduler.reservation_namespace,
+            "resourceReservationNamespace": reservation_namespace
+            or profile.components.kai_scheduler.reservation_namespace,
         },
         "statusUpdater": {"disableNodeLabeling": True},
         "draPlugin": {"enabled": False},

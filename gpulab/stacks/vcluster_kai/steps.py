@@ -429,20 +429,20 @@ class TeamGpuNode:
     lab: str
     team: TeamSpec
     timeout: float = 180
-    nodes: tuple[str, ...] | None = None  # provider existing: the cluster's GPU nodes
-    count: int | None = None  # provider existing: GPUs on each of them (the least)
+    # provider existing: the lab's GPU nodes, each with the GPUs it advertises on the host
+    # (nodes differ: one with 8 GPUs is listed with 8, not with the least count of them all)
+    counts: dict[str, int] | None = None
     after: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
         return f"{self.team.name}/gpu-node"
 
-    def _nodes(self) -> list[str]:
-        return list(self.nodes) if self.nodes is not None else kr.gpu_node_names(self.profile,
-                                                                                 self.lab)
-
-    def _count(self) -> int:
-        return self.count if self.count is not None else self.profile.gpu_pool.count
+    def _counts(self) -> dict[str, int]:
+        if self.counts is not None:
+            return dict(self.counts)
+        return dict.fromkeys(kr.gpu_node_names(self.profile, self.lab),
+                             self.profile.gpu_pool.count)
 
     @property
     def title(self) -> str:
@@ -454,21 +454,33 @@ class TeamGpuNode:
                                                           FAKE_GPUS_STEP)
 
     def describe(self) -> list[Artifact]:
+        counts = self._counts()
+        if len(set(counts.values())) <= 1:  # one count for all (the kind pool)
+            return [Artifact("wait", f"GPU nodes in {self.team.name}", {
+                "nodes": list(counts),
+                "allocatable": {kr.GPU_RESOURCE: str(next(iter(counts.values()), 0))},
+            }, cluster=self.team.name)]
         return [Artifact("wait", f"GPU nodes in {self.team.name}", {
-            "nodes": self._nodes(),
-            "allocatable": {kr.GPU_RESOURCE: str(self._count())},
+            "nodes": list(counts),
+            "allocatable": {n: {kr.GPU_RESOURCE: str(c)} for n, c in counts.items()},
         }, cluster=self.team.name)]
 
     def _seen(self, kube: KubeGateway) -> tuple[bool, str]:
         nodes = {n["metadata"]["name"]: n for n in kube.list_objects("v1", "Node")}
-        for wanted in self._nodes():
+        counts = self._counts()
+        for wanted, count in counts.items():
             node = nodes.get(wanted)
             if node is None:
                 return False, f"{wanted} not among {len(nodes)} node(s) listed"
             alloc = ((node.get("status") or {}).get("allocatable") or {}).get(kr.GPU_RESOURCE)
-            if str(alloc) != str(self._count()):
-                return False, f"{wanted} listed with {kr.GPU_RESOURCE} {alloc or 0}"
-        return True, f"GPU node(s) listed with {self._count()} GPU(s) each"
+            if str(alloc) != str(count):
+                return False, (f"{wanted} listed with {kr.GPU_RESOURCE} {alloc or 0}, the host "
+                               f"advertises {count}")
+        if len(set(counts.values())) <= 1:
+            return True, (f"GPU node(s) listed with {next(iter(counts.values()), 0)} GPU(s) "
+                          "each")
+        return True, "GPU nodes listed with their GPUs (" + ", ".join(
+            f"{n}: {c}" for n, c in counts.items()) + ")"
 
     def _kube(self, ctx: StepContext) -> KubeGateway:
         adapters = adapters_of(ctx)
@@ -621,10 +633,97 @@ class Reused:
 
 
 def existing_namespaces(profile: VclusterKaiProfile, kai_found: bool) -> tuple[str, ...]:
-    """The namespaces the lab creates on an existing cluster."""
+    """The namespaces the lab creates on an existing cluster (fake-gpu-operator's first when
+    the profile names nodes for fake GPUs)."""
     kai = profile.components.kai_scheduler
+    fake = (profile.components.fake_gpu_operator.namespace,) if fake_gpu_nodes(profile) else ()
     own = () if kai_found else (kai.namespace, kai.reservation_namespace)
-    return (*own, *(team.namespace for team in profile.teams))
+    return (*fake, *own, *(team.namespace for team in profile.teams))
+
+
+def fake_gpu_nodes(profile: VclusterKaiProfile) -> tuple[str, ...]:
+    """`cluster.fake_gpu_nodes` (provider existing): the nodes that get fake GPUs."""
+    spec = profile.cluster
+    return tuple(spec.fake_gpu_nodes or ()) if spec is not None else ()
+
+
+# What fake-gpu-operator v0.0.74 creates outside its namespace and a cluster may already have
+# (chart templates/runtime-class.yml:1-6, templates/status-updater/clusterrole.yaml:4-5): Helm
+# refuses to install over them, and `helm uninstall` would remove them with the release.
+FAKE_GPU_CLUSTER_OBJECTS = (("node.k8s.io/v1", "RuntimeClass", "nvidia"),
+                            ("rbac.authorization.k8s.io/v1", "ClusterRole",
+                             "fake-status-updater"))
+
+
+@dataclass
+class FakeGpuLabels:
+    """Provider existing: the GPU pool's labels on each node named in `cluster.fake_gpu_nodes`,
+    as KAI's own e2e puts them on its kind workers (hack/e2e-kind-config.yaml:9-13; render.
+    gpu_node_labels). Only labels a node lacks are set (`adds`, from the preflight), each
+    recorded in lab.json before it is set; `down` removes exactly those, while they still
+    have gpulab's value. Nothing else of the node changes."""
+
+    nodes: tuple[Any, ...]  # providers.existing.FakeNode
+    name: str = "management/fake-gpu-labels"
+    title: str = "Labelling the named nodes for fake GPUs"
+    requires: tuple[str, ...] = ("management/namespaces",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("node-label", f"{node.name} {key}={value}",
+                         {"node": node.name, "key": key, "value": value})
+                for node in self.nodes for key, value in node.adds]
+
+    def _missing(self, kube: KubeGateway) -> list[str]:
+        missing = []
+        for node in self.nodes:
+            live = kube.get("v1", "Node", node.name) or {}
+            labels = (live.get("metadata") or {}).get("labels") or {}
+            missing += [f"{node.name} {k}" for k, v in node.adds if labels.get(k) != v]
+        return missing
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            missing = self._missing(management_kube(ctx))
+        except AdapterError:
+            return False
+        ctx.observe(self.name, f"labels missing: {', '.join(missing)}" if missing
+                    else "every named node carries the pool's labels")
+        return not missing
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        for node in self.nodes:
+            if node.adds:
+                kube.label("v1", "Node", node.name, dict(node.adds))
+
+
+def _fake_gpu_steps(profile: VclusterKaiProfile, facts: Any) -> list[Step]:
+    """Provider existing with `cluster.fake_gpu_nodes`: the nodes labelled, then fake-gpu-
+    operator (the kind lab's release: KAI's hack/fake-gpu-operator-values.yaml with the
+    profile's pool), until every named node advertises the pool's GPUs. Its status-updater
+    must patch KAI's reservation pods: the chart grants that itself when the reservation
+    namespace exists at install (templates/status-updater/pod-patch-role.yaml:1 and
+    pod-patch-rolebinding.yaml:1 `lookup` it), and it does: gpulab creates it first, or the
+    reused KAI has it."""
+    fgo = profile.components.fake_gpu_operator
+    names = [n.name for n in facts.fake_nodes]
+    reservation = (facts.kai.reservation_namespace if facts.kai is not None else None) \
+        or profile.components.kai_scheduler.reservation_namespace
+    release = kr.fake_gpu_operator_release(profile, reservation_namespace=reservation)
+    return [
+        FakeGpuLabels(tuple(facts.fake_nodes)),
+        FakeGpus(
+            release,
+            name=FAKE_GPUS_STEP,
+            title=f"Installing fake-gpu-operator ({profile.gpu_pool.model} x"
+                  f"{profile.gpu_pool.count} on {', '.join(names)})",
+            requires=("management/fake-gpu-labels",),
+            ready=partial(_fake_gpus_ready, namespace=fgo.namespace, nodes=names,
+                          count=profile.gpu_pool.count),
+            ready_what="fake GPUs advertised on the named nodes",
+            nodes=tuple(names),
+        ),
+    ]
 
 
 def queue_names(profile: VclusterKaiProfile) -> tuple[str, ...]:
@@ -637,9 +736,13 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
     the queue tree, and a vCluster per team reached by LoadBalancer or NodePort. The cluster
     step itself is the provider's."""
     kai = profile.components.kai_scheduler
-    nodes = tuple(n.name for n in facts.gpu_nodes)
-    count = min((n.gpus for n in facts.gpu_nodes), default=0)
+    fake = {n.name: profile.gpu_pool.count for n in facts.fake_nodes}
+    counts = {**{n.name: n.gpus for n in facts.gpu_nodes if n.name not in fake}, **fake}
     steps: list[Step] = [LabNamespaces(lab, existing_namespaces(profile, facts.kai is not None))]
+    gpus_step = "management/gpu-nodes"
+    if fake:
+        steps += _fake_gpu_steps(profile, facts)
+        gpus_step = FAKE_GPUS_STEP
     if facts.kai is not None:
         steps.append(Reused("management/kai-scheduler", "Using the cluster's KAI Scheduler",
                             f"KAI Scheduler {facts.kai.version} in {facts.kai.namespace}",
@@ -655,18 +758,19 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
             ready_what="the KAI operator's deployments",
             timeout=420,
         ))
-    steps.append(Reused("management/gpu-nodes", "Using the cluster's GPU nodes",
-                        f"{len(nodes)} GPU node(s)",
-                        {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product,
-                                  "from": n.source} for n in facts.gpu_nodes}))
+    real = [n for n in facts.gpu_nodes if n.name not in fake]
+    if real or not fake:
+        steps.append(Reused("management/gpu-nodes", "Using the cluster's GPU nodes",
+                            f"{len(real)} GPU node(s)",
+                            {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product,
+                                      "from": n.source} for n in real}))
     steps.append(Queues(profile, lab))
     expose = kr.ExistingExpose(facts.expose, facts.node_address, lab)
     for team in profile.teams:
         steps += [
             TeamVCluster(profile, lab, team, facts, existing=expose,
-                         after=("management/namespaces", "management/gpu-nodes")),
-            TeamGpuNode(profile, lab, team, nodes=nodes, count=count,
-                        after=(f"{team.name}/vcluster",)),
+                         after=("management/namespaces", gpus_step)),
+            TeamGpuNode(profile, lab, team, counts=counts, after=(f"{team.name}/vcluster",)),
         ]
     return steps
 
@@ -717,8 +821,46 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> 
             ("apps", "deployments"), ("apps", "statefulsets"),
             ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io",
                                                      "rolebindings"))]
+    owned = tuple(owned_before or ())
+    fake = fake_gpu_nodes(profile)
+    absent: tuple[tuple[str, str, str], ...] = ()
+    if fake:
+        fgo = profile.components.fake_gpu_operator
+        access += [Access(verb, "", "nodes") for verb in ("get", "patch")]
+        access += [Access("create", "node.k8s.io", "runtimeclasses")]
+        access += [Access(verb, "", "secrets", fgo.namespace) for verb in ("create", "get",
+                                                                             "delete")]
+        access += [Access("create", group, r, fgo.namespace) for group, r in (
+            ("", "services"), ("", "serviceaccounts"), ("", "configmaps"),
+            ("apps", "deployments"), ("apps", "daemonsets"))]
+        installed = any(o.get("type") == "helm-release" and o.get("namespace") == fgo.namespace
+                        for o in owned)  # this lab's own, from an earlier `up`
+        absent = () if installed else FAKE_GPU_CLUSTER_OBJECTS
     return Needs(namespaces=namespaces, queues=queue_names(profile), access=tuple(access),
-                 owned_before=tuple(owned_before or ()))
+                 owned_before=owned, fake_nodes=fake,
+                 fake_labels=tuple(kr.gpu_node_labels(profile).items()), absent=absent)
+
+
+def _fake_node_problems(facts: Any) -> list[str]:
+    """Why fake GPUs cannot go on the named nodes (cluster.fake_gpu_nodes), one line each."""
+    problems: list[str] = []
+    for node in facts.fake_nodes:
+        if not node.found:
+            problems.append(f"node {node.name} (cluster.fake_gpu_nodes) is not in the cluster: "
+                            "name nodes `kubectl get nodes` lists")
+        elif node.gpus:
+            problems.append(f"node {node.name} (cluster.fake_gpu_nodes) already advertises "
+                            f"{kr.GPU_RESOURCE} {node.gpus}: fake GPUs go only on nodes "
+                            "without GPUs (leave it out; its GPUs are used as they are)")
+        elif node.conflicts:
+            problems.append(f"node {node.name} (cluster.fake_gpu_nodes) has label(s) "
+                            f"{', '.join(node.conflicts)} that gpulab would overwrite: remove "
+                            "them, or name another node")
+    for found in facts.objects_found:
+        problems.append(f"{found} already exists (fake-gpu-operator's chart creates it; is "
+                        "fake-gpu-operator or the GPU Operator installed?): gpulab does not "
+                        "adopt it")
+    return problems
 
 
 def existing_problems(profile: VclusterKaiProfile, facts: Any) -> list[str]:
@@ -732,10 +874,11 @@ def existing_problems(profile: VclusterKaiProfile, facts: Any) -> list[str]:
         problems.append("no default StorageClass (each vCluster keeps its data on a "
                         "PersistentVolumeClaim): mark one with the annotation "
                         "storageclass.kubernetes.io/is-default-class=true")
-    if not facts.gpu_nodes:
-        problems.append(f"no node advertises {kr.GPU_RESOURCE} (install the NVIDIA GPU "
-                        "Operator or device plugin; fake GPUs on nodes you name are not "
-                        "supported on an existing cluster yet)")
+    if not facts.gpu_nodes and not facts.fake_nodes:
+        problems.append(f"no node advertises {kr.GPU_RESOURCE}: install the NVIDIA GPU "
+                        "Operator or device plugin, or name nodes for fake GPUs in "
+                        "cluster.fake_gpu_nodes")
+    problems += _fake_node_problems(facts)
     kai = facts.kai
     pinned = profile.components.kai_scheduler.chart.version
     if kai is not None:
@@ -750,8 +893,13 @@ def existing_problems(profile: VclusterKaiProfile, facts: Any) -> list[str]:
                             f"{kai.gpu_sharing}); the lab needs it: helm upgrade it with "
                             "--set global.gpuSharing=true yourself (gpulab never changes it)")
     needed = set(existing_namespaces(profile, kai is not None))
+    fgo = profile.components.fake_gpu_operator.namespace if fake_gpu_nodes(profile) else None
     for namespace in facts.namespaces_found:
-        if namespace in needed:
+        if namespace == fgo:
+            problems.append(f"namespace {namespace} already exists; gpulab does not adopt it "
+                            "(fake-gpu-operator goes there: set components.fake_gpu_operator."
+                            "namespace to another)")
+        elif namespace in needed:
             problems.append(f"namespace {namespace} already exists; gpulab does not adopt it "
                             "(delete it, or rename the team)")
     for queue in facts.queues_found:

@@ -1,0 +1,297 @@
+"""vcluster-kai on existing clusters of two more shapes, end to end over HTTP (#23 item 2):
+
+- a multi-node cluster with the NVIDIA device plugin on three GPU nodes of 8, 4 and 2 GPUs, a
+  control-plane and CPU nodes listed first, and no LoadBalancer (NodePort on a node address);
+- a cluster without GPUs where fake GPUs go on the nodes the profile names
+  (`cluster.fake_gpu_nodes`): the pool's labels on those nodes and fake-gpu-operator, recorded in
+  lab.json, and `down` removes exactly those labels (while they keep gpulab's value) and the
+  release.
+
+Every request the cluster received is written to `requests.log` in the test's folder."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpulab import core, lab_record
+from gpulab.cli import app
+from gpulab.errors import HostError
+from gpulab.profile.base import ClusterSpec
+from gpulab.profile.load import LoadedProfile
+from gpulab.providers.base import ClusterChoice
+from gpulab.stacks import load_profile
+from gpulab.stacks.vcluster_kai import render as kr
+from tests.existing.kmock_cluster import NODES, ExistingCluster, FakeHelm
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TEAMS = ["team-nlp", "team-vision", "team-recommender"]
+LAB = "vcluster-kai"
+POOL_LABELS = ("run.ai/simulated-gpu-node-pool", "nvidia.com/gpu.deploy.device-plugin",
+               "nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count",
+               "nvidia.com/gpu.memory")
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "user.kubeconfig"))
+
+
+def _loaded(fake: list[str] | None = None) -> LoadedProfile:
+    loaded = load_profile("vcluster-kai")
+    if fake is None:
+        return loaded
+    spec = ClusterSpec(provider="existing", fake_gpu_nodes=fake)
+    return LoadedProfile(loaded.profile.model_copy(update={"cluster": spec}), loaded.source,
+                         loaded.builtin)
+
+
+def _up(cluster: ExistingCluster, loaded: LoadedProfile) -> Any:
+    from gpulab.paths import lab_dir
+
+    result = core.up(loaded.profile, LAB, lambda _e: None,
+                     adapters=cluster.adapters(lab_dir(LAB)), sleep=lambda _s: None,
+                     cluster=ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
+    if result.built_anything:  # as `gpulab up` does
+        core.record_profile(LAB, loaded)
+    return result
+
+
+def _down(cluster: ExistingCluster) -> Any:
+    record = lab_record.read(LAB)
+    assert record is not None
+    return core.down_existing(LAB, record, helm=lambda _p: FakeHelm(cluster))
+
+
+def _log(cluster: ExistingCluster, tmp_path: Path) -> list[tuple[str, str]]:
+    """Every request the host received, oldest first, also kept in requests.log."""
+    calls = cluster.host.calls()
+    (tmp_path / "requests.log").write_text("".join(f"{m} {p}\n" for m, p in calls))
+    return calls
+
+
+def _status() -> dict[str, Any]:
+    result = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------- real device plugin
+
+
+def test_multi_node_device_plugin_nodes_of_different_counts(tmp_path: Path) -> None:
+    with ExistingCluster(tmp_path, shape="multi-node").running(TEAMS) as cluster:
+        before = cluster.state()
+        result = _up(cluster, _loaded())
+        assert result.ok, [str(f.error) for f in result.failures]
+        # each team's gpu-node step is done: its vCluster lists every GPU node with the GPUs
+        # it has (8, 4, 2); it waited for each to be listed with the least (2) before
+        assert {r.name for r in result.results if r.name.endswith("/gpu-node")
+                and r.error is None} == {f"{t}/gpu-node" for t in TEAMS}
+        # no LoadBalancer: NodePort on the first node address (the control plane's InternalIP)
+        values = cluster.releases[("vcluster-team-nlp", "team-nlp")].values
+        assert values["controlPlane"]["service"]["spec"] == {"type": "NodePort"}
+        assert values["exportKubeConfig"]["server"] == "https://10.0.1.1:31443"
+        assert "10.0.1.1" in values["controlPlane"]["proxy"]["extraSANs"]
+
+        info = _status()
+        assert [n["name"] for n in info["gpu_nodes"]] == ["gpu-1", "gpu-2", "gpu-3"]
+
+        record = lab_record.read(LAB)
+        assert record is not None
+        assert not any(o["type"] == "node-label" for o in record.owned)  # real GPUs: no labels
+        assert _down(cluster).leftovers == []
+        assert cluster.state() == before  # every object, the nodes and device plugin included
+        calls = _log(cluster, tmp_path)
+        writes = [(m, p) for m, p in calls if m != "GET"]
+        assert writes, "up and down wrote nothing"
+        assert not [w for w in writes if "/nodes" in w[1] or "/kube-system/" in w[1]]
+
+
+def test_gpu_node_step_takes_each_nodes_own_count(tmp_path: Path) -> None:
+    # the step waited for every node to be listed with the least count (2): gpu-1 (8 GPUs)
+    # never matched; now each node is expected with its own count, and a stale one is named
+    from gpulab.stacks.vcluster_kai.steps import TeamGpuNode
+
+    profile: Any = _loaded().profile
+    with ExistingCluster(tmp_path, shape="multi-node").running(["team-nlp"]) as cluster:
+        team = profile.teams[0]
+        step = TeamGpuNode(profile, LAB, team, counts={"gpu-1": 8, "gpu-2": 4, "gpu-3": 2})
+        vc = cluster.client(tmp_path / "team-nlp.kubeconfig")
+        assert step._seen(vc) == (True, "GPU nodes listed with their GPUs (gpu-1: 8, "
+                                        "gpu-2: 4, gpu-3: 2)")
+        least = TeamGpuNode(profile, LAB, team, counts={"gpu-1": 2, "gpu-2": 2, "gpu-3": 2})
+        assert least._seen(vc) == (False, "gpu-1 listed with nvidia.com/gpu 8, the host "
+                                          "advertises 2")
+        plan = step.describe()[0].body
+        assert plan["allocatable"]["gpu-1"] == {kr.GPU_RESOURCE: "8"}
+
+
+# --------------------------------------------------------------------------- fake GPUs
+
+
+def _nodes_without_status(state: dict[str, Any]) -> dict[str, Any]:
+    """The dump with each node's status and resourceVersion left out: the kubelet reports the
+    GPUs a device plugin advertised (node status is not gpulab's), and the API server counts
+    every write in resourceVersion."""
+    out = json.loads(json.dumps(state))
+    for key, obj in out["objects"].items():
+        if "nodes" in key:
+            obj.pop("status", None)
+            obj["metadata"].pop("resourceVersion", None)
+    return out  # type: ignore[no-any-return]
+
+
+def test_fake_gpus_on_named_nodes_up_status_down(tmp_path: Path) -> None:
+    loaded = _loaded(["cpu-2", "cpu-3"])
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        before = cluster.state()
+        untouched = {n: cluster.node(n) for n in ("cp-1", "cpu-1")}
+
+        plan = CliRunner().invoke(app, ["plan", "-p", "vcluster-kai", "--kubeconfig",
+                                        str(cluster.kubeconfig), "-o", "json"])
+        assert plan.exit_code == 0, plan.output  # the built-in profile: no GPU, refused note
+
+        result = _up(cluster, loaded)
+        assert result.ok, [str(f.error) for f in result.failures]
+        for name in ("cpu-2", "cpu-3"):
+            live = cluster.node(name)
+            assert live is not None
+            labels = live["metadata"]["labels"]
+            assert labels[kr.POOL_LABEL] == "default"
+            assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true"
+            assert live["status"]["allocatable"][kr.GPU_RESOURCE] == "1"
+        assert {n: cluster.node(n) for n in ("cp-1", "cpu-1")} == untouched
+
+        release = cluster.releases[("gpu-operator", "gpu-operator")]
+        assert release.values["topology"]["nodePoolLabelKey"] == kr.POOL_LABEL
+        assert release.values["statusUpdater"] == {"disableNodeLabeling": True}
+        assert release.values["environment"]["resourceReservationNamespace"] == \
+            "kai-resource-reservation"
+
+        record = lab_record.read(LAB)
+        assert record is not None
+        owned = list(record.owned)
+        labels = [(o["node"], o["key"], o["value"]) for o in owned if o["type"] == "node-label"]
+        assert sorted(k for n, k, _v in labels if n == "cpu-2") == sorted(POOL_LABELS)
+        assert {n for n, _k, _v in labels} == {"cpu-2", "cpu-3"}
+        first_label = next(i for i, o in enumerate(owned) if o["type"] == "node-label")
+        fgo = next(i for i, o in enumerate(owned) if o.get("name") == "gpu-operator"
+                   and o["type"] == "helm-release")
+        namespace = next(i for i, o in enumerate(owned) if o.get("kind") == "Namespace"
+                         and o["name"] == "gpu-operator")
+        assert namespace < first_label < fgo  # down: release, then labels, namespace last
+
+        info = _status()
+        assert [n["name"] for n in info["gpu_nodes"]] == ["cpu-2", "cpu-3"]
+
+        again = _up(cluster, loaded)  # a re-run recognises its own labels and release
+        assert again.ok and again.all_skipped, [str(f.error) for f in again.failures]
+
+        teardown = _down(cluster)
+        assert teardown.leftovers == []
+        assert "label run.ai/simulated-gpu-node-pool=default of node cpu-2" in teardown.removed
+        after = cluster.state()
+        assert _nodes_without_status(after) == _nodes_without_status(before)
+        for name in ("cpu-2", "cpu-3"):
+            was = before["objects"][str((NODES, None, name))]["metadata"]["labels"]
+            assert after["objects"][str((NODES, None, name))]["metadata"]["labels"] == was
+        assert {n: cluster.node(n) for n in ("cp-1", "cpu-1")} == untouched
+        calls = _log(cluster, tmp_path)
+        node_writes = [p for m, p in calls if m != "GET" and "/nodes" in p]
+        # one patch per named node to label it, one to unlabel it; no other node written
+        assert sorted(node_writes) == ["/api/v1/nodes/cpu-2"] * 2 + ["/api/v1/nodes/cpu-3"] * 2
+
+
+def test_down_leaves_a_label_someone_changed(tmp_path: Path) -> None:
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        assert _up(cluster, _loaded(["cpu-2"])).ok
+        cluster.edit_node_labels("cpu-2", {"nvidia.com/gpu.product": "mine",
+                                           "team": "infra"})
+        teardown = _down(cluster)
+        labels = (cluster.node("cpu-2") or {})["metadata"]["labels"]
+        assert labels["nvidia.com/gpu.product"] == "mine"  # not gpulab's value any more: kept
+        assert labels["team"] == "infra"
+        assert not set(POOL_LABELS) - {"nvidia.com/gpu.product"} & set(labels)
+        assert any(k.startswith("label nvidia.com/gpu.product of node cpu-2: now 'mine'")
+                   for k in teardown.kept), teardown.kept
+        assert teardown.leftovers == []
+
+
+@pytest.mark.parametrize(("shape", "nodes", "denied", "expected"), [
+    ("no-gpu", ["cpu-9"], set(),
+     "node cpu-9 (cluster.fake_gpu_nodes) is not in the cluster"),
+    ("multi-node", ["gpu-2"], set(),
+     "node gpu-2 (cluster.fake_gpu_nodes) already advertises nvidia.com/gpu 4"),
+    ("no-gpu", ["cpu-1"], {("patch", "nodes")}, "not allowed to patch nodes"),
+    ("no-gpu", ["cpu-1"], {("create", "daemonsets")},
+     "not allowed to create daemonsets.apps in gpu-operator"),
+])
+def test_fake_gpu_nodes_refused_before_anything(tmp_path: Path, shape: str, nodes: list[str],
+                                               denied: set[tuple[str, str]],
+                                               expected: str) -> None:
+    with ExistingCluster(tmp_path, shape=shape, denied=denied).running(TEAMS) as cluster:
+        before = cluster.state()
+        with pytest.raises(HostError, match="preflight: " + re.escape(expected)) as err:
+            _up(cluster, _loaded(nodes))
+        assert "\n" not in err.value.message
+        assert cluster.state() == before
+        assert lab_record.read(LAB) is None
+
+
+def test_label_gpulab_would_overwrite_is_refused(tmp_path: Path) -> None:
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        cluster.edit_node_labels("cpu-1", {"nvidia.com/gpu.product": "Tesla-T4"})
+        before = cluster.state()
+        with pytest.raises(HostError, match=re.escape(
+                "node cpu-1 (cluster.fake_gpu_nodes) has label(s) nvidia.com/gpu.product="
+                "Tesla-T4 that gpulab would overwrite")):
+            _up(cluster, _loaded(["cpu-1"]))
+        assert cluster.state() == before
+
+
+def test_fake_gpu_operator_objects_already_there_are_refused(tmp_path: Path) -> None:
+    from tests.existing.kmock_cluster import RUNTIMECLASSES
+
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        cluster.host.call(lambda: cluster.host.put(RUNTIMECLASSES, {
+            "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": "nvidia"}, "handler": "nvidia"}))
+        with pytest.raises(HostError, match="RuntimeClass nvidia already exists"):
+            _up(cluster, _loaded(["cpu-1"]))
+
+
+def test_plan_shows_the_labels_and_the_release(tmp_path: Path) -> None:
+    from gpulab.stacks.vcluster_kai.steps import FAKE_GPUS_STEP
+
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        steps, note = core.plan_steps(_loaded(["cpu-3"]).profile, LAB, probe_host=False,
+                                      cluster=ClusterChoice("existing",
+                                                            kubeconfig=cluster.kubeconfig))
+        assert note == ""
+        by_name = {s.name: s for s in steps}
+        labels = by_name["management/fake-gpu-labels"].describe()
+        assert {a.kind for a in labels} == {"node-label"}
+        assert labels[0].name == "cpu-3 run.ai/simulated-gpu-node-pool=default"
+        assert len(labels) == 6
+        assert by_name[FAKE_GPUS_STEP].describe()[0].kind == "helm-release"
+        assert by_name["team-nlp/vcluster"].requires == ("management/namespaces",
+                                                        FAKE_GPUS_STEP)
+        assert all(m == "GET" or p.startswith("/apis/authorization.k8s.io/")
+                   for m, p in cluster.writes())
+
+
+def test_fake_gpu_nodes_profile_rules() -> None:
+    with pytest.raises(ValueError, match="fake_gpu_nodes: only with provider: existing"):
+        ClusterSpec(provider="kind", fake_gpu_nodes=["n1"])
+    with pytest.raises(ValueError, match="n1 named more than once"):
+        ClusterSpec(provider="existing", fake_gpu_nodes=["n1", "n1"])
+    with pytest.raises(ValueError, match="'N_1' is not a node name"):
+        ClusterSpec(provider="existing", fake_gpu_nodes=["N_1"])
