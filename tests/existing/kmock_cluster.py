@@ -515,6 +515,16 @@ class FakeHelm:
                             (CLUSTERROLES, None, "fake-status-updater")):
                     if key in host.km.objects and not host.km.objects[key].deleted:
                         host.km.objects[key].delete()
+                # the kubelet keeps a gone device plugin's resource in the node's status, at 0
+                # (kubernetes/kubernetes#52510, #92396)
+                for _key, obj in host.live(NODES):
+                    live = copy.deepcopy(obj.raw)
+                    status = live.get("status") or {}
+                    if kr.GPU_RESOURCE in (status.get("allocatable") or {}) and (
+                            (live["metadata"].get("labels") or {}).get(kr.POOL_LABEL)):
+                        for field in ("capacity", "allocatable"):
+                            status[field][kr.GPU_RESOURCE] = "0"
+                        host.put(NODES, live)
 
         if release is not None:
             host.call(remove)

@@ -202,7 +202,9 @@ def test_fake_gpus_on_named_nodes_up_status_down(tmp_path: Path) -> None:
         assert _nodes_without_status(after) == _nodes_without_status(before)
         for name in ("cpu-2", "cpu-3"):
             was = before["objects"][str((NODES, None, name))]["metadata"]["labels"]
-            assert after["objects"][str((NODES, None, name))]["metadata"]["labels"] == was
+            now = after["objects"][str((NODES, None, name))]
+            assert now["metadata"]["labels"] == was
+            assert now["status"]["allocatable"][kr.GPU_RESOURCE] == "0"  # the kubelet's
         assert {n: cluster.node(n) for n in ("cp-1", "cpu-1")} == untouched
         calls = _log(cluster, tmp_path)
         node_writes = [p for m, p in calls if m != "GET" and "/nodes" in p]
