@@ -52,7 +52,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "gpulab/profile/safe_yaml.py": ("tests/unit/test_safe_yaml.py",
                                     "tests/unit/test_hostile_profiles.py",
                                     "tests/unit/test_profile.py"),
-    "gpulab/profile/load.py": ("tests/unit/test_profile.py",
+    "gpulab/profile/load.py": ("tests/unit/test_profile.py", "tests/unit/test_profile_refusals.py",
                                "tests/unit/test_hostile_profiles.py",
                                "tests/vcluster_kai/test_profile.py"),
     "gpulab/verify/recording.py": ("tests/unit/test_recording.py",

@@ -145,21 +145,16 @@ def read_profile_file(path: Path) -> bytes:
         raise UsageError(f"cannot read profile {path}: {err.strerror}") from None
 
 
-def parse_profile(
-    text: str, models: Mapping[str, type[LabProfile]], source: str = "<profile>"
-) -> LabProfile:
+def parse_profile(text: str, models: Mapping[str, type[LabProfile]], source: str) -> LabProfile:
     """Validate profile YAML text against the model its `stack` names; every problem becomes one
-    `source:line: path: msg` line."""
+    `source:line: path: msg` line (`source`: the file, or what stands for it)."""
     problem = safe_yaml.check_bytes(text.encode("utf-8", "surrogatepass"))
     if problem:
         raise ProfileError(source, [f"{source}: {problem}"])
     try:
         root, unsafe = safe_yaml.compose(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise ProfileError(source, [f"{source}{line}: not valid YAML: {problem}"]) from None
+    except (yaml.reader.ReaderError, yaml.MarkedYAMLError) as err:
+        raise ProfileError(source, [_not_yaml(source, text, err)]) from None
     if unsafe:
         raise ProfileError(source, [f"{source}{f':{line}' if line else ''}: {message}"
                                     for line, message in unsafe])
@@ -190,6 +185,19 @@ def parse_profile(
     if problems:
         raise ProfileError(source, problems)
     return profile
+
+
+def _not_yaml(source: str, text: str,
+              err: yaml.reader.ReaderError | yaml.MarkedYAMLError) -> str:
+    """One line for a YAML error, with its line. The reader refuses a control character with
+    its position in the text and a second line naming `<unicode string>`, meaningless to the
+    user; the scanner, parser and composer raise each error with the mark of the token at fault
+    and what is wrong with it (PyYAML 6.0 scanner.py, parser.py, composer.py: every raise)."""
+    if isinstance(err, yaml.reader.ReaderError):
+        line = text[: err.position].count("\n") + 1
+        return f"{source}:{line}: not valid YAML: {str(err).splitlines()[0]}"
+    where = f":{err.problem_mark.line + 1}" if err.problem_mark else ""
+    return f"{source}{where}: not valid YAML: {err.problem}"
 
 
 def format_path(loc: Iterable[str | int]) -> str:
@@ -267,7 +275,7 @@ def _message(error: ErrorDetails) -> str:
         bound = next(iter(ctx.values()))
         return f"must be {op} {bound}"
     if kind == "literal_error":
-        return f"must be {ctx.get('expected', 'one of the allowed values')}"
+        return f"must be {ctx['expected']}"  # pydantic-core requires it of a literal_error
     if kind == "value_error":
         return str(error["msg"]).removeprefix("Value error, ")
     if kind == "string_too_short":
