@@ -297,3 +297,59 @@ def test_fake_gpu_nodes_profile_rules() -> None:
         ClusterSpec(provider="existing", fake_gpu_nodes=["n1", "n1"])
     with pytest.raises(ValueError, match="'N_1' is not a node name"):
         ClusterSpec(provider="existing", fake_gpu_nodes=["N_1"])
+
+
+def test_fake_gpus_watch_the_reservation_namespace_of_a_reused_kai(tmp_path: Path) -> None:
+    # KAI found installed: fake-gpu-operator's status-updater must watch the namespace that
+    # KAI's binder puts reservation pods in (Config kai-config spec.binder.resourceReservation)
+    from tests.existing.kmock_cluster import CONFIGS
+
+    with ExistingCluster(tmp_path, shape="no-gpu", kai=True).running(TEAMS) as cluster:
+        config = cluster.host.stored(CONFIGS, None, "kai-config")
+        assert config is not None
+        config["spec"]["binder"] = {"resourceReservation": {"namespace": "gpu-reservations"}}
+        cluster.host.call(lambda: cluster.host.put(CONFIGS, config))
+        assert _up(cluster, _loaded(["cpu-1"])).ok
+        values = cluster.releases[("gpu-operator", "gpu-operator")].values
+        assert values["environment"]["resourceReservationNamespace"] == "gpu-reservations"
+        assert ("kai-scheduler", "kai-scheduler") not in cluster.releases  # reused
+        assert _down(cluster).leftovers == []
+
+
+class _RacingNode:
+    """A node whose labels someone else changes once between down's read and its patch."""
+
+    def __init__(self) -> None:
+        self.version = 1
+        self.labels = {"run.ai/simulated-gpu-node-pool": "default", "team": "infra"}
+        self.patches: list[tuple[dict[str, Any], str | None]] = []
+
+    def get(self, api: str, kind: str, name: str, namespace: str | None = None) -> Any:
+        return {"metadata": {"name": name, "labels": dict(self.labels),
+                             "resourceVersion": str(self.version)}}
+
+    def label(self, api: str, kind: str, name: str, labels: dict[str, Any],
+              namespace: str | None = None, *, resource_version: str | None = None) -> None:
+        from gpulab.adapters.kube import KubeApiError
+
+        self.patches.append((labels, resource_version))
+        if len(self.patches) == 1:  # someone wrote the node after down read it
+            self.version += 1
+            raise KubeApiError("the object has been modified", status=409)
+        assert resource_version == str(self.version)
+        for key, value in labels.items():
+            if value is None:
+                self.labels.pop(key, None)
+
+
+def test_down_reads_a_node_again_when_it_changed_under_the_patch() -> None:
+    from gpulab.providers.existing import teardown
+
+    node = _RacingNode()
+    owned = ({"type": "node-label", "node": "cpu-2", "key": "run.ai/simulated-gpu-node-pool",
+              "value": "default"},)
+    result = teardown(owned, node, helm=None)  # type: ignore[arg-type]
+    assert node.labels == {"team": "infra"}
+    assert [rv for _l, rv in node.patches] == ["1", "2"]
+    assert result.removed == ["label run.ai/simulated-gpu-node-pool=default of node cpu-2"]
+    assert result.leftovers == [] and result.kept == []
