@@ -24,9 +24,13 @@ Run `python -m tests.vcluster_kai.builders` to rewrite tests/data/recordings/kai
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from gpulab import naming
 from gpulab.stacks.vcluster_kai import render as kr
@@ -35,6 +39,8 @@ from gpulab.stacks.vcluster_kai.state import HostState, KaiLabState, ProbeRun, T
 from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import listing_pod
 from gpulab.verify.state import CredentialProbe, Listing
+from tests.kamaji_hami.builders import node_conditions
+from tests.vcluster_kai import kai_wire as kw
 
 if TYPE_CHECKING:
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
@@ -47,12 +53,11 @@ GPU_NODE = "gpulab-vcluster-kai-worker"
 CONTROL_PLANE = "gpulab-vcluster-kai-control-plane"
 GPU_GROUP = "8d1d6a1c-5c3f-4f5e-9a52-2b6f0f9d7a10"
 RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
-OVER_LIMIT = ("{queue} quota has reached the allowable limit of GPUs. Limit is 1 GPUs, currently "
-              "0.33 GPUs allocated and workload requested 2 GPUs")
-NO_CAPACITY = ("no nodes with enough resources were found: 2 node(s) didn't have enough "
-               "resources: GPUs.")
-# The PodGroup's reason for a pod KAI found no node for (allocate.go:244-248).
-NOT_FOUND = "Resources were not found for pod {namespace}/{name} due to: {message}"
+PINNED = Path(__file__).resolve().parents[1] / "data" / "pinned"
+# KAI's texts, from kai_wire's encoders (each cites its Go line at v0.16.8).
+OVER_LIMIT = kw.over_limit("{queue}", 1, 0.33, 2)
+NO_CAPACITY = kw.fit_errors({kw.NOT_ENOUGH_GPUS: 2})
+NOT_FOUND = kw.not_found("{namespace}", "{name}", "{message}")
 
 
 RUN_ID = "8b1e5c0a94d2"  # the gpulab.dev/run label of the recorded verify run
@@ -71,18 +76,22 @@ def node(name: str, *, gpus: str | None = None, labels: dict[str, str] | None = 
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "uid": uid("node", name), "labels": dict(labels or {})},
         "status": {"allocatable": allocatable, "capacity": dict(allocatable),
-                   "conditions": [{"type": "Ready", "status": "True"}],
+                   "conditions": node_conditions(),
                    "nodeInfo": {"kubeletVersion": "v1.36.4"}},
     }
 
 
 def host_nodes(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
+    """The kind nodes in the API server's order (by name): the control plane, then the GPU
+    worker."""
     labels = {naming.LABEL_LAB: LAB, **kr.gpu_node_labels(profile)}
     return [node(CONTROL_PLANE, labels={naming.LABEL_LAB: LAB}),
             node(GPU_NODE, gpus=str(profile.gpu_pool.count), labels=labels)]
 
 
 def control_plane_pod(team: TeamSpec) -> dict[str, Any]:
+    """Pod 0 of the vCluster's StatefulSet: labelled `app: vcluster`, `release: <name>`, its
+    container `syncer` (chart/templates/statefulset.yaml:52-54, :132 at v0.35.3)."""
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": f"{team.name}-0", "namespace": team.namespace,
@@ -126,7 +135,9 @@ def host_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, *, running:
         kr.POD_GROUP_ANNOTATION: f"pg-{host_name}-{uid('host', host_name)}",
     })
     if running:
-        meta["labels"]["runai-gpu-group"] = GPU_GROUP
+        meta["labels"][kw.GPU_GROUP] = GPU_GROUP
+        if kr.FRACTION_ANNOTATION in meta["annotations"]:
+            meta["annotations"][kw.RECEIVED_TYPE] = "Fraction"
         pod["spec"]["nodeName"] = GPU_NODE
         pod["spec"]["runtimeClassName"] = "nvidia"
         pod["status"] = {"phase": "Running",
@@ -146,6 +157,13 @@ def pod_group(pod: dict[str, Any], queue: str, reasons: list[dict[str, Any]] | N
     the pod's labels (the module docstring cites where KAI does this)."""
     meta = pod["metadata"]
     status: dict[str, Any] = {"phase": "Running" if not reasons else "Pending"}
+    fraction = meta.get("annotations", {}).get(kr.FRACTION_ANNOTATION)
+    whole = sum(int(((c.get("resources") or {}).get("limits") or {}).get(kr.GPU_RESOURCE, 0))
+                for c in pod["spec"]["containers"])
+    resources = kw.pod_group_resources(Decimal(fraction) if fraction else None, whole,
+                                       allocated=pod["status"].get("phase") == "Running")
+    if resources:
+        status["resourcesStatus"] = resources
     if reasons:
         status["schedulingConditions"] = [{
             "type": "UnschedulableOnNodePool", "nodePool": "default", "status": "True",
@@ -181,9 +199,8 @@ def share_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
     return ProbeRun(
         "gpu-share", "KAI-05", created=virtual_pod(profile, team, "gpu-share"),
         host_name=host["metadata"]["name"], host=host, pod_group=group,
-        events=(event(host, "Scheduled", f"Successfully assigned pod {team.namespace}/"
-                                         f"{host['metadata']['name']} to node {GPU_NODE} at "
-                                         f"node-pool default", "Normal"),),
+        events=(event(host, "Scheduled", kw.scheduled(team.namespace, host["metadata"]["name"],
+                                                      GPU_NODE), "Normal"),),
         outcome="running", waited=34.2, last_seen=f"Running, schedulerName kai-scheduler, node "
                                                   f"{GPU_NODE}; PodGroup {group['metadata']['name']}")
 
@@ -265,37 +282,70 @@ def team_state(profile: VclusterKaiProfile, team: TeamSpec) -> TeamState:
     )
 
 
-def queue(name: str, spec: dict[str, Any], allocated: str | None = None,
-          requested: str | None = None, children: list[str] | None = None) -> dict[str, Any]:
-    status: dict[str, Any] = {}
-    if allocated is not None:
-        status["allocated"] = {kr.GPU_RESOURCE: allocated, "cpu": "0", "memory": "0"}
-    if requested is not None:
-        status["requested"] = {kr.GPU_RESOURCE: requested, "cpu": "0", "memory": "0"}
-    if children:
-        status["childQueues"] = children
-    return {"apiVersion": kr.QUEUE_API, "kind": "Queue",
-            "metadata": {"name": name, "uid": uid("queue", name)}, "spec": spec,
-            "status": status}
+def queue(name: str, spec: dict[str, Any], status: dict[str, Any] | None = None,
+          annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": uid("queue", name)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": kr.QUEUE_API, "kind": "Queue", "metadata": meta, "spec": spec,
+            "status": dict(status or {})}
+
+
+@functools.cache
+def _default_queue_values() -> dict[str, Any]:
+    values = yaml.safe_load((PINNED / "charts" / "kai-scheduler-v0.16.8" / "values.yaml")
+                            .read_text(encoding="utf-8"))
+    default_queue: dict[str, Any] = values["defaultQueue"]
+    return default_queue
+
+
+def default_queues() -> list[dict[str, Any]]:
+    """The two queues KAI's chart creates on install (templates/default-queue.yaml at v0.16.8,
+    with the pinned chart's values.yaml `defaultQueue`, which gpulab leaves alone): a parent and
+    a child with cpu, gpu and memory resources, `helm.sh/resource-policy: keep`."""
+    values = _default_queue_values()
+    keep = {"helm.sh/resource-policy": "keep"}
+
+    def resources(which: str) -> dict[str, Any]:
+        return {kind: dict(values[which][kind]) for kind in ("cpu", "gpu", "memory")}
+
+    return [queue(values["parentName"], {"resources": resources("parentResources")},
+                  annotations=keep),
+            queue(values["childName"], {"parentQueue": values["parentName"],
+                                        "resources": resources("childResources")},
+                  annotations=keep)]
+
+
+def _team_groups(profile: VclusterKaiProfile, team: TeamSpec) -> list[dict[str, Any]]:
+    """The resourcesStatus of the PodGroups in `team`'s queue when the queues are read (every
+    GPU pod of verify exists: the share pod runs, the others wait)."""
+    groups = []
+    for run in team_state(profile, team).pods or ():
+        group = run.pod_group or {}
+        if (group.get("spec") or {}).get("queue") == team.queue_name:
+            groups.append((group.get("status") or {}).get("resourcesStatus") or {})
+    return groups
 
 
 def host_queues(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
-    unlimited = {"quota": 0, "limit": -1, "overQuotaWeight": 1}
-    defaults = {"resources": {"cpu": unlimited, "gpu": unlimited, "memory": unlimited}}
-    teams = profile.teams
-    out = [queue("default-parent-queue", defaults, children=["default-queue"]),
-           queue("default-queue", {**defaults, "parentQueue": "default-parent-queue"}),
-           queue(profile.org_queue.name, kr.queue_spec(profile, None),
-                 allocated=f"{330 * len(teams)}m", children=[t.queue_name for t in teams])]
-    out += [queue(t.queue_name, kr.queue_spec(profile, t), allocated="330m", requested="2830m")
-            for t in teams]
-    return out
+    """Every Queue as the API lists them (by name), statuses as KAI's queue-controller sums
+    them (kai_wire.queue_status): the teams' from their PodGroups, the org's from the teams, the
+    default parent's from the default queue."""
+    parent, child = default_queues()
+    parent["status"] = kw.queue_status([child], [], [child["metadata"]["name"]])
+    teams = [queue(t.queue_name, kr.queue_spec(profile, t),
+                   kw.queue_status([], _team_groups(profile, t), [])) for t in profile.teams]
+    org = queue(profile.org_queue.name, kr.queue_spec(profile, None),
+                kw.queue_status(teams, [], [t.queue_name for t in profile.teams]))
+    return sorted([parent, child, org, *teams], key=lambda q: str(q["metadata"]["name"]))
 
 
 def healthy_state(profile: VclusterKaiProfile) -> KaiLabState:
     return KaiLabState(
         lab=LAB,
-        host=HostState(gpu_nodes=(host_nodes(profile)[1],), queues=tuple(host_queues(profile)),
+        # gpu_users: observed, and nobody else held or asked for a GPU (observe.py _gpu_users).
+        host=HostState(gpu_nodes=(host_nodes(profile)[1],), gpu_users=(),
+                       queues=tuple(host_queues(profile)),
                        queue_wait="read 4s after every share pod ran"),
         teams={t.name: team_state(profile, t) for t in profile.teams},
         checks=CHECK_IDS,

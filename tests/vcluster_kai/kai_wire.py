@@ -1,0 +1,121 @@
+"""What KAI-Scheduler v0.16.8 (kai-scheduler/KAI-Scheduler 40da4c87) writes, for the builders and
+fakes that stand for it: event texts, the PodGroup's resource status and the Queue status the
+queue-controller sums from them. Each encoder is written from the Go line cited beside it, never
+with gpulab's parsers (a fake that used gpulab's reading would agree with any bug in it).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+GPU = "nvidia.com/gpu"  # pkg/common/constants NvidiaGpuResource, the key KAI sums GPUs under
+NODE_POOL = "default"  # the node pool of a cluster without node-pool labels
+
+
+def humanize(value: float) -> str:
+    """HumanizeResource(value, 1) (pkg/scheduler/api/resource_info/base_resources.go:166-171):
+    -1 is "Unlimited", else go-humanize v1.0.1 FtoaWithDigits(value, 3) (ftoa.go:26-48):
+    `strconv.FormatFloat(v, 'f', 6, 64)` cut to 3 decimals, trailing zeros and dot dropped."""
+    if value == -1:
+        return "Unlimited"
+    text = f"{value:.6f}"
+    whole, _, fraction = text.partition(".")
+    text = f"{whole}.{fraction[:3]}"
+    return text.rstrip("0").rstrip(".")
+
+
+def over_limit(queue: str, limit: float, allocated: float, requested: float) -> str:
+    """The GPU case of GetJobOverMaxAllowedMessageForQueue (pkg/scheduler/api/
+    unschedule_info.go:57-83), which the proportion plugin gives a job its queue's limit refuses
+    (plugins/proportion/capacity_policy/max_allowed_check.go:68-76)."""
+    return (f"{queue} quota has reached the allowable limit of GPUs. Limit is {humanize(limit)} "
+            f"GPUs, currently {humanize(allocated)} GPUs allocated and workload requested "
+            f"{humanize(requested)} GPUs")
+
+
+def fit_errors(reasons: dict[str, int]) -> str:
+    """TasksFitErrors.Error() (pkg/scheduler/api/common_info/pod_errors.go:21, 219-245):
+    ResourcesWereNotFoundMsg, then `<count> <reason>` per reason, sorted, joined by ". \\n",
+    ended by "."."""
+    histogram = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    text = "no nodes with enough resources were found"
+    separator = ". \n"
+    return f"{text}: {separator.join(histogram)}." if histogram else text
+
+
+# pod_errors.go:101: a node whose free GPUs are fewer than the pod asks.
+NOT_ENOUGH_GPUS = "node(s) didn't have enough resources: GPUs"
+
+
+def not_found(namespace: str, name: str, message: str) -> str:
+    """The PodGroup's PodSchedulingErrors reason for a pod no node fits (pkg/scheduler/actions/
+    common/allocate.go:244-248)."""
+    return f"Resources were not found for pod {namespace}/{name} due to: {message}"
+
+
+def scheduled(namespace: str, name: str, node: str, pool: str = NODE_POOL) -> str:
+    """The Normal `Scheduled` event of a bound pod (pkg/scheduler/cache/status_updater/
+    default_status_updater.go:152-156)."""
+    return f"Successfully assigned pod {namespace}/{name} to node {node} at node-pool {pool}"
+
+
+def quantity(amount: Decimal) -> str:
+    """A resource.Quantity's canonical text for GPU amounts: whole numbers bare, fractions in
+    milli-units ("330m", "2830m"), as the API server returns `status.allocated`."""
+    if amount == amount.to_integral_value():
+        return str(int(amount))
+    return f"{int(amount * 1000)}m"
+
+
+def pod_group_resources(fraction: Decimal | None, whole_gpus: int, *, allocated: bool
+                        ) -> dict[str, Any]:
+    """status.resourcesStatus of a bare pod's PodGroup (pkg/podgroupcontroller/controllers/
+    patcher/pod_group.go:38-48, from metadata/pod.go:24-62): requested, for a Pending or Running
+    pod, is its containers' requests plus the gpu-fraction annotation under nvidia.com/gpu
+    (pod.go:112-128, resources/requested.go:19-56); allocated, for a pod bound or running
+    (pod.go:73-78), is its requests plus the fraction it received, when the binder marked it
+    `received-resource-type: Fraction` (pod.go:89-110, resources/received.go:22-34). A pod that
+    requests no GPU has empty lists, which the API leaves out."""
+    amount = (fraction or Decimal(0)) + whole_gpus
+    requested = {GPU: quantity(amount)} if amount else {}
+    status: dict[str, Any] = {}
+    if requested:
+        status["requested"] = requested
+        if allocated:
+            status["allocated"] = dict(requested)
+    return status
+
+
+# The binder's annotation on a pod bound to a GPU fraction (pkg/binder/binding/binder.go:130-133,
+# pkg/common/constants/constants.go:59), and the label of the GPU group it shares
+# (constants.go:74, binding/resourcereservation/resource_reservation.go:294).
+RECEIVED_TYPE = "received-resource-type"
+GPU_GROUP = "runai-gpu-group"
+
+
+def sum_resources(lists: list[dict[str, str]]) -> dict[str, str]:
+    """SumResources over GPU lists (pkg/common/resources/resource_list.go:15-31): a key is
+    present only when some list has it."""
+    total: dict[str, Decimal] = {}
+    for resources in lists:
+        for key, text in resources.items():
+            value = Decimal(text[:-1]) / 1000 if text.endswith("m") else Decimal(text)
+            total[key] = total.get(key, Decimal(0)) + value
+    return {key: quantity(value) for key, value in total.items()}
+
+
+def queue_status(children: list[dict[str, Any]], groups: list[dict[str, Any]],
+                 child_names: list[str]) -> dict[str, Any]:
+    """A Queue's status as the queue-controller writes it: childQueues (pkg/queuecontroller/
+    controllers/childqueues_updater/childqueues_updater.go:20-37), allocated and requested summed over the child queues' statuses and the queue's own
+    PodGroups' resourcesStatus (resource_updater.go:23-77); empty lists are left out."""
+    status: dict[str, Any] = {}
+    if child_names:
+        status["childQueues"] = list(child_names)
+    for key in ("allocated", "requested"):
+        summed = sum_resources([(c.get("status") or {}).get(key) or {} for c in children]
+                               + [g.get(key) or {} for g in groups])
+        if summed:
+            status[key] = summed
+    return status
