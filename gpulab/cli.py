@@ -1353,20 +1353,28 @@ def logs(
     """Collect diagnostics: node journals, container states, each cluster's pods, events, nodes,
     helm releases and HAMi logs. Prints the bundle's path on stdout. A source that cannot be
     reached is noted in the bundle's errors.txt; no bundle is written for a lab that does not
-    exist (exit 6)."""
+    exist (exit 6). A lab in a cluster gpulab did not make: only what gpulab created there (its
+    namespaces' pods, logs, events and Services, its queues, the teams' vClusters), within two
+    minutes in all."""
 
     def body() -> int:
         import time
 
         from gpulab import core
 
-        _, lab = _resolve_lab(profile, name)
-        runtime = core.connect_runtime()
-        if not core.lab_exists(lab, runtime):  # no bundle of nothing
+        loaded, lab = _resolve_lab(profile, name)
+        existing = _existing_record(None, lab)  # in a cluster gpulab did not make: no Docker
+        runtime = None if existing else core.connect_runtime()
+        if runtime is not None and not core.lab_exists(lab, runtime):  # no bundle of nothing
             raise core.no_lab(lab)
         target = folder or Path(f"gpulab-logs-{lab}-{time.strftime('%Y%m%d-%H%M%S')}")
         err.print(f"collecting diagnostics for lab '{lab}' ...", markup=False)
-        path = core.collect_logs(lab, target, runtime, tar=tar)
+        if existing is not None:
+            path = core.collect_logs_existing(lab, target, existing[1],
+                                              loaded.profile.member_names(), tar=tar)
+        else:
+            assert runtime is not None
+            path = core.collect_logs(lab, target, runtime, tar=tar)
         errors = target / "errors.txt"
         if errors.exists():
             err.print(f"some collectors failed, see {errors}", markup=False)
@@ -1386,7 +1394,9 @@ def _age(seconds: int) -> str:
 @app.command("labs", short_help="List every lab on this host and its state.")
 def labs_command(output: OutputOpt = Output.text) -> None:
     """List every lab on this host (state folder and Docker labels): profile, stack, state
-    (ready, partial, broken), tenants, age, kubeconfigs; and leftovers without state."""
+    (ready, partial, broken; unreachable for a lab in an existing cluster whose API does not
+    answer), tenants, age, kubeconfigs, cluster (kind's, or an existing cluster's server and
+    context); and leftovers without state."""
 
     def body() -> int:
         from gpulab import core
@@ -1394,8 +1404,8 @@ def labs_command(output: OutputOpt = Output.text) -> None:
         try:
             reader = core.read_docker(timeout=3)
         except GpulabError as error:
-            err.print(f"warning: Docker not reachable ({error}); states are unknown",
-                      markup=False)
+            err.print(f"warning: Docker not reachable ({error}); states of kind labs are "
+                      "unknown", markup=False)
             reader = None
         found = core.labs(reader)
         if output is not Output.text:
@@ -1405,11 +1415,14 @@ def labs_command(output: OutputOpt = Output.text) -> None:
             err.print("no labs on this host (gpulab up builds one)", markup=False)
             return 0
         table = Table("NAME", "PROFILE", "STACK", "STATE", "TENANTS", "AGE", "KUBECONFIGS",
-                      box=None)
+                      "CLUSTER", box=None)
         for lab in found["labs"]:
+            where = lab["cluster"]
+            cluster = (f"{where['server']} (context {where['context']})"
+                       if where["provider"] == "existing" else f"kind {where['name']}")
             _add_row(table, lab["name"], lab["profile"] or "-", lab["stack"] or "-",
                      lab["state"], ",".join(lab["tenants"]) or "-", _age(lab["age_seconds"]),
-                     str(len(lab["kubeconfigs"])))
+                     str(len(lab["kubeconfigs"])), cluster)
         _emit(table)
         for left in found["leftovers"]:
             err.print(f"leftover: lab '{left['name']}' has containers but no state "

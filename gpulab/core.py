@@ -46,6 +46,7 @@ __all__ = [
     "check_ids",
     "cluster_members",
     "collect_logs",
+    "collect_logs_existing",
     "connect_runtime",
     "docker_endpoint",
     "down",
@@ -659,8 +660,10 @@ def _remove_contexts(lab: str, record: LabRecord | None, members: Sequence[str]
 def labs(reader: DockerReader | None) -> dict[str, Any]:
     """Every lab on this host, from the state folder and Docker's labels: `labs` (one dict per
     lab with a state folder: profile, stack, state ready | partial | broken, tenants, age,
-    kubeconfigs) and `leftovers` (labs with containers but no state folder, each with the
-    command that removes them). Without Docker (`reader` None) states are `unknown`."""
+    kubeconfigs, cluster) and `leftovers` (labs with containers but no state folder, each with
+    the command that removes them). Without Docker (`reader` None) kind labs' states are
+    `unknown`. A lab in an existing cluster is ready | partial | unreachable by its saved
+    kubeconfigs and its cluster's API (GET /version, LABS_API_TIMEOUT)."""
     import time
 
     from gpulab.naming import LABEL_LAB
@@ -683,21 +686,66 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
         found = containers.get(lab, [])
         record = folder / LAB_RECORD
         since = record.stat().st_mtime if record.exists() else folder.stat().st_mtime
+        cluster = _recorded_cluster(lab)
+        state = (_existing_state(lab, kubeconfigs, members) if cluster["provider"] == "existing"
+                 else _lab_state(found, kubeconfigs, members, reader is not None))
         rows.append({
             "name": lab,
             "profile": ref or "",
             "stack": stack,
-            "state": _lab_state(found, kubeconfigs, members, reader is not None),
+            "state": state,
             "tenants": members,
             "age_seconds": int(time.time() - since),
             "containers": sorted(f"{c.name} {c.status}" for c in found),
             "kubeconfigs": [str(folder / f"{name}.kubeconfig") for name in kubeconfigs],
+            "cluster": cluster,
         })
     known = {row["name"] for row in rows}
     leftovers = [{"name": lab, "containers": sorted(c.name for c in found),
                   "remove": f"gpulab down --name {lab}"}
                  for lab, found in sorted(containers.items()) if lab not in known]
     return {"labs": rows, "leftovers": leftovers}
+
+
+def _recorded_cluster(lab: str) -> dict[str, str]:
+    """Where the lab's cluster is: kind's cluster name, or an existing cluster's server and
+    context as its record keeps them (a server URL's user:password part, if any, left out:
+    `labs` never prints credentials)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from gpulab import lab_record
+    from gpulab.naming import kind_cluster_name
+
+    record = lab_record.read(lab)
+    if record is None or record.provider != "existing":
+        return {"provider": "kind", "name": kind_cluster_name(lab)}
+    server = str(record.cluster.get("server") or "")
+    try:
+        parts = urlsplit(server)
+        if parts.username or parts.password:
+            server = urlunsplit(parts._replace(netloc=parts.hostname + (
+                f":{parts.port}" if parts.port else "") if parts.hostname else ""))
+    except ValueError:
+        server = "(unreadable server URL)"
+    return {"provider": "existing", "server": server,
+            "context": str(record.cluster.get("context") or "")}
+
+
+LABS_API_TIMEOUT = 3.0  # seconds `labs` waits for an existing cluster's API
+
+
+def _existing_state(lab: str, kubeconfigs: list[str], members: list[str]) -> str:
+    """An existing-cluster lab: unreachable when its cluster's API does not answer within
+    LABS_API_TIMEOUT; else ready when every kubeconfig is saved, partial otherwise."""
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+
+    def client(path: Path) -> KubeGateway:
+        return KubeClient(path, request_timeout=LABS_API_TIMEOUT, retry=RetryPolicy.disabled())
+
+    if "management" in kubeconfigs and management_api_problem(lab, client):
+        return "unreachable"
+    wanted = {"management", *members}
+    return "ready" if members and wanted <= set(kubeconfigs) else "partial"
 
 
 def _kind_lab(labels: Any) -> str:
@@ -800,6 +848,23 @@ def collect_logs(lab: str, folder: Path, runtime: ContainerRuntime, *, tar: bool
 
     collect(lab, folder, runtime=runtime, kube=kube, helm=helm if helm_binary else None,
             lab_files=lab_dir(lab))
+    return tarball(folder) if tar else folder
+
+
+def collect_logs_existing(lab: str, folder: Path, record: LabRecord, members: Sequence[str],
+                          *, tar: bool, kube: Callable[[Path], KubeGateway] | None = None
+                          ) -> Path:
+    """The bundle of a lab in a cluster gpulab did not make: only what its record says gpulab
+    created there, every read within diagnostics.EXISTING_DEADLINE (no Docker, no helm)."""
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+    from gpulab.diagnostics import collect_existing, tarball
+    from gpulab.paths import lab_dir
+
+    def client(path: Path) -> KubeGateway:
+        return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
+
+    collect_existing(lab, folder, owned=record.owned, members=members, kube=kube or client,
+                     lab_files=lab_dir(lab))
     return tarball(folder) if tar else folder
 
 

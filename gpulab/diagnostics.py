@@ -18,12 +18,12 @@ from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_LAB, kind_cluster_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, HelmGateway, KubeGateway
 
-__all__ = ["NODE_COMMANDS", "Bundle", "collect"]
+__all__ = ["EXISTING_DEADLINE", "NODE_COMMANDS", "Bundle", "collect", "collect_existing"]
 
 NODE_COMMANDS: dict[str, list[str]] = {
     "kubelet.log": ["journalctl", "--no-pager", "-u", "kubelet", "-n", "5000"],
@@ -177,6 +177,117 @@ def collect(
         "HAMi, KAI Scheduler and fake-gpu-operator pods.\n"
         "Kubeconfigs are not included.\n"))
     return bundle
+
+
+EXISTING_DEADLINE = 120.0  # seconds all of an existing-cluster lab's reads may take together
+
+
+def collect_existing(
+    lab: str,
+    folder: Path,
+    *,
+    owned: Sequence[Mapping[str, Any]],
+    members: Sequence[str],
+    kube: Callable[[Path], KubeGateway],
+    lab_files: Path,
+    deadline: float = EXISTING_DEADLINE,
+) -> Bundle:
+    """The bundle of a lab in a cluster gpulab did not make: only what gpulab created there (the
+    namespaces, queues and Helm releases lab.json records): the pods of its namespaces with
+    their logs, their events and Services, its queues as they are now; then each team's vCluster
+    (made by gpulab) as on kind. No node journals, no Docker, nothing of the rest of the cluster
+    (no helm list: it would read every release of the cluster). Every read ends by `deadline`
+    seconds from now, all together; what is cut off is in errors.txt."""
+    started = time.monotonic()
+    bundle = Bundle(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    namespaces = [str(o["name"]) for o in owned if o.get("kind") == "Namespace"]
+    bundle.write("management/owned.json", [dict(o) for o in owned])
+
+    def left() -> float:
+        return max(0.0, deadline - (time.monotonic() - started))
+
+    def host(client: KubeGateway) -> None:
+        for namespace in namespaces:
+            prefix = f"management/namespaces/{namespace}"
+
+            def pods(ns: str = namespace, p: str = prefix) -> None:
+                items = client.list_objects("v1", "Pod", ns)
+                bundle.write(f"{p}/pods.json", [_pod_status(i) for i in items])
+                for pod in items:
+                    name = pod["metadata"]["name"]
+                    for container in (pod.get("spec") or {}).get("containers") or []:
+                        cname = str(container.get("name"))
+
+                        def logs(n: str = name, c: str = cname) -> None:
+                            text = client.pod_logs(n, ns, tail_lines=2000, container=c)
+                            bundle.write(f"{p}/logs/{n}_{c}.log", text)
+
+                        bundle.attempt(f"management logs {ns}/{name}/{cname}", logs)
+
+            def events(ns: str = namespace, p: str = prefix) -> None:
+                bundle.write(f"{p}/events.json", [
+                    {k: e.get(k) for k in ("type", "reason", "message", "count",
+                                           "lastTimestamp")}
+                    | {"object": f"{(e.get('involvedObject') or {}).get('kind')}/"
+                                 f"{(e.get('involvedObject') or {}).get('name')}"}
+                    for e in client.events(ns)])
+
+            def services(ns: str = namespace, p: str = prefix) -> None:
+                bundle.write(f"{p}/services.json", [
+                    {"name": s["metadata"]["name"], "type": (s.get("spec") or {}).get("type"),
+                     "ports": (s.get("spec") or {}).get("ports"),
+                     "loadBalancer": (s.get("status") or {}).get("loadBalancer")}
+                    for s in client.list_objects("v1", "Service", ns)])
+
+            bundle.attempt(f"management pods in {namespace}", pods)
+            bundle.attempt(f"management events in {namespace}", events)
+            bundle.attempt(f"management services in {namespace}", services)
+
+        def queues() -> None:
+            bundle.write("management/queues.json", [
+                client.get(str(o["apiVersion"]), "Queue", str(o["name"])) for o in owned
+                if o.get("kind") == "Queue"])
+
+        bundle.attempt("management queues", queues)
+
+    _bounded(bundle, "management", kube, lab_files / "management.kubeconfig", left, host)
+    for member in members:
+        path = lab_files / f"{member}.kubeconfig"
+        if path.is_file():
+            def vcluster(client: KubeGateway, prefix: str = f"clusters/{member}") -> None:
+                _cluster(bundle, prefix, client, None)
+
+            _bounded(bundle, f"clusters/{member}", kube, path, left, vcluster)
+    if bundle.errors:
+        bundle.write("errors.txt", "\n".join(bundle.errors) + "\n")
+    bundle.write("README.txt", (
+        f"gpulab diagnostics for lab '{lab}' in a cluster gpulab did not make, collected "
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+        "management/owned.json what lab.json says gpulab created; management/namespaces/<ns>/ "
+        "pod statuses,\nlogs, events and Services of each namespace gpulab created; "
+        "management/queues.json its queues;\nclusters/<team>/ each vCluster's pods, events and "
+        "nodes. Nothing else of the cluster is read.\nKubeconfigs are not included.\n"))
+    return bundle
+
+
+def _bounded(bundle: Bundle, what: str, kube: Callable[[Path], KubeGateway], path: Path,
+             left: Callable[[], float], body: Callable[[KubeGateway], None]) -> None:
+    """`body(client)` with every request of the client ending within `left()` seconds."""
+    from contextlib import nullcontext
+
+    def run() -> None:
+        client = kube(path)
+        try:
+            bounded = getattr(client, "bounded", None)
+            with bounded(left()) if callable(bounded) else nullcontext():
+                body(client)
+        finally:
+            close = getattr(client, "close", None)
+            if callable(close):
+                close()
+
+    bundle.attempt(what, run)
 
 
 def tarball(folder: Path) -> Path:

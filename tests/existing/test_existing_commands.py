@@ -10,7 +10,6 @@ tests/vcluster_kai/live_fakes.py's VClusterApi plays each vCluster and its synce
 from __future__ import annotations
 
 import json
-import os
 import stat
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -157,7 +156,75 @@ def test_kubeconfig_prints_paths_of_the_saved_files(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["kubeconfig", member, "--name", LAB])
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == str(folder / f"{member}.kubeconfig")
-        assert stat.S_IMODE(os.stat(folder / f"{member}.kubeconfig").st_mode) == 0o600
+        assert stat.S_IMODE((folder / f"{member}.kubeconfig").stat().st_mode) == 0o600
         assert "token" not in result.output
     unknown = CliRunner().invoke(app, ["kubeconfig", "team-x", "--name", LAB])
     assert unknown.exit_code == 2 and "unknown tenant 'team-x'" in unknown.output
+
+
+def test_logs_reads_only_what_gpulab_created_without_docker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab import core
+
+    monkeypatch.setattr(core, "connect_runtime", _no_docker)
+    with ExistingCluster(tmp_path, kai=True).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        before = len(cluster.host.calls())
+        target = tmp_path / "bundle"
+        result = CliRunner().invoke(app, ["logs", str(target), "--name", LAB])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == str(target)
+        calls = cluster.host.calls()[before:]
+    assert calls and all(method == "GET" for method, _p in calls), calls
+    reads = [path.split("?")[0] for _m, path in calls]
+    files = {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()}
+    assert "management/namespaces/vcluster-team-nlp/pods.json" in files
+    assert "management/queues.json" in files
+    queues = json.loads((target / "management/queues.json").read_text())
+    assert sorted(q["metadata"]["name"] for q in queues) == ["ml-org", *sorted(TEAMS)]
+    # KAI was there before: its namespace is not gpulab's, so it is not read
+    assert not any("kai-scheduler" in f for f in files)
+    assert not [p for p in reads if "/namespaces/kai-scheduler" in p]
+    assert not [p for p in reads if p.rstrip("/").endswith(("/pods", "/events", "/nodes"))
+                and "/namespaces/" not in p], "a cluster-wide list"
+    assert not [p for p in reads if "/secrets" in p]
+    owned = json.loads((target / "management/owned.json").read_text())
+    assert {o["name"] for o in owned if o.get("kind") == "Namespace"} == {
+        f"vcluster-{t}" for t in TEAMS}
+    assert "token" not in "".join(p.read_text() for p in target.rglob("*") if p.is_file())
+
+
+def test_labs_names_the_existing_cluster_and_its_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab import core
+
+    monkeypatch.setattr(core, "read_docker", _no_docker)
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        listed = CliRunner().invoke(app, ["labs", "-o", "json"])
+        table = CliRunner().invoke(app, ["labs"])
+        server = cluster.host.url
+    assert listed.exit_code == 0, listed.output
+    row = json.loads(listed.stdout)["labs"][0]
+    assert row["state"] == "ready"
+    assert row["cluster"] == {"provider": "existing", "server": server, "context": "microk8s"}
+    assert f"{server}(contextmicrok8s)" in "".join(table.stdout.split())  # wrapped to the width
+    assert "token" not in listed.output + table.output
+    # the cluster gone: the lab's state says so, rather than ready
+    after = CliRunner().invoke(app, ["labs", "-o", "json"])
+    assert json.loads(after.stdout)["labs"][0]["state"] == "unreachable"
+
+
+def test_labs_leaves_a_password_in_the_server_url_out() -> None:
+    from gpulab import core, lab_record
+
+    lab_record.record_cluster("lab-pw", {"provider": "existing",
+                                         "server": "https://admin:s3cret@203.0.113.9:6443",
+                                         "context": "prod"})
+    assert core._recorded_cluster("lab-pw")["server"] == "https://203.0.113.9:6443"
+
+
+def _no_docker(*_a: Any, **_k: Any) -> Any:
+    from gpulab.errors import HostError
+
+    raise HostError("no Docker engine here (the test)")
