@@ -257,6 +257,36 @@ class ClusterSpec(Strict):
             raise ValueError(f"{', '.join(twice)} named more than once")
         return value
 
+    metallb: Literal["refuse", "allow"] = Field(
+        default="refuse", description="existing, kamaji-hami: when the cluster has no "
+        "LoadBalancer, allow gpulab to install MetalLB (L2) on `metallb_range`; refuse: say so "
+        "and create nothing")
+    metallb_range: str | None = Field(default=None, description="existing, metallb: allow: the "
+                                      "IPv4 range MetalLB hands out, first-last (free addresses "
+                                      "on the nodes' network)")
+
+    @field_validator("metallb_range")
+    @classmethod
+    def _address_range(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            first, last = (ipaddress.IPv4Address(p.strip()) for p in value.split("-"))
+        except ValueError:
+            raise ValueError(f"'{value}' is not an IPv4 range first-last") from None
+        if int(last) < int(first):
+            raise ValueError(f"'{value}': the last address comes before the first")
+        return f"{first}-{last}"
+
+    @model_validator(mode="after")
+    def _metallb_only_existing(self) -> ClusterSpec:
+        if self.provider == "kind" and (self.metallb != "refuse" or self.metallb_range):
+            raise ValueError("metallb, metallb_range: only with provider: existing (on kind the "
+                             "lab installs MetalLB on the kind network itself)")
+        if self.metallb_range and self.metallb != "allow":
+            raise ValueError("metallb_range: only with metallb: allow")
+        return self
+
     @model_validator(mode="after")
     def _kind_takes_nothing(self) -> ClusterSpec:
         if self.provider == "kind":

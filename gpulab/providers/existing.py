@@ -122,6 +122,7 @@ class ExistingFacts:
     expose: str = "NodePort"
     fake_nodes: tuple[FakeNode, ...] = ()  # cluster.fake_gpu_nodes, as found
     objects_found: tuple[str, ...] = ()  # Needs.absent that exist ("RuntimeClass nvidia")
+    stack: Any = None  # what the stack's own reader (Needs.read) found: its add-ons, names
 
     @property
     def minor(self) -> int | None:
@@ -267,6 +268,7 @@ class Needs:
     fake_nodes: tuple[str, ...] = ()  # nodes that get fake GPUs (cluster.fake_gpu_nodes)
     fake_labels: tuple[tuple[str, str], ...] = ()  # the labels each of them gets
     absent: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name) that must not exist
+    read: Callable[[Any], Any] | None = None  # the stack's own read-only questions (GETs)
 
 
 def _fake_nodes(nodes: list[dict[str, Any]], needs: Needs) -> tuple[FakeNode, ...]:
@@ -332,7 +334,8 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
                                                                                  node_address),
                          load_balancer=balanced, kai=kai, namespaces_found=namespaces,
                          queues_found=queues, denied=denied, expose=chosen,
-                         fake_nodes=_fake_nodes(nodes, needs), objects_found=present)
+                         fake_nodes=_fake_nodes(nodes, needs), objects_found=present,
+                         stack=needs.read(kube) if needs.read is not None else None)
 
 
 # --------------------------------------------------------------------------- steps
@@ -413,8 +416,10 @@ class ExistingCluster:
 
 
 def owned_entries(step: Step) -> list[dict[str, Any]]:
-    """What `step` creates in the cluster, as lab.json's `owned` entries."""
+    """What `step` creates in the cluster, as lab.json's `owned` entries; a step's
+    `removal_wait` (seconds) makes `down` wait for each of its objects to be gone."""
     out: list[dict[str, Any]] = []
+    wait = getattr(step, "removal_wait", None)
     for artifact in step.describe():
         if artifact.cluster != "management":
             continue
@@ -426,7 +431,7 @@ def owned_entries(step: Step) -> list[dict[str, Any]]:
             meta = body.get("metadata") or {}
             out.append({"type": "object", "apiVersion": body["apiVersion"],
                         "kind": body["kind"], "name": meta["name"],
-                        "namespace": meta.get("namespace")})
+                        "namespace": meta.get("namespace"), **({"wait": wait} if wait else {})})
         elif artifact.kind == "node-label":
             out.append({"type": "node-label", "node": body["node"], "key": body["key"],
                         "value": body["value"]})
@@ -529,8 +534,11 @@ def _label_runs(entries: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]
     return runs
 
 
-def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any) -> Teardown:
-    """Remove what lab.json says gpulab created, newest first; then check it is gone."""
+def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any, *,
+             sleep: Callable[[float], None] | None = None) -> Teardown:
+    """Remove what lab.json says gpulab created, newest first; then check it is gone. An entry
+    with `wait` (seconds) is waited for until it is gone before anything older goes: its
+    finalizers need a controller the lab installed earlier (a TenantControlPlane's, Kamaji's)."""
     result = Teardown()
     labels: list[dict[str, Any]] = []
     for entry in reversed(owned):
@@ -546,6 +554,8 @@ def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any) ->
         elif entry.get("type") == "object" and kube.delete(
                 entry["apiVersion"], entry["kind"], entry["name"], entry.get("namespace")):
             where = f"{entry['namespace']}/" if entry.get("namespace") else ""
+            if entry.get("wait"):
+                _wait_gone(kube, entry, float(entry["wait"]), sleep)
             result.removed.append(f"{entry['kind']} {where}{entry['name']}")
     for node, keys in _label_runs(labels):
         _unlabel(kube, node, keys, result)
@@ -560,3 +570,22 @@ def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any) ->
                 entry["apiVersion"], entry["kind"], entry["name"], entry.get("namespace")):
             result.leftovers.append(f"{entry['kind']} {entry['name']}")
     return result
+
+
+def _wait_gone(kube: KubeGateway, entry: dict[str, Any], seconds: float,
+               sleep: Callable[[float], None] | None) -> None:
+    """Until the object is gone; AdapterError (down stops, lab.json kept) when it is not."""
+    import time
+
+    pause = sleep or time.sleep
+    deadline = time.monotonic() + seconds
+    where = f"{entry['namespace']}/" if entry.get("namespace") else ""
+    while kube.get(entry["apiVersion"], entry["kind"], entry["name"],
+                   entry.get("namespace")) is not None:
+        if time.monotonic() >= deadline:
+            raise AdapterError(f"{entry['kind']} {where}{entry['name']} is still there "
+                               f"{seconds:.0f}s after it was deleted (its finalizers have not "
+                               "finished); nothing older was removed",
+                               hint="look at its status and the controller's logs, then re-run "
+                                    "gpulab down (lab.json is kept)")
+        pause(2)

@@ -64,6 +64,9 @@ class Stack(Protocol):
 
     def existing_problems(self, profile: Any, facts: Any) -> list[str]: ...
 
+    def join_commands(self, profile: Any, lab: str, member: str, *, node: str | None,
+                      ttl_seconds: int, kube: Any) -> str: ...
+
     def run_checks(
         self,
         profile: Any,
@@ -99,6 +102,7 @@ INTERFACE: dict[str, tuple[str, str]] = {
     "verify_previews": ("steps", "verify_previews"),
     "existing_needs": ("steps", "existing_needs"),
     "existing_problems": ("steps", "existing_problems"),
+    "join_commands": ("steps", "join_commands"),
     "run_checks": ("run", "run_checks"),
     "parse_checks": ("run", "parse_checks"),
     "check_ids": ("run", "check_ids"),

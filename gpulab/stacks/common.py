@@ -57,9 +57,11 @@ __all__ = [
     "VERIFY_IMAGE",
     "HelmAddon",
     "LabAdapters",
+    "LabNamespaces",
     "ManagementCluster",
     "NodeHostOptions",
     "PreloadImages",
+    "Reused",
     "adapters_of",
     "crd_established",
     "daemonset_ready",
@@ -247,6 +249,63 @@ class HelmAddon:
 CTR_LIST = ["ctr", "--namespace=k8s.io", "images", "ls", "-q"]
 CONTAINERD_CONFIG = ["containerd", "config", "dump"]
 LEFT_TO_NODE = "left-to-node"  # marker lines: images the node pulls itself
+
+
+@dataclass
+class LabNamespaces:
+    """Provider existing: the namespaces the lab's releases go into, created first with the
+    lab's labels (Helm's --create-namespace would leave them unlabelled and behind on
+    uninstall)."""
+
+    lab: str
+    names: tuple[str, ...]
+    name: str = "management/namespaces"
+    title: str = "Creating the lab's namespaces"
+    requires: tuple[str, ...] = ("management/cluster",)
+
+    def objects(self) -> list[dict[str, Any]]:
+        return [{"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": n, "labels": {naming.LABEL_LAB: self.lab,
+                                                    naming.LABEL_MANAGED: "gpulab"}}}
+                for n in self.names]
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("object", f"Namespace/{o['metadata']['name']}", o)
+                for o in self.objects()]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = management_kube(ctx)
+        try:
+            return all(kube.get("v1", "Namespace", n) is not None for n in self.names)
+        except AdapterError:
+            return False
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        for obj in self.objects():
+            kube.apply(obj)
+
+
+@dataclass
+class Reused:
+    """Something the cluster already has and the lab uses as it is: shown by `plan`, never
+    changed, never removed by `down`."""
+
+    name: str
+    title: str
+    what: str
+    body: dict[str, Any]
+    requires: tuple[str, ...] = ("management/cluster",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("reused", self.what, self.body)]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        ctx.observe(self.name, f"{self.what} found: reused as it is")
+        return True
+
+    def apply(self, ctx: StepContext) -> None:  # pragma: no cover - always satisfied
+        return None
 
 
 def ctr_import(platform: str, snapshotter: str) -> list[str]:

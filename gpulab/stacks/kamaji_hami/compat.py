@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["kamaji_tenant_range", "kamaji_tenant_version_problem", "parse_minor"]
+__all__ = ["MANAGEMENT_MINORS", "kamaji_tenant_range", "kamaji_tenant_version_problem",
+           "parse_minor"]
 
 KAMAJI_MIN_TENANT_MINOR = 30
+# An existing cluster as Kamaji's management cluster: "any regular and conformant Kubernetes
+# v1.33+ cluster" (Kamaji 26.8.2-edge docs/content/getting-started/kamaji-generic.md:43); the
+# pinned cert-manager v1.21 supports v1.33 to v1.36 (its releases table, as noted in
+# docs/dev/upstream-facts/stack-kamaji-hami.md: v1.20 was 1.32-1.35, website PR #2007).
+MANAGEMENT_MINORS = (33, 36)
 # (first edge build, highest tenant minor it accepts), newest first.
 _KAMAJI_MAX_MINOR: tuple[tuple[tuple[int, int, int], int], ...] = (
     ((26, 5, 3), 36),

@@ -24,14 +24,17 @@ __all__ = ["lab_status", "status_tables"]
 
 def lab_status(
     lab: str,
-    runtime: ContainerRuntime,
+    runtime: ContainerRuntime | None,
     profile: KamajiHamiProfile,
     kube: Callable[[Path], KubeGateway],
 ) -> dict[str, Any]:
     """What exists for the lab: containers from Docker labels; with saved kubeconfigs, each
-    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig)."""
+    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig).
+    `runtime` None: the lab is in an existing cluster (its record names it)."""
     from gpulab.paths import lab_dir
 
+    if runtime is None:
+        return _existing_status(lab, profile, kube)
     cluster = kind_cluster_name(lab)
     node = runtime.get(f"{cluster}-control-plane")
     workers = runtime.containers({LABEL_LAB: lab})
@@ -67,6 +70,43 @@ def lab_status(
         },
         "tenants": dict(sorted(tenants.items())),
         "exists": node is not None or bool(workers),
+    }
+
+
+def _existing_status(lab: str, profile: KamajiHamiProfile,
+                     kube: Callable[[Path], KubeGateway]) -> dict[str, Any]:
+    """A lab in an existing cluster: each tenant's control plane from the management cluster;
+    its workers are the machines that joined (`gpulab join`), as the tenant's API lists them."""
+    from gpulab import lab_record
+    from gpulab.paths import lab_dir
+
+    record = lab_record.read(lab)
+    kept = record.cluster if record is not None else {}
+    folder = lab_dir(lab)
+    management = folder / "management.kubeconfig"
+    present = management.exists()
+    tenants: dict[str, dict[str, Any]] = {}
+    for spec in profile.tenants:
+        kubeconfig = folder / f"{spec.name}.kubeconfig"
+        entry: dict[str, Any] = {"workers": [], "kubeconfig": str(kubeconfig)
+                                 if kubeconfig.exists() else ""}
+        if present:
+            entry["control_plane"] = _control_plane(kube(management), profile, spec.name)
+        if kubeconfig.exists():
+            entry.update(_tenant_inside(kube(kubeconfig)))
+            entry["workers"] = [{"name": n["name"], "state": "joined", "ip": ""}
+                                for n in entry.get("nodes", [])]
+        tenants[spec.name] = entry
+    return {
+        "lab": lab,
+        "stack": profile.stack,
+        "management": {
+            "cluster": f"existing {kept.get('server', '?')} (context {kept.get('context', '?')})",
+            "state": "in use" if present else "missing",
+            "kubeconfig": str(management) if present else "",
+        },
+        "tenants": tenants,
+        "exists": present,
     }
 
 

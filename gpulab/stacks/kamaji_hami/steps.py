@@ -26,9 +26,11 @@ from gpulab.stacks.common import (
     NODE_READY_TIMEOUT,
     HelmAddon,
     LabAdapters,
+    LabNamespaces,
     ManagementCluster,
     NodeHostOptions,
     PreloadImages,
+    Reused,
     adapters_of,
     crd_established,
     daemonset_ready,
@@ -39,7 +41,7 @@ from gpulab.stacks.common import (
     node_ready,
     with_host_options,
 )
-from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami import existing, render
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,6 +58,7 @@ __all__ = [
     "build_steps",
     "existing_needs",
     "existing_problems",
+    "join_commands",
     "observe_host_facts",
     "verify_previews",
 ]
@@ -1053,6 +1056,8 @@ def verify_previews(profile: KamajiHamiProfile) -> list[Step]:
 
 def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[Step]:
     """Every step of `up` for this profile, in the one order that matters."""
+    if getattr(facts, "provider", "kind") == "existing":
+        return build_existing_steps(profile, lab, facts)
     steps: list[Step] = [
         ManagementCluster(render.kind_cluster_config(profile, lab), lab),
         management_images(profile, lab),
@@ -1096,16 +1101,115 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
 
 
 
-EXISTING_REFUSED = ("kamaji-hami runs its tenants' workers as containers on this host; provider "
-                    "'existing' cannot supply them yet (use provider kind)")
+# --------------------------------------------------------------------------- existing cluster
+# kamaji-hami in a cluster gpulab did not make: what it reads and refuses is existing.py's;
+# the steps are here, with the kind lab's they reuse.
+
+
+@dataclass
+class ExistingControlPlane(TenantControlPlane):
+    """A tenant's control plane on an existing cluster (existing.existing_control_plane): its
+    namespace is the lab's (management/namespaces), and `down` waits for it to be gone before
+    anything older goes (`removal_wait`, read by providers.existing.owned_entries)."""
+
+    lab: str = ""
+    removal_wait: float = existing.TCP_GONE_SECONDS
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/kamaji", "management/metallb", "management/namespaces")
+
+    def describe(self) -> list[Artifact]:
+        tcp = existing.existing_control_plane(self.profile, self.tenant, self.lab)
+        return [
+            Artifact("object", f"TenantControlPlane/{self.tenant.name}", tcp),
+            Artifact("file", f"{self.tenant.name}.kubeconfig",
+                     {"from": f"secret {self.namespace}/{self.tenant.name}-admin-kubeconfig "
+                              "key admin.conf", "mode": "0600"}),
+        ]
+
+
+@dataclass
+class TenantCalico(Calico):
+    """Calico in the tenant, applied without waiting: its pods start on each worker that joins
+    (`gpulab join`). It goes with the tenant: Kamaji removes the tenant's data when its
+    TenantControlPlane is deleted."""
+
+    @property
+    def title(self) -> str:
+        return f"Applying Calico in {self.tenant.name} (it runs once workers join)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/control-plane",)
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        try:
+            return self._tenant(ctx).get("apps/v1", "DaemonSet", "calico-node",
+                                         "kube-system") is not None
+        except AdapterError:
+            return False
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = self._tenant(ctx)
+        for obj in self.objects(adapters_of(ctx).fetch(self.profile.components.calico.url)):
+            kube.apply(obj)
+
+
+def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> list[Step]:
+    """kamaji-hami on an existing cluster (facts: providers.existing.ExistingFacts, with
+    existing.ClusterFound in `stack`): cert-manager, a LoadBalancer and Kamaji reused when
+    found, else installed; per tenant its control plane and Calico. No workers: real machines
+    join with what `gpulab join` prints. The cluster step itself is the provider's."""
+    found: existing.ClusterFound = facts.stack
+    comps = profile.components
+    steps: list[Step] = [LabNamespaces(lab, existing.lab_namespaces(profile, found))]
+    if found.cert_manager is not None:
+        cert = found.cert_manager
+        steps.append(Reused("management/cert-manager", "Using the cluster's cert-manager",
+                            f"cert-manager {cert.version} in {cert.namespace}",
+                            {"namespace": cert.namespace, "version": cert.version}))
+    else:
+        steps.append(HelmAddon(common.helm_release(comps.cert_manager),
+                               name="management/cert-manager", title="Installing cert-manager",
+                               requires=("management/namespaces",), ready=_cert_manager_ready,
+                               ready_what="cert-manager webhook to admit objects"))
+    spec = profile.cluster
+    if existing.installs_metallb(profile, found) and spec is not None:
+        steps.append(existing.ExistingMetalLB(profile, lab, spec.metallb_range or ""))
+    else:
+        seen = found.load_balancer or (
+            f"MetalLB in {found.metallb.namespace or '?'}" if found.metallb else
+            "cluster.expose: LoadBalancer (the profile says the cluster has one)")
+        steps.append(Reused("management/metallb", "Using the cluster's LoadBalancer",
+                            "the cluster's LoadBalancer", {"seen": seen}))
+    if found.kamaji is not None:
+        kamaji = found.kamaji
+        steps.append(Reused("management/kamaji", "Using the cluster's Kamaji",
+                            f"Kamaji {kamaji.version} in {kamaji.namespace}",
+                            {"namespace": kamaji.namespace, "version": kamaji.version}))
+    else:
+        steps.append(HelmAddon(render.kamaji_release(profile), name="management/kamaji",
+                               title="Installing Kamaji", requires=("management/cert-manager",),
+                               ready=_kamaji_ready, ready_what="Kamaji CRDs and controller"))
+    for tenant in profile.tenants:
+        steps += [ExistingControlPlane(profile, tenant, lab=lab),
+                  TenantCalico(profile, lab, tenant)]
+    return steps
 
 
 def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> Any:
-    """Provider existing is not offered for kamaji-hami (EXISTING_REFUSED)."""
-    from gpulab.errors import UsageError
-
-    raise UsageError(EXISTING_REFUSED)
+    """What the plan creates on an existing cluster, for the provider's preflight."""
+    return existing.existing_needs(profile, lab, owned_before)
 
 
 def existing_problems(profile: KamajiHamiProfile, facts: Any) -> list[str]:
-    return [EXISTING_REFUSED]
+    """Why the lab cannot go into this cluster, one line each ([]: it can)."""
+    return existing.existing_problems(profile, facts)
+
+
+def join_commands(profile: KamajiHamiProfile, lab: str, member: str, *, node: str | None,
+                  ttl_seconds: int, kube: Any) -> str:
+    """`gpulab join`: what makes a real machine a worker of a tenant (existing.join_commands)."""
+    return existing.join_commands(profile, lab, member, node=node, ttl_seconds=ttl_seconds,
+                                  kube=kube)

@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from gpulab import naming
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, GpulabError
 from gpulab.paths import write_secret
 from gpulab.stacks.common import (
     HelmAddon,
+    LabNamespaces,
     ManagementCluster,
+    Reused,
     adapters_of,
     crd_established,
     deployment_available,
@@ -46,6 +47,7 @@ __all__ = [
     "build_steps",
     "existing_needs",
     "existing_problems",
+    "join_commands",
     "observe_host_facts",
     "verify_previews",
 ]
@@ -575,63 +577,6 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
 # --------------------------------------------------------------------------- existing cluster
 
 
-@dataclass
-class LabNamespaces:
-    """Provider existing: the namespaces the lab's releases go into, created first with the
-    lab's labels (Helm's --create-namespace would leave them unlabelled and behind on
-    uninstall)."""
-
-    lab: str
-    names: tuple[str, ...]
-    name: str = "management/namespaces"
-    title: str = "Creating the lab's namespaces"
-    requires: tuple[str, ...] = ("management/cluster",)
-
-    def objects(self) -> list[dict[str, Any]]:
-        return [{"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": n, "labels": {naming.LABEL_LAB: self.lab,
-                                                    naming.LABEL_MANAGED: "gpulab"}}}
-                for n in self.names]
-
-    def describe(self) -> list[Artifact]:
-        return [Artifact("object", f"Namespace/{o['metadata']['name']}", o)
-                for o in self.objects()]
-
-    def satisfied(self, ctx: StepContext) -> bool:
-        kube = management_kube(ctx)
-        try:
-            return all(kube.get("v1", "Namespace", n) is not None for n in self.names)
-        except AdapterError:
-            return False
-
-    def apply(self, ctx: StepContext) -> None:
-        kube = management_kube(ctx)
-        for obj in self.objects():
-            kube.apply(obj)
-
-
-@dataclass
-class Reused:
-    """Something the cluster already has and the lab uses as it is: shown by `plan`, never
-    changed, never removed by `down`."""
-
-    name: str
-    title: str
-    what: str
-    body: dict[str, Any]
-    requires: tuple[str, ...] = ("management/cluster",)
-
-    def describe(self) -> list[Artifact]:
-        return [Artifact("reused", self.what, self.body)]
-
-    def satisfied(self, ctx: StepContext) -> bool:
-        ctx.observe(self.name, f"{self.what} found: reused as it is")
-        return True
-
-    def apply(self, ctx: StepContext) -> None:  # pragma: no cover - always satisfied
-        return None
-
-
 def existing_namespaces(profile: VclusterKaiProfile, kai_found: bool) -> tuple[str, ...]:
     """The namespaces the lab creates on an existing cluster (fake-gpu-operator's first when
     the profile names nodes for fake GPUs)."""
@@ -913,3 +858,12 @@ def existing_problems(profile: VclusterKaiProfile, facts: Any) -> list[str]:
         problems.append(f"not allowed to {facts.denied[0]}{more}: see docs/own-cluster.md for "
                         "the RBAC to grant")
     return problems
+
+
+def join_commands(profile: VclusterKaiProfile, lab: str, member: str, *, node: str | None,
+                  ttl_seconds: int, kube: Any) -> str:
+    """vcluster-kai has no workers to join: a vCluster schedules onto its host's nodes."""
+    from gpulab.errors import UsageError
+
+    raise UsageError("gpulab join is for kamaji-hami tenants; a vCluster runs its pods on the "
+                     "host cluster's nodes, which have nothing to join")
