@@ -78,7 +78,8 @@ MODULES: dict[str, tuple[str, ...]] = {
                                               "tests/kamaji_hami/test_registry.py"),
     "gpulab/stacks/vcluster_kai/checks/*.py": ("tests/vcluster_kai/test_checks.py",
                                                "tests/vcluster_kai/test_corpus.py",
-                                               "tests/vcluster_kai/test_contract.py"),
+                                               "tests/vcluster_kai/test_contract.py",
+                                               "tests/vcluster_kai/test_verdict_texts.py"),
 }
 # Never in a mutation run: they need Docker, build wheels or a real lab.
 MARKERS = "not docker and not install and not e2e"

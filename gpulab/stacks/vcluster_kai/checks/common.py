@@ -216,7 +216,7 @@ def accounted_elsewhere(ctx: Ctx, run: ProbeRun) -> str:
     queue = str((group.get("spec") or {}).get("queue") or "")
     if queue == ctx.queue:
         return ""
-    label = o.labels(run.host).get(kr.QUEUE_LABEL, "none") if run.host else "none"
+    label = o.labels(run.host).get(kr.QUEUE_LABEL, "none")
     return (f"PodGroup {o.name(group)} of {run.name} is in queue {queue or 'none'}, not "
             f"{ctx.queue}: KAI accounts {ctx.team}'s pod in {queue or 'no'} queue (host pod "
             f"labelled {kr.QUEUE_LABEL}={label}); kubectl -n {ctx.spec.namespace} get "

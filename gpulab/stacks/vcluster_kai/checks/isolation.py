@@ -68,7 +68,7 @@ def _listing_problems(ctx: Ctx) -> tuple[list[str], list[str]]:
         elif _uid(pod) in others:
             problems.append(f"{ctx.team}'s vCluster lists pod {where} of {others[_uid(pod)]} "
                             f"(same uid)")
-    namespaces = {o.metadata(p).get("namespace", "") for p in ctx.st.listing.pods}
+    namespaces = {o.metadata(p).get("namespace") for p in ctx.st.listing.pods}
     evidence = [f"{ctx.team}'s vCluster lists {len(ctx.st.listing.pods)} pod(s) in "
                 f"{len(namespaces)} namespace(s)"]
     hidden = ", ".join(f"{n} of {team}" for team, n in counts.items() if n)

@@ -80,11 +80,15 @@ def check_api(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> Check
             "own-cluster.md, 'Reaching the vClusters')" if lab.host.provider == "existing" else
             "the host cannot reach the NodePort on the kind node (docs/vcluster-kai.md, "
             "'Reaching a vCluster from the host')")
-        cause = (
-            f"its control plane runs on the host, so {unreached}" if running
-            else f"its control plane is not running (Helm release {team} in "
-                 f"{ctx.spec.namespace}; gpulab up installs it)"
-        )
+        if st.control_plane_pods is None:
+            # Unread is not absent: without its pods, whether the control plane runs is unknown.
+            cause = (f"whether its control plane runs on the host is unknown (its pods: "
+                     f"{plane}); kubectl -n {ctx.spec.namespace} get pods on the host")
+        elif running:
+            cause = f"its control plane runs on the host, so {unreached}"
+        else:
+            cause = (f"its control plane is not running (Helm release {team} in "
+                     f"{ctx.spec.namespace}; gpulab up installs it)")
         return ctx.failed(f"the vCluster API of {team} at {where} did not answer: "
                           f"{st.api_error}; {cause}", f"control plane on the host: {plane}")
     if not st.api_version:
@@ -308,7 +312,8 @@ def check_pod_via_kai(lab: KaiLabState, profile: VclusterKaiProfile, team: str) 
                         f"{ctx.queue}")
     evidence = (f"{where}: schedulerName {scheduler}, {kr.QUEUE_LABEL}={queue}, "
                 f"{kr.FRACTION_ANNOTATION} {fraction}"
-                + (f"; PodGroup {o.name(group)} in queue {group_queue}" if group else ""))
+                + (f"; PodGroup {o.name(group)} in queue {group_queue or 'none'}" if group
+                   else ""))
     if problems:
         return ctx.failed(summarize_problems(problems), evidence)
     return ctx.passed(evidence)
@@ -442,12 +447,14 @@ def check_over_limit(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -
     # KAI walks the queue chain up from the workload's queue and names the queue whose limit
     # is reached first in its message (proportion/capacity_policy/max_allowed_check.go:19-32,
     # api/unschedule_info.go:55-82): only the team's own queue shows the team's limit works.
-    foreign = [q for q in map(_over_limit_queue, coded + worded) if q not in ("", ctx.queue)]
+    # A coded reason is often worded too: each reason once, the one naming the other queue.
+    foreign = [r for r in coded + [r for r in worded if r not in coded]
+               if _over_limit_queue(r) not in ("", ctx.queue)]
     if foreign:
-        return ctx.failed(f"{run.name} ({what}) is Pending for queue {foreign[0]}'s limit, not "
-                          f"{limit}: {ko.reasons_text(coded + worded, 1)}; kubectl get "
-                          f"queues.scheduling.run.ai {foreign[0]} -o yaml",
-                          o.pod_summary(run.host))
+        queue = _over_limit_queue(foreign[0])
+        return ctx.failed(f"{run.name} ({what}) is Pending for queue {queue}'s limit, not "
+                          f"{limit}: {foreign[0].text()}; kubectl get queues.scheduling.run.ai "
+                          f"{queue} -o yaml", o.pod_summary(run.host))
     pg = f"PodGroup {o.name(run.pod_group)}" if run.pod_group else "no PodGroup"
     if coded:
         return ctx.passed(f"{run.name} ({what}, {limit}) stays {o.pod_phase(run.host)}; KAI "
