@@ -905,18 +905,40 @@ def kubeconfig(
                                            "($KUBECONFIG or ~/.kube/config), as kind does; "
                                            "`gpulab down` removes it.")
     ] = False,
+    port_forward: Annotated[
+        bool, typer.Option("--port-forward",
+                           help="A lab in an existing cluster: forward a local port through "
+                                "the cluster's API to the team's vCluster (as `vcluster "
+                                "connect` does), print the path of a kubeconfig for it and "
+                                "wait until Ctrl-C.")
+    ] = False,
+    port: Annotated[
+        int | None, typer.Option("--port", min=0, max=65535, metavar="<int>",
+                                 help="With --port-forward: the local port on 127.0.0.1 "
+                                      "(default: the team's api_host_port, the port its saved "
+                                      "kubeconfig names; 0: any free port).")
+    ] = None,
 ) -> None:
-    """Print the path of a tenant's (or team's) saved kubeconfig (never its contents)."""
+    """Print the path of a tenant's (or team's) saved kubeconfig (never its contents). With
+    --port-forward: the path of a temporary kubeconfig reaching the team's vCluster through a
+    port-forward, kept open until Ctrl-C (exit 130; only that file is removed)."""
 
     def body() -> int:
         from gpulab import core
         from gpulab.errors import UsageError
 
+        if port is not None and not port_forward:
+            raise UsageError("--port goes with --port-forward")
+        if port_forward and merge:
+            raise UsageError("--port-forward and --merge cannot be combined: the forwarded "
+                             "kubeconfig lasts only while the command runs")
         loaded, lab = _resolve_lab(profile, name)
         folder = core.require_lab(lab)
         known = ["management", *loaded.profile.member_names()]
         if tenant not in known:
             raise UsageError(f"unknown tenant '{tenant}'", hint=f"choose from {', '.join(known)}")
+        if port_forward:
+            return _port_forward(lab, loaded.profile, tenant, port, export=export)
         path = folder / f"{tenant}.kubeconfig"
         if not path.is_file():
             raise HostError(f"lab '{lab}' is not up: no kubeconfig saved for {tenant} in "
@@ -939,36 +961,39 @@ def kubeconfig(
     _guard(body)
 
 
-@app.command(short_help="Print the commands that join a machine to a tenant (existing cluster).")
-def join(
-    tenant: Annotated[str, typer.Argument(help="Tenant name.",
-                                          autocompletion=_complete_members)],
-    profile: ProfileOpt = None,
-    name: NameOpt = None,
-    node: Annotated[
-        str | None, typer.Option("--node", metavar="<str>",
-                                 help="The machine's node name (default: "
-                                      "gpulab-LAB-TENANT-worker).")
-    ] = None,
-    ttl: Annotated[
-        str, typer.Option("--ttl", metavar="<duration>",
-                          help="How long the join token lives, 1m to 24h.")
-    ] = "1h",
-) -> None:
-    """For a lab on an existing cluster: create a short-lived bootstrap token in the tenant and
-    print the kubeadm join for the machine, its labels, and HAMi with the NVIDIA device
-    plugin (docs/own-cluster.md)."""
+def _port_forward(lab: str, profile: LabProfile, tenant: str, port: int | None, *,
+                  export: bool) -> int:
+    """`kubeconfig --port-forward`: open it, print the kubeconfig's path, wait for Ctrl-C (or
+    SIGTERM/SIGHUP), then close it and remove that file only."""
+    import time
 
-    def body() -> int:
-        from gpulab import core
+    from gpulab import core
 
-        seconds = core.join_ttl(ttl)
-        loaded, lab = _resolve_lab(profile, name)
-        typer.echo(core.join(lab, loaded.profile, tenant, node=node, ttl_seconds=seconds),
-                   nl=False)
-        return 0
+    def problem(message: str) -> None:
+        err.print(f"port-forward: {message}", markup=False, highlight=False)
 
-    _guard(body)
+    with _stop_signals() as received:
+        forward = None
+        try:
+            forward = core.port_forward(lab, profile, tenant, port=port, on_error=problem)
+            typer.echo(f"export KUBECONFIG={forward.kubeconfig}" if export
+                       else str(forward.kubeconfig))
+            sys.stdout.flush()
+            err.print(f"forwarding {forward.server} to pod {forward.namespace}/{forward.pod} "
+                      f"port 8443 through the cluster's API; {tenant}'s vCluster answers "
+                      f"{forward.version}. Use it: KUBECONFIG={forward.kubeconfig} kubectl get "
+                      "namespaces. Ctrl-C stops the forward and removes that file.",
+                      markup=False, highlight=False)
+            while True:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            what = "stopped" if not received else "terminated"
+            err.print(f"{what}: port-forward to {tenant}'s vCluster closed"
+                      + (f"; removed {forward.kubeconfig}" if forward else ""), markup=False)
+            return 128 + received[0] if received else int(ExitCode.INTERRUPTED)
+        finally:
+            if forward is not None:
+                forward.close()
 
 
 def _replay_source(value: Path | None) -> Path | None:

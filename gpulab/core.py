@@ -59,6 +59,7 @@ __all__ = [
     "management_api_problem",
     "no_lab",
     "plan_steps",
+    "port_forward",
     "preflight",
     "read_docker",
     "record_profile",
@@ -826,34 +827,43 @@ def _status_client(path: Path) -> KubeGateway:
     return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
 
 
-def join_ttl(value: str) -> int:
-    """`--ttl`: `30m`, `1h`, `90s` → seconds, 1m to 24h (kubeadm's --ttl is a Go duration,
-    24h by default; a join needs minutes, so gpulab's default is 1h)."""
-    import re
-
-    match = re.fullmatch(r"([1-9]\d*)(s|m|h)", value.strip())
-    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)] if match else 0
-    if not 60 <= seconds <= 24 * 3600:
-        raise UsageError(f"--ttl {value!r}: give a duration from 1m to 24h, such as 30m or 1h")
-    return seconds
-
-
-def join(lab: str, profile: LabProfile, member: str, *, node: str | None, ttl_seconds: int,
-         kube: Callable[[Path], KubeGateway] | None = None) -> str:
-    """`gpulab join`: the commands that make a real machine a worker of `member` in a lab on an
-    existing cluster (a bootstrap token is created in the tenant now); UsageError on kind."""
+def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None,
+                 on_error: Callable[[str], None] | None = None,
+                 kube: Callable[[Path], KubeGateway] | None = None,
+                 dial: Callable[[str], Any] | None = None) -> Any:
+    """`gpulab kubeconfig TEAM --port-forward`: forward 127.0.0.1:`port` (None: the team's
+    api_host_port, as its saved kubeconfig names on a port-forward lab; 0: any free port)
+    through the lab's cluster's API to the team's vCluster, as `vcluster connect` does
+    (providers.forward), and write a temporary kubeconfig for it. Labs in an existing cluster
+    only (a kind lab publishes each vCluster on 127.0.0.1 itself). The caller closes it."""
     from gpulab import lab_record
-    from gpulab.stacks import for_profile
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+    from gpulab.paths import lab_dir
+    from gpulab.providers.forward import open_forward
 
-    require_lab(lab)
+    folder = require_lab(lab)
     record = lab_record.read(lab)
     if record is None or record.provider != "existing":
-        raise UsageError(f"lab '{lab}' runs on kind: its workers are containers gpulab starts "
-                         "itself; gpulab join is for labs on an existing cluster (up "
-                         "--kubeconfig)")
-    return for_profile(profile).join_commands(profile, lab, member, node=node,
-                                              ttl_seconds=ttl_seconds,
-                                              kube=kube or _status_client)
+        raise UsageError(f"lab '{lab}' runs on kind, which publishes each vCluster on "
+                         "127.0.0.1 already; --port-forward is for labs in an existing cluster",
+                         hint=f"gpulab kubeconfig {member} --name {lab}")
+    team = getattr(profile, "team", None)
+    if profile.stack != "vcluster-kai" or team is None:
+        raise UsageError(f"--port-forward reaches a vcluster-kai team's vCluster; lab '{lab}' "
+                         f"is {profile.stack}")
+    if member == "management":
+        raise UsageError("the management cluster is the cluster you gave up --kubeconfig: "
+                         "reach it directly", hint=f"gpulab kubeconfig management --name {lab}")
+    spec = team(member)
+
+    def client(path: Path) -> KubeGateway:
+        return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
+
+    factory = kube or client
+    return open_forward(factory(folder / "management.kubeconfig"), spec.namespace, spec.name,
+                        lab_dir(lab) / f"{member}.kubeconfig",
+                        port=spec.host_port if port is None else port, kube=factory,
+                        prefix=f"gpulab-{lab}-{member}-", dial=dial, on_error=on_error)
 
 
 # --------------------------------------------------------------------------- logs

@@ -228,3 +228,137 @@ def _no_docker(*_a: Any, **_k: Any) -> Any:
     from gpulab.errors import HostError
 
     raise HostError("no Docker engine here (the test)")
+
+
+# --------------------------------------------------------------------------- port-forward
+
+
+def _vcluster_pod(cluster: ExistingCluster, team: str, name: str, created: str) -> None:
+    import kmock
+
+    cluster.host.put(kmock.resource("v1/pods"), {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": f"vcluster-{team}", "creationTimestamp": created,
+                     "labels": {"app": "vcluster", "release": team}},
+        "spec": {"containers": [{"name": "syncer", "image": "vcluster"}]},
+        "status": {"phase": "Running"}})
+
+
+def _through_kmock(cluster: ExistingCluster, team: str) -> tuple[Any, Any, list[str]]:
+    """(kube, dial, pods dialled): `dial` opens a TCP stream to the team's kmock vCluster, as
+    pods/portforward would to the vCluster pod's 8443 (kmock cannot upgrade to a port-forward
+    WebSocket); `kube` reads the forwarded kubeconfig, checks it names 127.0.0.1, and talks
+    plain HTTP to that port (kmock serves no TLS): every byte crosses the LocalForwarder."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import yaml
+
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+
+    target = urlsplit(cluster.vclusters[team].url)
+    dialled: list[str] = []
+
+    def dial(pod: str) -> socket.socket:
+        dialled.append(pod)
+        return socket.create_connection((target.hostname, target.port), timeout=5)
+
+    def kube(path: Path) -> KubeClient:
+        if path.name == "management.kubeconfig":
+            return KubeClient(path, retry=RetryPolicy.disabled(), request_timeout=5)
+        server = yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"]
+        assert server.startswith("https://127.0.0.1:"), server
+        return KubeClient(host=server.replace("https://", "http://"),
+                          retry=RetryPolicy.disabled(), request_timeout=5)
+
+    return kube, dial, dialled
+
+
+def test_port_forward_reaches_the_vcluster_through_a_local_port(tmp_path: Path) -> None:
+    import yaml
+
+    from gpulab import core
+
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        _vcluster_pod(cluster, "team-nlp", "team-nlp-0-old", "2026-12-01T10:00:00Z")
+        _vcluster_pod(cluster, "team-nlp", "team-nlp-0", "2026-12-03T10:00:00Z")
+        kube, dial, dialled = _through_kmock(cluster, "team-nlp")
+        writes = len(cluster.writes())
+        saved = (tmp_path / "home" / "labs" / LAB / "team-nlp.kubeconfig").read_text()
+        forward = core.port_forward(LAB, load_profile(LAB).profile, "team-nlp", port=0,
+                                    kube=kube, dial=dial)
+        try:
+            assert forward.version == VERSION  # the team's vCluster answered through it
+            assert forward.pod == "team-nlp-0" and dialled == ["team-nlp-0"]  # the newest
+            written = yaml.safe_load(forward.kubeconfig.read_text())
+            assert stat.S_IMODE(forward.kubeconfig.stat().st_mode) == 0o600
+            assert written["clusters"][0]["cluster"]["server"] == forward.server == \
+                f"https://127.0.0.1:{forward.forwarder.port}"
+            kept = yaml.safe_load(saved)
+            assert written["users"] == kept["users"]  # credentials and CA as saved
+            again = kube(forward.kubeconfig)
+            assert again.list_objects("v1", "Node")[0]["metadata"]["name"] == "gpu-node-1"
+            again.close()
+        finally:
+            forward.close()
+        assert not forward.kubeconfig.exists()
+        assert (tmp_path / "home" / "labs" / LAB / "team-nlp.kubeconfig").read_text() == saved
+        assert cluster.writes()[writes:] == []  # the host only read
+
+
+def test_port_forward_refuses_kind_labs_and_the_management_cluster(tmp_path: Path) -> None:
+    from gpulab import core, lab_record
+    from gpulab.errors import UsageError
+
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        with pytest.raises(UsageError, match="the management cluster is the cluster you gave"):
+            core.port_forward(LAB, load_profile(LAB).profile, "management", port=0)
+    lab_record.record_cluster("kind-lab", {})
+    with pytest.raises(UsageError, match="runs on kind, which publishes each vCluster"):
+        core.port_forward("kind-lab", load_profile(LAB).profile, "team-nlp", port=0)
+    result = CliRunner().invoke(app, ["kubeconfig", "team-nlp", "--name", LAB, "--port", "9"])
+    assert result.exit_code == 2 and "--port goes with --port-forward" in result.output
+
+
+def test_kubeconfig_port_forward_waits_until_ctrl_c_and_removes_only_its_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+    import threading
+    import time
+
+    from gpulab import core
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        _vcluster_pod(cluster, "team-nlp", "team-nlp-0", "2026-12-03T10:00:00Z")
+        kube, dial, _dialled = _through_kmock(cluster, "team-nlp")
+        real = core.port_forward
+        monkeypatch.setattr(core, "port_forward",
+                            lambda *a, **k: real(*a, **k, kube=kube, dial=dial))
+        seen: list[str] = []
+        sleep = time.sleep
+
+        def user_waits_then_presses_ctrl_c(seconds: float) -> None:
+            if threading.current_thread() is not threading.main_thread():
+                sleep(seconds)
+                return
+            (path,) = tmp_path.glob("gpulab-vcluster-kai-team-nlp-*.kubeconfig")
+            client = kube(path)  # what the user's kubectl does meanwhile
+            seen.append(client.server_version())
+            client.close()
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(time, "sleep", user_waits_then_presses_ctrl_c)
+        result = CliRunner().invoke(app, ["kubeconfig", "team-nlp", "--name", LAB,
+                                          "--port-forward", "--port", "0"])
+    assert result.exit_code == 130, result.output
+    printed = result.stdout.strip()
+    assert printed.startswith(str(tmp_path / "gpulab-vcluster-kai-team-nlp-"))
+    assert seen == [VERSION]
+    assert "forwarding https://127.0.0.1:" in result.output and "Ctrl-C stops" in result.output
+    assert f"removed {printed}" in result.output
+    assert not list(tmp_path.glob("gpulab-vcluster-kai-*.kubeconfig"))
+    assert (tmp_path / "home" / "labs" / LAB / "team-nlp.kubeconfig").is_file()
