@@ -961,6 +961,38 @@ def kubeconfig(
     _guard(body)
 
 
+@app.command(short_help="Print the commands that join a machine to a tenant (existing cluster).")
+def join(
+    tenant: Annotated[str, typer.Argument(help="Tenant name.",
+                                          autocompletion=_complete_members)],
+    profile: ProfileOpt = None,
+    name: NameOpt = None,
+    node: Annotated[
+        str | None, typer.Option("--node", metavar="<str>",
+                                 help="The machine's node name (default: "
+                                      "gpulab-LAB-TENANT-worker).")
+    ] = None,
+    ttl: Annotated[
+        str, typer.Option("--ttl", metavar="<duration>",
+                          help="How long the join token lives, 1m to 24h.")
+    ] = "1h",
+) -> None:
+    """For a lab on an existing cluster: create a short-lived bootstrap token in the tenant and
+    print the kubeadm join for the machine, its labels, and HAMi with the NVIDIA device
+    plugin (docs/own-cluster.md)."""
+
+    def body() -> int:
+        from gpulab import core
+
+        seconds = core.join_ttl(ttl)
+        loaded, lab = _resolve_lab(profile, name)
+        typer.echo(core.join(lab, loaded.profile, tenant, node=node, ttl_seconds=seconds),
+                   nl=False)
+        return 0
+
+    _guard(body)
+
+
 def _port_forward(lab: str, profile: LabProfile, tenant: str, port: int | None, *,
                   export: bool) -> int:
     """`kubeconfig --port-forward`: open it, print the kubeconfig's path, wait for Ctrl-C (or

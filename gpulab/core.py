@@ -827,6 +827,36 @@ def _status_client(path: Path) -> KubeGateway:
     return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
 
 
+def join_ttl(value: str) -> int:
+    """`--ttl`: `30m`, `1h`, `90s` → seconds, 1m to 24h (kubeadm's --ttl is a Go duration,
+    24h by default; a join needs minutes, so gpulab's default is 1h)."""
+    import re
+
+    match = re.fullmatch(r"([1-9]\d*)(s|m|h)", value.strip())
+    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)] if match else 0
+    if not 60 <= seconds <= 24 * 3600:
+        raise UsageError(f"--ttl {value!r}: give a duration from 1m to 24h, such as 30m or 1h")
+    return seconds
+
+
+def join(lab: str, profile: LabProfile, member: str, *, node: str | None, ttl_seconds: int,
+         kube: Callable[[Path], KubeGateway] | None = None) -> str:
+    """`gpulab join`: the commands that make a real machine a worker of `member` in a lab on an
+    existing cluster (a bootstrap token is created in the tenant now); UsageError on kind."""
+    from gpulab import lab_record
+    from gpulab.stacks import for_profile
+
+    require_lab(lab)
+    record = lab_record.read(lab)
+    if record is None or record.provider != "existing":
+        raise UsageError(f"lab '{lab}' runs on kind: its workers are containers gpulab starts "
+                         "itself; gpulab join is for labs on an existing cluster (up "
+                         "--kubeconfig)")
+    return for_profile(profile).join_commands(profile, lab, member, node=node,
+                                              ttl_seconds=ttl_seconds,
+                                              kube=kube or _status_client)
+
+
 def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None,
                  on_error: Callable[[str], None] | None = None,
                  kube: Callable[[Path], KubeGateway] | None = None,
