@@ -31,11 +31,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FRACTION_ANNOTATION",
+    "FRACTION_DEVICES_ANNOTATION",
     "GPU_GROUP_LABEL",
+    "GPU_MEMORY_ANNOTATION",
     "GPU_SHORTAGE",
     "KAI_SCHEDULER",
     "QUEUE_LABEL",
     "QUEUE_REASONS",
+    "SHARE_ANNOTATIONS",
     "KaiReason",
     "kai_pod",
     "kai_reasons",
@@ -145,6 +148,11 @@ def reasons_text(reasons: Sequence[KaiReason], limit: int = 2) -> str:
 
 QUEUE_LABEL = "kai.scheduler/queue"  # KAI's podgrouper.queueLabelKey
 FRACTION_ANNOTATION = "gpu-fraction"
+# KAI's other ways to ask for part of a GPU (KAI v0.16.8 pkg/common/constants/constants.go:58,60;
+# docs/gpu-sharing/README.md: `gpu-memory` in MiB): a fraction of that many devices, or memory.
+FRACTION_DEVICES_ANNOTATION = "gpu-fraction-num-devices"
+GPU_MEMORY_ANNOTATION = "gpu-memory"
+SHARE_ANNOTATIONS = (FRACTION_ANNOTATION, FRACTION_DEVICES_ANNOTATION, GPU_MEMORY_ANNOTATION)
 KAI_SCHEDULER = "kai-scheduler"
 GPU_GROUP_LABEL = "runai-gpu-group"  # KAI's label on fraction pods sharing one device
 

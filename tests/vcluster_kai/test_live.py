@@ -241,3 +241,76 @@ def test_a_default_service_account_that_never_appears_is_a_bounded_error(
         assert not [c for c in lab.teams[team].calls if c[:2] == ("apply", "Pod")]
         assert verify_namespace_left(lab, team) == []  # the namespace is still cleaned up
     assert lab.clock.slept <= 3 * (timeouts.service_account + timeouts.interval) + 1
+
+
+# --------------------------------------------------------------------------- realistic hosts (#24)
+
+
+def _host_pod(name: str, namespace: str, *, phase: str = "Running", node: str = b.GPU_NODE,
+              annotations: dict[str, str] | None = None, limits: dict[str, str] | None = None,
+              labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"u-{namespace}-{name}",
+                         "labels": dict(labels or {}), "annotations": dict(annotations or {})},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "main", "image": "x", "resources": {"limits": dict(limits or {})}}]},
+            "status": {"phase": phase}}
+
+
+def test_a_lived_in_host_still_passes(kai_profile: VclusterKaiProfile) -> None:
+    """A host as a user leaves it: DaemonSet pods on the GPU node (a device plugin, kube-proxy),
+    KAI's own reservation pod holding the shared GPU, and finished jobs that held GPUs (Succeeded,
+    Failed: KAI's podgroup-controller counts neither, metadata/pod.go:28-35 at v0.16.8). None of
+    them is a GPU user, so verify runs every check and all pass."""
+    lab = kai_lab(kai_profile)
+    reservation = kai_profile.components.kai_scheduler.reservation_namespace
+    lab.host.put(
+        _host_pod("nvidia-device-plugin-daemonset-x2k4q", "gpu-operator",
+                  labels={"app": "device-plugin"}),
+        _host_pod("kube-proxy-b7vqd", "kube-system", labels={"k8s-app": "kube-proxy"}),
+        _host_pod("kube-proxy-t9wzc", "kube-system", node=b.CONTROL_PLANE,
+                  labels={"k8s-app": "kube-proxy"}),
+        _host_pod("gpu-reservation-gpulab-vcluster-kai-worker-q7m2x", reservation,
+                  limits={"nvidia.com/gpu": "1"}, labels={"runai-gpu-group": b.GPU_GROUP}),
+        _host_pod("train-done", "ml", phase="Succeeded", limits={"nvidia.com/gpu": "1"}),
+        _host_pod("train-oom", "ml", phase="Failed", annotations={"gpu-fraction": "0.5"}),
+        _host_pod("eval-done", "ml", phase="Succeeded", annotations={"gpu-memory": "2000"}))
+    report = _run(lab, kai_profile)
+    assert set(_status(report).values()) == {"pass"}, [
+        (r.id, r.tenant, r.reason) for r in report.results if r.status != "pass"]
+    assert report.state.host.gpu_users == ()  # type: ignore[attr-defined]
+
+
+def test_a_pod_sharing_the_gpu_by_memory_is_a_gpu_user(kai_profile: VclusterKaiProfile) -> None:
+    """KAI shares a GPU by memory too: a pod annotated `gpu-memory: <MiB>` (KAI v0.16.8
+    docs/gpu-sharing/README.md, pkg/common/constants/constants.go:58) holds part of the GPU, so
+    verify's expectations of an idle GPU do not hold and its GPU checks are not run."""
+    lab = kai_lab(kai_profile)
+    lab.host.put(_host_pod("infer-x-default-x-team-vision", "vcluster-team-vision",
+                           annotations={"gpu-memory": "2000"},
+                           labels={"kai.scheduler/queue": "team-vision"}))
+    report = _run(lab, kai_profile)
+    for team in kai_profile.member_names():
+        for check in ("KAI-04", "KAI-05", "KAI-06", "KAI-07"):
+            result = next(r for r in report.results if (r.id, r.tenant) == (check, team))
+            assert result.status == "error", (check, team, result.reason)
+            assert ("vcluster-team-vision/infer-x-default-x-team-vision (2000 MiB of GPU memory "
+                    "(gpu-memory), queue team-vision, Running)") in result.reason
+    [user] = report.state.host.gpu_users  # type: ignore[attr-defined]
+    assert user["metadata"]["annotations"] == {"gpu-memory": "2000"}  # kept for the replay
+
+
+@pytest.mark.parametrize(("annotations", "limits", "said"), [
+    ({"gpu-fraction": "0.5"}, {}, "0.5 GPU (gpu-fraction)"),
+    ({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"}, {},
+     "0.5 GPU on each of 2 GPUs (gpu-fraction)"),
+    ({"gpu-memory": "2000"}, {}, "2000 MiB of GPU memory (gpu-memory)"),
+    ({}, {"nvidia.com/gpu": "2"}, "2 GPU"),
+    ({}, {"nvidia.com/gpu": "0"}, ""),
+    ({"gpu-fraction-num-devices": "2"}, {}, ""),  # a count of nothing asks for nothing
+])
+def test_what_a_gpu_user_is_said_to_hold(annotations: dict[str, str], limits: dict[str, str],
+                                         said: str) -> None:
+    from gpulab.stacks.vcluster_kai import objects as ko
+
+    assert ko.gpu_request(_host_pod("p", "ml", annotations=annotations, limits=limits)) == said

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import objects as o
 from gpulab.verify.kai import (
+    FRACTION_DEVICES_ANNOTATION,
+    GPU_MEMORY_ANNOTATION,
     QUEUE_REASONS,
     KaiReason,
     kai_reasons,
@@ -76,11 +78,18 @@ def allocated(queue: Mapping[str, Any] | None, resource: str, key: str = "alloca
 
 
 def gpu_request(pod: Mapping[str, Any]) -> str:
-    """What a pod asks of the GPUs: its `nvidia.com/gpu` request/limit, or KAI's `gpu-fraction`
-    annotation; '' when neither."""
-    fraction = o.annots(pod).get(kr.FRACTION_ANNOTATION)
+    """What a pod asks of the GPUs: its `nvidia.com/gpu` request/limit, or a share by KAI's
+    `gpu-fraction` (times `gpu-fraction-num-devices`) or `gpu-memory` (MiB) annotation; '' when
+    none."""
+    annotations = o.annots(pod)
+    fraction = annotations.get(kr.FRACTION_ANNOTATION)
+    devices = annotations.get(FRACTION_DEVICES_ANNOTATION)
+    each = f" on each of {devices} GPUs" if devices else ""
     if fraction:
-        return f"{fraction} GPU (gpu-fraction)"
+        return f"{fraction} GPU{each} (gpu-fraction)"
+    memory = annotations.get(GPU_MEMORY_ANNOTATION)
+    if memory:
+        return f"{memory} MiB of GPU memory{each} (gpu-memory)"
     total = 0
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}

@@ -37,6 +37,7 @@ from gpulab.stacks.vcluster_kai.checks.registry import CHECKS, Check, pods_neede
 from gpulab.stacks.vcluster_kai.state import HostState, KaiLabState, ProbeRun, TeamState
 from gpulab.verify import objects as o
 from gpulab.verify import observe as verify_observe
+from gpulab.verify.kai import SHARE_ANNOTATIONS
 from gpulab.verify.observe import (
     Clock,
     CrossTenantGateway,
@@ -416,7 +417,7 @@ def _gpu_user(pod: Mapping[str, Any]) -> JsonObj:
     """What the checks need of a GPU-using pod that is not verify's: identity, queue, what it
     asks for, where it runs, its phase."""
     meta = o.metadata(pod)
-    annotations = {k: v for k, v in o.annots(pod).items() if k == kr.FRACTION_ANNOTATION}
+    annotations = {k: v for k, v in o.annots(pod).items() if k in SHARE_ANNOTATIONS}
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": meta.get("name", ""), "namespace": meta.get("namespace", ""),
