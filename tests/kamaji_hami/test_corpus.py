@@ -196,6 +196,11 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
     ("konnectivity-agent crash-looping",
      lambda st, _o: _crash(_system_pod(st, "konnectivity-agent")), {"TC-02"},
      "the Konnectivity agent is not running and ready"),
+    ("konnectivity-agent evicted and not replaced",
+     lambda st, _o: _system_pod(st, "konnectivity-agent").update(
+         _finished(_system_pod(st, "konnectivity-agent"), "konnectivity-agent-7c9d6b8f4-q2wxz",
+                   "Failed", reason="Evicted")),
+     {"TC-02"}, "konnectivity-agent-7c9d6b8f4-q2wxz Failed"),
     ("konnectivity-agent missing",
      lambda st, _o: st.update(system_pods=[
          p for p in st["system_pods"]
@@ -382,8 +387,37 @@ def _unrelated_event(st: dict[str, Any], _other: dict[str, Any]) -> None:
     run["events"].append(event)
 
 
-@pytest.mark.parametrize("edit", [_reorder, _unrelated_pod, _unrelated_event],
-                         ids=["reordered lists", "unrelated pod", "unrelated event"])
+def _finished(pod: dict[str, Any], name: str, phase: str, **status: Any) -> dict[str, Any]:
+    done = copy.deepcopy(pod)
+    done["metadata"].update(name=name, uid=f"u-{name}")
+    done["status"] = {"phase": phase, **status, "containerStatuses": [
+        {"name": c["name"], "ready": False, "restartCount": 0,
+         "state": {"terminated": {"exitCode": 0 if phase == "Succeeded" else 137,
+                                  "reason": "Completed" if phase == "Succeeded" else "Error"}}}
+        for c in done["spec"]["containers"]]}
+    return done
+
+
+def _lived_in(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    """A tenant as it looks after use: a konnectivity-agent pod the kubelet evicted and its
+    ReplicaSet replaced (Kamaji's agent in Deployment mode; an evicted pod stays, Failed, until
+    the pod GC), and in `default` a finished and a failed job that held the card (HAMi counts
+    neither: pkg/scheduler/scheduler.go:144-153 at v2.10.0)."""
+    agent = _system_pod(st, "konnectivity-agent")
+    st["system_pods"].append(_finished(
+        agent, "konnectivity-agent-7c9d6b8f4-q2wxz", "Failed", reason="Evicted",
+        message="The node was low on resource: memory."))
+    share = copy.deepcopy(_run(st, "gpu-share-1")["pod"])
+    share["metadata"].update(namespace="default", labels={"job-name": "train"})
+    for name, phase in (("train-b7kq2", "Succeeded"), ("train-x5wzd", "Failed")):
+        pod = _finished(share, name, phase)
+        st["listing"]["pods"].append({"metadata": pod["metadata"], "spec": pod["spec"],
+                                      "status": pod["status"]})
+
+
+@pytest.mark.parametrize("edit", [_reorder, _unrelated_pod, _unrelated_event, _lived_in],
+                         ids=["reordered lists", "unrelated pod", "unrelated event",
+                              "lived-in tenant"])
 @pytest.mark.parametrize("tenant", TENANTS)
 def test_healthy_variants_still_pass(edit: Any, tenant: str) -> None:
     assert _judge(edit, tenant) == []

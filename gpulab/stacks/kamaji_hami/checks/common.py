@@ -147,14 +147,20 @@ def system_pods_summary(st: TenantState, prefix: str) -> str:
     return "; ".join(parts)
 
 
+_FINISHED = ("Succeeded", "Failed")
+
+
 def pods_not_serving(st: TenantState, prefix: str) -> list[str] | None:
     """The `prefix`* pods in kube-system that are not Running with every container running and
-    ready, as 'name Phase (container problems)'; None when none exists (or none was observed)."""
+    ready, as 'name Phase (container problems)'; None when none exists (or none was observed).
+    Finished pods (Succeeded, Failed: an evicted pod its ReplicaSet replaced stays until the pod
+    GC) are judged only when no other pod of that name exists: they serve nothing either way."""
     pods = _pods_named(st.system_pods or (), prefix)
     if not pods:
         return None
+    live = [p for p in pods if o.pod_phase(p) not in _FINISHED]
     out = []
-    for pod in pods:
+    for pod in live or pods:
         if not o.pod_serving(pod):
             problems = o.container_problems(pod)
             extra = f" ({', '.join(problems)})" if problems else ""
