@@ -448,9 +448,43 @@ def gpu_runs(spec: TenantSpec) -> tuple[PodRun, ...]:
 # --------------------------------------------------------------------------- states
 
 
+def _namespaced_name(obj: dict[str, Any]) -> tuple[str, str]:
+    """The API server's order of a list across namespaces (by namespace, then name)."""
+    meta = obj["metadata"]
+    return str(meta.get("namespace") or ""), str(meta["name"])
+
+
+def finished_jobs(spec: TenantSpec) -> list[dict[str, Any]]:
+    """What a tenant's users leave on a GPU worker: a Job pod that ran on the card and completed,
+    and one that failed, both still carrying HAMi's grant (HAMi counts neither:
+    pkg/scheduler/scheduler.go:144-153, pkg/util/util.go:300-305 at v2.10.0). None on a tenant
+    without GPUs."""
+    if not spec.gpus:
+        return []
+    sizes = render.sharing_sizes(spec.gpus[0], spec.device_ids(0)[0])
+    host = worker(spec.name)
+    grant = hw.encode_pod_devices(
+        [[(sizes.card_id, "NVIDIA", sizes.share_memory, sizes.share_cores)]])
+    jobs = []
+    for name, phase, code in (("train-b7kq2", "Succeeded", 0), ("train-x5wzd", "Failed", 1)):
+        job = pod(name, "default", host, ["train"], tenant=spec.name, phase=phase,
+                  labels={"batch.kubernetes.io/job-name": "train", "job-name": "train"},
+                  statuses=[{"name": "train", "ready": False, "restartCount": 0,
+                             "state": {"terminated": {
+                                 "exitCode": code,
+                                 "reason": "Completed" if code == 0 else "Error"}}}])
+        job["metadata"]["annotations"] = {
+            hw.ASSIGNED_NODE: host, hw.ASSIGNED_TIME: hw.unix_seconds(PLACED_AT),
+            hw.ALLOCATED: grant, hw.TO_ALLOCATE: grant, hw.BIND_TIME: hw.unix_seconds(PLACED_AT),
+            hw.BIND_PHASE: hw.BIND_SUCCESS}
+        jobs.append(job)
+    return jobs
+
+
 def tenant_state(profile: KamajiHamiProfile, spec: TenantSpec) -> TenantState:
     nodes = tuple(node(spec, i) for i in range(spec.workers.count))
-    system = tuple(p for i in range(spec.workers.count) for p in system_pods(spec, i))
+    system = tuple(sorted((p for i in range(spec.workers.count) for p in system_pods(spec, i)),
+                          key=_namespaced_name))  # as the API lists them
     runs = gpu_runs(spec) if spec.gpus else ()
     others = [t.name for t in profile.tenants if t.name != spec.name]
     live_pods = tuple(r.pod for r in runs if r.pod)
@@ -471,7 +505,9 @@ def tenant_state(profile: KamajiHamiProfile, spec: TenantSpec) -> TenantState:
             for i in range(spec.workers.count)
         ),
         gpu_pods=runs,
-        listing=Listing(nodes=nodes, pods=tuple(listing_pod(p) for p in system + live_pods)),
+        listing=Listing(nodes=nodes, pods=tuple(
+            listing_pod(p) for p in sorted([*system, *live_pods, *finished_jobs(spec)],
+                                           key=_namespaced_name))),
         credential_probes=tuple(
             CredentialProbe(spec.name, other, "rejected",
                             f"list Namespace list at https://{ENDPOINTS.get(other, '?')}: "

@@ -76,7 +76,7 @@ def test_same_api_server_for_both_tenants(healthy: LabState, profile: KamajiHami
     result = judge(state, profile, "TC-08", "tenant-b")
     assert result.status == "fail"
     assert f"lists node {b.worker('tenant-a')} of tenant-a" in result.reason
-    assert "lists pod kube-system/calico-node-j62f8 of tenant-a (same uid)" in result.reason
+    assert "lists pod default/train-b7kq2 of tenant-a (same uid)" in result.reason
     # tenant-a's own API still shows only tenant-a's objects.
     assert judge(state, profile, "TC-08", "tenant-a").status == "pass"
 
@@ -148,7 +148,7 @@ def test_single_tenant_lab(healthy: LabState, profile: KamajiHamiProfile) -> Non
 # --------------------------------------------------------------------------- what the user reads (#24)
 
 HEALTHY_A = (
-    f"tenant-a's API lists 1 node(s) ({b.worker('tenant-a')}) and 10 pod(s), GPU gpumem 81920, "
+    f"tenant-a's API lists 1 node(s) ({b.worker('tenant-a')}) and 12 pod(s), GPU gpumem 81920, "
     f"gpucores 100; none of the 5 verify pod(s) of tenant-b visible; tenant-b's API server "
     f"rejected tenant-a's credentials (list Namespace list at https://172.18.255.201:6443: "
     f"401 Unauthorized)"
