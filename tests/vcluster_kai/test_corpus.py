@@ -282,6 +282,25 @@ def _unrelated_event(st: dict[str, Any], _other: dict[str, Any]) -> None:
     run["events"].append(event)
 
 
+def _lived_in(st: dict[str, Any], _other: dict[str, Any]) -> None:
+    """A team's vCluster after use, listed as the API lists (nodes by name, pods by namespace
+    and name): a CPU node that sorts before the GPU node, and in `default` a Job pod that ran on
+    a GPU share and completed and one that failed (KAI's podgroup-controller counts neither,
+    metadata/pod.go:28-35 at v0.16.8)."""
+    st["nodes"].append({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "cpu-0", "uid": "u-cpu-0", "labels": {}}, "status": {}})
+    st["nodes"].sort(key=lambda n: n["metadata"]["name"])
+    for name, phase in (("train-b7kq2", "Succeeded"), ("train-x5wzd", "Failed")):
+        st["listing"]["pods"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": "default", "uid": f"u-{name}",
+            "labels": {"job-name": "train", "kai.scheduler/queue": TEAM},
+            "annotations": {"gpu-fraction": "0.33"}},
+            "spec": {"nodeName": "gpulab-vcluster-kai-worker", "schedulerName": "kai-scheduler"},
+            "status": {"phase": phase}})
+    st["listing"]["pods"].sort(key=lambda p: (p["metadata"].get("namespace", ""),
+                                              p["metadata"]["name"]))
+
+
 def _extra_queue(manifest: dict[str, Any]) -> None:
     queue = copy.deepcopy(_queue(manifest, TEAM))
     queue["metadata"].update(name="research", uid="u-research")
@@ -290,9 +309,9 @@ def _extra_queue(manifest: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("edit", "manifest"), [
     (_reorder, None), (_unrelated_pod, None), (_unrelated_event, None),
-    (lambda _st, _o: None, _extra_queue),
+    (lambda _st, _o: None, _extra_queue), (_lived_in, None),
 ], ids=["reordered lists", "unrelated pod and node", "event of an earlier pod",
-        "another queue on the host"])
+        "another queue on the host", "lived-in team, lists in the API's order"])
 def test_healthy_variants_still_pass(edit: Any, manifest: Any) -> None:
     assert _judge(edit, manifest) == []
 
