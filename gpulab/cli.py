@@ -659,6 +659,21 @@ def _next_steps(profile: Any, lab: str) -> str:
 
     first = profile.member_names()[0]
     kubeconfig = lab_dir(lab) / f"{first}.kubeconfig"
+    from gpulab import lab_record
+
+    record = lab_record.read(lab)
+    if record is not None and record.cluster.get("expose") == "port-forward":
+        # nothing listens at the saved kubeconfigs' servers until a forward runs
+        ports = ", ".join(f"{t.name} 127.0.0.1:{t.host_port}"
+                          for t in getattr(profile, "teams", ()))
+        return (f"lab '{lab}' is up. Its vClusters are reached by port-forward through the "
+                f"cluster's API (no LoadBalancer, and its nodes do not answer from here). "
+                f"Reach a team:\n"
+                f"  gpulab kubeconfig TEAM --name {lab} --port-forward   (until Ctrl-C; prints "
+                f"a kubeconfig for it)\n"
+                f"  the saved kubeconfigs name these ports, served while that runs: {ports}\n"
+                f"  export KUBECONFIG={kubeconfig}; kubectl get nodes   (in another terminal)\n"
+                f"  gpulab verify --name {lab}   (opens forwards of its own)")
     return (f"lab '{lab}' is up. Use it:\n"
             f"  export KUBECONFIG={kubeconfig}\n"
             f"  kubectl get nodes\n"

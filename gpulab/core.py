@@ -54,6 +54,7 @@ __all__ = [
     "kind_cli",
     "lab_adapters",
     "lab_exists",
+    "lab_expose",
     "lab_name",
     "labs",
     "management_api_problem",
@@ -404,7 +405,7 @@ def existing_facts(profile: LabProfile, lab: str, choice: ClusterChoice
                              f"kubeconfig reaches {identity.kube_system_uid} at {identity.server}")
     finally:
         client.close()
-    return (facts, ExistingCluster(identity, text, facts.version),
+    return (facts, ExistingCluster(identity, text, facts.version, expose=facts.expose),
             stack.existing_problems(profile, facts))
 
 
@@ -485,10 +486,36 @@ def _up_existing(profile: LabProfile, lab: str, report: Reporter, choice: Cluste
     adapters = replace(adapters, helm=BoundedHelm(adapters.helm, choice.helm_parallel))
     steps: list[Step] = [first, *(Owning(s) for s in for_profile(profile).build_steps(
         profile, lab, facts))]
+    forwarding = _forwarding(adapters.kube, adapters.management_kubeconfig(), profile) \
+        if facts.expose == "port-forward" else None
+    if forwarding is not None:  # up reaches each vCluster through the cluster's API itself
+        adapters = replace(adapters, kube=forwarding)
     ctx = StepContext(lab=lab, adapters=adapters)
     if sleep is not None:
         ctx.sleep = sleep
-    return run_steps(steps, ctx, report)
+    try:
+        return run_steps(steps, ctx, report)
+    finally:
+        if forwarding is not None:
+            forwarding.close()
+
+
+def _forwarding(kube: Callable[[Path], KubeGateway], management: Path, profile: LabProfile
+                ) -> Any:
+    """A kube factory that reaches each team's vCluster by port-forward through the cluster's
+    API (providers.forward.ForwardingKube); close it when done."""
+    from gpulab.providers.forward import ForwardingKube, forwarded_teams
+
+    return ForwardingKube(kube, management, forwarded_teams(profile))
+
+
+def lab_expose(lab: str) -> str:
+    """How an existing-cluster lab's vClusters are reached, as `up` recorded it ('' for kind
+    labs and older records)."""
+    from gpulab import lab_record
+
+    record = lab_record.read(lab)
+    return str(record.cluster.get("expose") or "") if record is not None else ""
 
 
 def _created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
@@ -805,12 +832,19 @@ def status(
     from gpulab.paths import lab_dir
     from gpulab.stacks import for_profile
 
-    kube = kube or _status_client
-    info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube))
-    info["exists"] = bool(info.get("exists")) or lab_dir(lab).is_dir()
-    info["timings"] = recorded_timings(lab)
-    if info["exists"] and isinstance(info.get("management"), dict):
-        info["management"]["api_error"] = management_api_problem(lab, kube) or ""
+    forwarding = None
+    if kube is None and lab_expose(lab) == "port-forward":  # the vClusters through the API
+        forwarding = _forwarding(_status_client, lab_dir(lab) / "management.kubeconfig", profile)
+    kube = forwarding or kube or _status_client
+    try:
+        info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube))
+        info["exists"] = bool(info.get("exists")) or lab_dir(lab).is_dir()
+        info["timings"] = recorded_timings(lab)
+        if info["exists"] and isinstance(info.get("management"), dict):
+            info["management"]["api_error"] = management_api_problem(lab, kube) or ""
+    finally:
+        if forwarding is not None:
+            forwarding.close()
     return info
 
 

@@ -228,10 +228,11 @@ class ClusterSpec(Strict):
                                    "(default: $KUBECONFIG, else ~/.kube/config)")
     context: str | None = Field(default=None, description="existing: the context (default: "
                                 "the kubeconfig's current context)")
-    expose: Literal["auto", "LoadBalancer", "NodePort"] = Field(
+    expose: Literal["auto", "LoadBalancer", "NodePort", "port-forward"] = Field(
         default="auto", description="existing: how each vCluster API is reached; auto: "
         "LoadBalancer when the cluster already has a LoadBalancer Service with an address, else "
-        "NodePort")
+        "NodePort when a node's address answers from this machine, else port-forward (through "
+        "the cluster's API, as vcluster connect does)")
     node_address: str | None = Field(default=None, description="existing, NodePort: the node "
                                      "address to reach (default: a node's ExternalIP, else its "
                                      "InternalIP)")

@@ -119,7 +119,8 @@ class ExistingFacts:
     denied: tuple[str, ...] = ()
     provider: str = "existing"
     plan_note: str = ""
-    expose: str = "NodePort"
+    expose: str = "NodePort"  # LoadBalancer | NodePort | port-forward
+    expose_why: str = ""
     fake_nodes: tuple[FakeNode, ...] = ()  # cluster.fake_gpu_nodes, as found
     objects_found: tuple[str, ...] = ()  # Needs.absent that exist ("RuntimeClass nvidia")
     stack: Any = None  # what the stack's own reader (Needs.read) found: its add-ons, names
@@ -299,6 +300,46 @@ def _fake_nodes(nodes: list[dict[str, Any]], needs: Needs) -> tuple[FakeNode, ..
     return tuple(out)
 
 
+NODE_PROBE_PORT = 10250  # the kubelet's port: on every node, whatever runs there
+NODE_PROBE_SECONDS = 2.0
+
+
+def node_reachable(address: str, port: int = NODE_PROBE_PORT,
+                   timeout: float = NODE_PROBE_SECONDS) -> bool:
+    """Whether this machine reaches `address`: a TCP connection to the kubelet's port is
+    accepted or refused (the host answered) within `timeout`; a timeout or an unreachable
+    network means the vClusters' NodePorts would not answer from here either."""
+    import socket
+
+    try:
+        socket.create_connection((address, port), timeout=timeout).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _expose(wanted: str, balanced: bool, given: str | None, found: str | None
+            ) -> tuple[str, str]:
+    """How the vClusters are reached, and why (auto: LoadBalancer when the cluster has one;
+    else NodePort at the address given, or at a node's address when it answers from here;
+    else port-forward through the cluster's API, which always works where the API does)."""
+    if wanted != "auto":
+        return wanted, f"cluster.expose: {wanted}"
+    if balanced:
+        return "LoadBalancer", "a LoadBalancer Service of the cluster has an address"
+    if given:
+        return "NodePort", f"cluster.node_address {given}"
+    if found is None:
+        return "port-forward", "no LoadBalancer, and no node has an address"
+    if node_reachable(found):
+        return "NodePort", f"node address {found} answers from this machine"
+    return "port-forward", (f"no LoadBalancer, and node address {found} does not answer from "
+                            f"this machine (TCP {NODE_PROBE_PORT} within "
+                            f"{NODE_PROBE_SECONDS:g} s)")
+
+
 def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str = "auto",
             node_address: str | None = None) -> ExistingFacts:
     """Read the cluster (GETs and SelfSubjectAccessReviews only: nothing is stored)."""
@@ -320,7 +361,7 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
     balanced = any((s.get("spec") or {}).get("type") == "LoadBalancer"
                    and ((s.get("status") or {}).get("loadBalancer") or {}).get("ingress")
                    for s in kube.list_objects("v1", "Service"))
-    chosen = expose if expose != "auto" else ("LoadBalancer" if balanced else "NodePort")
+    chosen, why = _expose(expose, balanced, node_address, _node_address(nodes, None))
     denied = tuple(a.text for a, ok in zip(needs.access,
                                            _at_once(lambda a: _allowed(kube, a), needs.access),
                                            strict=True) if not ok)
@@ -333,7 +374,7 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
                          gpu_nodes=_gpu_nodes(nodes), node_address=_node_address(nodes,
                                                                                  node_address),
                          load_balancer=balanced, kai=kai, namespaces_found=namespaces,
-                         queues_found=queues, denied=denied, expose=chosen,
+                         queues_found=queues, denied=denied, expose=chosen, expose_why=why,
                          fake_nodes=_fake_nodes(nodes, needs), objects_found=present,
                          stack=needs.read(kube) if needs.read is not None else None)
 
@@ -392,6 +433,7 @@ class ExistingCluster:
     identity: ClusterIdentity
     kubeconfig_text: str
     version: str = ""
+    expose: str = ""  # how the stack's APIs are reached (vcluster-kai: port-forward or not)
     name: str = "management/cluster"
     title: str = "Using the existing cluster"
     requires: tuple[str, ...] = ()
@@ -411,7 +453,10 @@ class ExistingCluster:
         from gpulab import lab_record
         from gpulab.paths import write_secret
 
-        lab_record.record_cluster(ctx.lab, self.identity.to_record())
+        record = self.identity.to_record()
+        if self.expose:  # how the vClusters are reached (status, verify: port-forward)
+            record["expose"] = self.expose
+        lab_record.record_cluster(ctx.lab, record)
         write_secret(ctx.adapters.management_kubeconfig(), self.kubeconfig_text.encode())
 
 

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from gpulab.adapters.base import KubeGateway
     from gpulab.adapters.forward import LocalForwarder, Stream
 
-__all__ = ["VCLUSTER_PORT", "Forward", "forwarded_kubeconfig", "open_forward", "vcluster_pod"]
+__all__ = ["VCLUSTER_PORT", "Forward", "ForwardingKube", "forwarded_kubeconfig",
+           "forwarded_teams", "open_forward", "vcluster_pod"]
 
 VCLUSTER_PORT = 8443
 LOCAL_ADDRESS = "127.0.0.1"
@@ -147,3 +148,75 @@ def _pod_port(host: KubeGateway, pod: str, namespace: str) -> Stream:
         raise HostError("this client cannot open a port-forward")
     stream: Stream = opener(pod, namespace, VCLUSTER_PORT)
     return stream
+
+
+class ForwardingKube:
+    """A kube factory for a lab whose vClusters are reached by port-forward (`up`, `status`,
+    `verify` on such a lab): a team's kubeconfig (its file name in `teams`, mapped to the
+    vCluster's namespace and release) gets a forward of its own on a free local port, opened on
+    first use and kept for the factory's life, each connection dialled to the vCluster's
+    current pod; the client is made by `inner` from a copy of the kubeconfig (0600, in a
+    private temporary folder) whose server is that port. Other paths go to `inner` as they
+    are. `close` ends the forwards and removes the copies."""
+
+    def __init__(self, inner: Callable[[Path], KubeGateway], host_kubeconfig: Path,
+                 teams: dict[str, tuple[str, str]]) -> None:
+        import tempfile
+        import threading
+        from pathlib import Path
+
+        self.inner, self.host_kubeconfig, self.teams = inner, host_kubeconfig, teams
+        self._folder = Path(tempfile.mkdtemp(prefix="gpulab-forward-"))  # 0700
+        self._forwards: dict[str, LocalForwarder] = {}
+        self._host: Any = None
+        self._lock = threading.Lock()
+
+    def _forward(self, name: str) -> LocalForwarder:
+        from gpulab.adapters.forward import LocalForwarder
+
+        with self._lock:
+            if name in self._forwards:
+                return self._forwards[name]
+            if self._host is None:
+                self._host = self.inner(self.host_kubeconfig)
+            host, (namespace, release) = self._host, self.teams[name]
+
+            def dial() -> Stream:
+                return _pod_port(host, vcluster_pod(host, namespace, release), namespace)
+
+            forwarder = LocalForwarder(dial, address=LOCAL_ADDRESS).start()
+            self._forwards[name] = forwarder
+            return forwarder
+
+    def kubeconfig(self, path: Path) -> Path:
+        """The copy of a team's kubeconfig that reaches its vCluster through the forward (the
+        path itself for any other kubeconfig)."""
+        from gpulab.paths import write_secret
+
+        if path.name not in self.teams:
+            return path
+        forwarder = self._forward(path.name)
+        return write_secret(self._folder / path.name, forwarded_kubeconfig(
+            path.read_text(encoding="utf-8"), forwarder.port))
+
+    def __call__(self, path: Path) -> KubeGateway:
+        return self.inner(self.kubeconfig(path))
+
+    def close(self) -> None:
+        import shutil
+
+        with self._lock:
+            forwards, self._forwards = list(self._forwards.values()), {}
+            host, self._host = self._host, None
+        for forwarder in forwards:
+            forwarder.close()
+        close = getattr(host, "close", None)
+        if callable(close):
+            close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def forwarded_teams(profile: Any) -> dict[str, tuple[str, str]]:
+    """A vcluster-kai profile's teams as ForwardingKube wants them: kubeconfig file name →
+    (namespace, release); {} for a profile without teams."""
+    return {f"{t.name}.kubeconfig": (t.namespace, t.name) for t in getattr(profile, "teams", ())}

@@ -362,3 +362,160 @@ def test_kubeconfig_port_forward_waits_until_ctrl_c_and_removes_only_its_file(
     assert f"removed {printed}" in result.output
     assert not list(tmp_path.glob("gpulab-vcluster-kai-*.kubeconfig"))
     assert (tmp_path / "home" / "labs" / LAB / "team-nlp.kubeconfig").is_file()
+
+
+# --------------------------------------------------------------------------- up by port-forward
+
+
+def test_expose_is_chosen_from_what_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab.providers import existing
+
+    monkeypatch.setattr(existing, "node_reachable", lambda address: address == "10.0.0.5")
+    assert existing._expose("auto", True, None, "10.0.0.5")[0] == "LoadBalancer"
+    assert existing._expose("auto", False, None, "10.0.0.5") == (
+        "NodePort", "node address 10.0.0.5 answers from this machine")
+    assert existing._expose("auto", False, "203.0.113.7", "10.0.0.6")[0] == "NodePort"
+    chosen, why = existing._expose("auto", False, None, "10.0.0.6")
+    assert chosen == "port-forward" and "node address 10.0.0.6 does not answer" in why
+    assert existing._expose("auto", False, None, None)[0] == "port-forward"
+    assert existing._expose("port-forward", True, None, "10.0.0.5")[0] == "port-forward"
+
+
+def test_a_node_answers_when_it_accepts_or_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from gpulab.providers import existing
+
+    monkeypatch.undo()  # the conftest's stand-in: the real probe here
+    probe = existing.node_reachable
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    assert probe("127.0.0.1", port, timeout=2)
+    listening.close()
+    assert probe("127.0.0.1", port, timeout=2)  # refused: the host answered
+
+    def silent(*_a: Any, **_k: Any) -> socket.socket:
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    assert not probe("10.0.0.5", timeout=0.1)
+
+
+def _pods_of_vclusters(cluster: ExistingCluster) -> None:
+    for team in TEAMS:
+        _vcluster_pod(cluster, team, f"{team}-0", "2026-12-03T10:00:00Z")
+
+
+def _dial_kmock(cluster: ExistingCluster, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """pods/portforward played by a TCP connection to the team's kmock vCluster."""
+    import socket
+    from urllib.parse import urlsplit
+
+    dialled: list[str] = []
+
+    def pod_port(_host: Any, pod: str, namespace: str) -> socket.socket:
+        dialled.append(f"{namespace}/{pod}")
+        url = urlsplit(cluster.vclusters[namespace.removeprefix("vcluster-")].url)
+        return socket.create_connection((url.hostname, url.port), timeout=5)
+
+    monkeypatch.setattr("gpulab.providers.forward._pod_port", pod_port)
+    return dialled
+
+
+def _plain_http(cluster: ExistingCluster) -> Any:
+    """Clients as gpulab makes them, except that kmock speaks HTTP: a kubeconfig naming
+    https://127.0.0.1:PORT (a forward) is reached at http://127.0.0.1:PORT, the rest as kmock's
+    clients are."""
+    import yaml
+
+    from gpulab.adapters.kube import KubeClient, RetryPolicy
+
+    def kube(path: Path) -> Any:
+        server = yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"]
+        if server.startswith("https://127.0.0.1:"):
+            return KubeClient(host=server.replace("https://", "http://"),
+                              retry=RetryPolicy.disabled(), request_timeout=5)
+        return cluster.client(path)
+
+    return kube
+
+
+def test_up_without_a_reachable_node_goes_by_port_forward(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reachable: list[bool]) -> None:
+    import yaml
+
+    from gpulab import core, lab_record
+    from gpulab.paths import lab_dir
+    from gpulab.providers.base import ClusterChoice
+    from tests.existing.test_existing import _profile
+
+    reachable[0] = False
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        _pods_of_vclusters(cluster)
+        dialled = _dial_kmock(cluster, monkeypatch)
+        adapters = cluster.adapters(lab_dir(LAB))
+        adapters = type(adapters)(**{**adapters.__dict__, "kube": _plain_http(cluster)})
+        result = core.up(_profile(), LAB, lambda _e: None, adapters=adapters,
+                         sleep=lambda _s: None,
+                         cluster=ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
+        assert result.ok, [str(f.error) for f in result.failures]
+        core.record_profile(LAB, load_profile(LAB))
+        values = cluster.releases[("vcluster-team-nlp", "team-nlp")].values
+        service = values["controlPlane"]["service"]
+        assert service["spec"] == {"type": "ClusterIP"} and "httpsNodePort" not in service
+        assert values["exportKubeConfig"]["server"] == "https://127.0.0.1:31443"
+        saved = yaml.safe_load((lab_dir(LAB) / "team-nlp.kubeconfig").read_text())
+        assert saved["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:31443"
+        record = lab_record.read(LAB)
+        assert record is not None and record.cluster["expose"] == "port-forward"
+        # up's own checks of each vCluster (its API, its GPU node) went through forwards
+        assert {d.split("/")[0] for d in dialled} == {f"vcluster-{t}" for t in TEAMS}
+        assert not list(tmp_path.glob("gpulab-forward-*"))
+
+        monkeypatch.setattr(core, "_status_client", _plain_http(cluster))
+        status = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
+        assert status.exit_code == 0, status.output
+        teams = json.loads(status.stdout)["tenants"]
+        assert teams["team-nlp"]["version"] == VERSION, teams["team-nlp"]  # via a forward
+        assert "gpu-node-1" in teams["team-nlp"]["nodes"]
+
+        dialled.clear()
+        monkeypatch.setattr("gpulab.stacks.vcluster_kai.run._kube_client", _plain_http(cluster))
+        checked = CliRunner().invoke(app, ["verify", "--name", LAB, "--tc", "KAI-01,KAI-02",
+                                           "-o", "json"])
+        assert checked.exit_code == 0, checked.output
+        results = _results(checked.stdout)
+        import re
+
+        for team in TEAMS:  # each vCluster answered at a local forward's port
+            assert re.match(rf"http://127\.0\.0\.1:\d+ answered /version {VERSION}",
+                            results[("KAI-01", team)]["evidence"]), results[("KAI-01", team)]
+            assert results[("KAI-02", team)]["status"] == "pass"
+        assert {d.split("/")[0] for d in dialled} == {f"vcluster-{t}" for t in TEAMS}
+        summary = core.lab_expose(LAB)
+    assert summary == "port-forward"
+
+
+def test_up_says_how_to_reach_each_team_by_port_forward(tmp_path: Path) -> None:
+    from gpulab import lab_record
+    from gpulab.cli import _next_steps
+
+    lab_record.record_cluster(LAB, {"provider": "existing", "expose": "port-forward"})
+    text = _next_steps(load_profile(LAB).profile, LAB)
+    assert f"gpulab kubeconfig TEAM --name {LAB} --port-forward" in text
+    assert "team-nlp 127.0.0.1:31443, team-vision 127.0.0.1:31444, team-recommender " \
+           "127.0.0.1:31445" in text
+
+
+def test_kamaji_hami_refuses_port_forward(tmp_path: Path) -> None:
+    # its tenants' workers join each control plane at its LoadBalancer address: a forward
+    # through this machine is no address for them
+    from gpulab.errors import HostError
+    from tests.existing.test_kamaji_existing import TENANTS as TENANT_NAMES
+    from tests.existing.test_kamaji_existing import KamajiCluster, _profile
+    from tests.existing.test_kamaji_existing import _up as kamaji_up
+
+    with KamajiCluster(tmp_path).running(TENANT_NAMES) as cluster, \
+            pytest.raises(HostError, match=r"cluster\.expose is port-forward: kamaji-hami "
+                                           r"exposes each control plane as a LoadBalancer"):
+        kamaji_up(cluster, _profile(expose="port-forward"))

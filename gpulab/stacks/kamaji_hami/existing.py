@@ -299,9 +299,9 @@ def existing_problems(profile: KamajiHamiProfile, facts: Any) -> list[str]:
 
 def _load_balancer_problems(profile: KamajiHamiProfile, found: ClusterFound) -> list[str]:
     spec = profile.cluster
-    if spec is not None and spec.expose == "NodePort":
-        return ["cluster.expose is NodePort: kamaji-hami exposes each control plane as a "
-                "LoadBalancer Service (NodePort is for vcluster-kai)"]
+    if spec is not None and spec.expose in ("NodePort", "port-forward"):
+        return [f"cluster.expose is {spec.expose}: kamaji-hami exposes each control plane as a "
+                f"LoadBalancer Service ({spec.expose} is for vcluster-kai)"]
     if found.load_balancer or found.metallb is not None or _lb_said(profile):
         return []
     if spec is not None and spec.metallb == "allow":

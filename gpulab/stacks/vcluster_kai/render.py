@@ -286,7 +286,11 @@ class ExistingExpose:
         self.how, self.address, self.lab = how, address, lab
 
     def server(self, team: TeamSpec) -> str | None:
-        """The vCluster API URL, None for a LoadBalancer before it has an address."""
+        """The vCluster API URL, None for a LoadBalancer before it has an address; on
+        port-forward, 127.0.0.1 at the team's api_host_port, where `gpulab kubeconfig TEAM
+        --port-forward` listens by default."""
+        if self.how == "port-forward":
+            return f"https://{VCLUSTER_LISTEN_ADDRESS}:{team.host_port}"
         if self.how == "NodePort" and self.address:
             host = f"[{self.address}]" if ":" in self.address else self.address
             return f"https://{host}:{team.api_node_port}"
@@ -299,11 +303,21 @@ def _existing_values(values: dict[str, Any], team: TeamSpec, expose: ExistingExp
     the lab (`controlPlane.service.labels`, chart templates/service.yaml:16-17); NodePort as on
     kind but with the node's address as server and SAN; LoadBalancer, whose address vCluster
     adds to its certificate by itself (pkg/server/cert/cert.go:268-279) and which gpulab writes
-    into the saved kubeconfig once the Service has it (port 443: templates/service.yaml:25-30)."""
+    into the saved kubeconfig once the Service has it (port 443: templates/service.yaml:25-30);
+    port-forward: a ClusterIP Service, the saved kubeconfig at 127.0.0.1 (providers.forward)."""
     service: dict[str, Any] = {"labels": {naming.LABEL_LAB: expose.lab,
                                           naming.LABEL_MANAGED: "gpulab"}}
     out = dict(values)
     plane = dict(out["controlPlane"])
+    if expose.how == "port-forward":
+        # the chart's default ClusterIP Service (values.yaml:591-592), reached through the host
+        # API's pods/portforward; vCluster's certificate always holds localhost and 127.0.0.1
+        # (pkg/server/cert/cert.go:54-60, 70-73)
+        plane["service"] = {**service, "spec": {"type": "ClusterIP"}}
+        plane["proxy"] = {"extraSANs": ["localhost"]}
+        out["exportKubeConfig"] = {"server": expose.server(team)}
+        out["controlPlane"] = plane
+        return out
     if expose.how == "LoadBalancer":
         service["spec"] = {"type": "LoadBalancer"}
         plane["proxy"] = {"extraSANs": ["localhost"]}

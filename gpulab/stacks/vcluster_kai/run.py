@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from gpulab.stacks.common import lab_clients
@@ -14,9 +15,10 @@ from gpulab.verify.report import VerifyReport, not_recorded_result
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
+    from gpulab.adapters.base import KubeGateway
     from gpulab.profile.base import LabProfile
     from gpulab.stacks.vcluster_kai.observe import Timeouts
     from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
@@ -127,8 +129,57 @@ def run_checks(
     members = [t.name for t in profile.teams]
     with lab_clients(lab, folder, members) as (host, team, cross):
         gateways = KaiGateways(host=host, team=team, cross=cross)
+        if record is not None and record.cluster.get("expose") == "port-forward":
+            with _forwarded(profile, folder) as forwarded:
+                return run_verify(profile, lab, forwarded(gateways), checks=checks, keep=keep,
+                                  progress=progress, provider=provider)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress,
                           provider=provider)
+
+
+@contextmanager
+def _forwarded(profile: VclusterKaiProfile, folder: Path
+               ) -> Iterator[Callable[[KaiGateways], KaiGateways]]:
+    """For a lab whose vClusters are reached by port-forward: the gateways with each team's
+    vCluster (and KAI-08's credential probes) reached through forwards of the cluster's API
+    (providers.forward.ForwardingKube); forwards and clients closed after."""
+    from dataclasses import replace
+
+    from gpulab.providers.forward import ForwardingKube, forwarded_teams
+    from gpulab.verify.observe import kubeconfig_cross_gateway
+
+    made: list[KubeGateway] = []
+
+    def client(path: Path) -> KubeGateway:
+        made.append(_kube_client(path))
+        return made[-1]
+
+    forwarding = ForwardingKube(client, folder / "management.kubeconfig",
+                                forwarded_teams(profile))
+
+    def kubeconfig_of(member: str) -> Path:
+        return forwarding.kubeconfig(folder / f"{member}.kubeconfig")
+
+    def forwarded(gateways: KaiGateways) -> KaiGateways:
+        return replace(gateways, team=lambda member: client(kubeconfig_of(member)),
+                       cross=kubeconfig_cross_gateway(kubeconfig_of, client,
+                                                      scratch=folder / "verify"))
+
+    try:
+        yield forwarded
+    finally:
+        for made_client in made:
+            close = getattr(made_client, "close", None)
+            if callable(close):
+                close()
+        forwarding.close()
+
+
+def _kube_client(path: Path) -> KubeGateway:
+    """A client of the kubeconfig at `path`, as lab_clients makes them."""
+    from gpulab.adapters.kube import KubeClient
+
+    return KubeClient(path)
 
 
 def check_ids() -> list[str]:
