@@ -371,6 +371,77 @@ def _share_over_limit(state: KaiLabState, profile: VclusterKaiProfile
                        outcome="timeout"), profile
 
 
+def _crash_looping_control_plane() -> tuple[dict[str, Any], ...]:
+    """Two control-plane pods: one Running whose containers are not serving, one not started."""
+    from gpulab.stacks import load_profile
+
+    profile = load_profile("vcluster-kai").profile
+    assert isinstance(profile, VclusterKaiProfile)
+    first = b.control_plane_pod(profile.teams[0])
+    first["spec"]["containers"].append({"name": "etcd"})
+    first["status"]["containerStatuses"] = [
+        {"name": "syncer", "ready": False, "restartCount": 4,
+         "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+        {"name": "etcd", "ready": False, "restartCount": 0, "state": {"running": {}}}]
+    second = copy.deepcopy(first)
+    second["metadata"].update(name="team-nlp-1", uid="host-team-nlp-1")
+    second["status"] = {"phase": "Pending"}
+    return first, second
+
+
+def _share_pending_with_condition_only(state: KaiLabState, profile: VclusterKaiProfile
+                                       ) -> tuple[KaiLabState, VclusterKaiProfile]:
+    """The share pod Pending with KAI's PodScheduled=False condition, no PodGroup condition and
+    no event (read before the event was)."""
+    host = b.host_pod(profile, profile.teams[0], "gpu-share", running=False,
+                      message=b.NO_CAPACITY)
+    return run_replace(state, NLP, "gpu-share", host=host, pod_group=b.pod_group(host, NLP),
+                       events=(), outcome="timeout"), profile
+
+
+def _share_pending_without_uid(state: KaiLabState, profile: VclusterKaiProfile
+                               ) -> tuple[KaiLabState, VclusterKaiProfile]:
+    """The share pod Pending without a PodGroup, read without its uid; KAI's event names a pod
+    uid verify cannot compare."""
+    host = b.host_pod(profile, profile.teams[0], "gpu-share", running=False)
+    event = b.event(host, "Unschedulable", OVER_LIMIT_NLP)
+    event["involvedObject"]["uid"] = "uid-of-an-earlier-pod"
+    del host["metadata"]["uid"]
+    return run_replace(state, NLP, "gpu-share", host=host, pod_group=None, events=(event,),
+                       outcome="timeout"), profile
+
+
+# The Warning event KAI's pod-grouper puts on a pod it could not group (KAI v0.16.8
+# pkg/podgrouper/pod_controller.go:94-98, constants.go:50), here for a cluster without the
+# PodGroup CRD.
+PODGROUPER_ERROR = ("the server could not find the requested resource (post "
+                    "podgroups.scheduling.run.ai)")
+
+
+def _ungrouped(host: dict[str, Any]) -> None:
+    del host["metadata"]["labels"][QUEUE]
+    host["status"] = {"phase": "Pending"}
+
+
+def _podgroup_event(name: str) -> Build:
+    """The Normal `Unschedulable` event KAI puts on a PodGroup it cannot schedule
+    (default_status_updater.go:297-298), with the message it writes without a fit error
+    (DefaultPodgroupError, common_info/job_errors.go:19-21, default_status_updater.go:420-438)."""
+    def build(state: KaiLabState, profile: VclusterKaiProfile
+              ) -> tuple[KaiLabState, VclusterKaiProfile]:
+        group = _group(state, NLP, name)
+        event = b.event(group, "Unschedulable", "Unable to schedule podgroup", "Normal")
+        return run_replace(state, NLP, name, events=(event,)), profile
+    return build
+
+
+def _pod_grouper_warning(state: KaiLabState, profile: VclusterKaiProfile
+                         ) -> tuple[KaiLabState, VclusterKaiProfile]:
+    host = _host(state, NLP, "gpu-over-limit")
+    return run_replace(state, NLP, "gpu-over-limit", events=(
+        b.event(host, "PodGrouperWarning", PODGROUPER_ERROR),)), profile
+
+
 def _placed_on_the_worker(host: dict[str, Any]) -> None:
     host["spec"]["nodeName"] = W
     host["status"] = {"phase": "Running"}
@@ -507,6 +578,17 @@ ROWS: list[Row] = [
      "control plane is not running (Helm release team-nlp in vcluster-team-nlp; gpulab up "
      "installs it)",
      "control plane on the host: no pod (is the Helm release installed? gpulab up installs it)"),
+    ("KAI-01 down, control plane crash-looping", "KAI-01", NLP,
+     _replace_team(**API_DOWN, control_plane_pods=_crash_looping_control_plane()), "fail",
+     f"the vCluster API of team-nlp at https://172.18.0.2:31443 did not answer: {REFUSED}; its "
+     "control plane is not running (Helm release team-nlp in vcluster-team-nlp; gpulab up "
+     "installs it)",
+     "control plane on the host: team-nlp-0 Running (syncer: waiting CrashLoopBackOff (4 "
+     "restarts), etcd: running but not ready); team-nlp-1 Pending (syncer: no status yet, etcd: "
+     "no status yet)"),
+    ("KAI-01 verify broke while observing", "KAI-01", NLP,
+     _replace_team(internal_error="observing: KeyError: 'x'"), "error",
+     "verify failed while observing team-nlp: observing: KeyError: 'x'", ""),
     ("KAI-01 not observed", "KAI-01", NLP, _replace_team(api_version=""), "error",
      "the vCluster API of team-nlp was not observed in this run or recording", ""),
     ("KAI-01 unknown team", "KAI-01", "team-x", _same, "error",
@@ -670,6 +752,9 @@ ROWS: list[Row] = [
      "queue research, Running); verify needs the GPU and the team queues idle to know what must "
      "fit. Stop those pods (kubectl delete pod -n NAMESPACE NAME) or verify a fresh lab (gpulab "
      "down && gpulab up)", ""),
+    ("KAI-04 GPU users read, none", "KAI-04", NLP,
+     _replace_host(gpu_users=(), gpu_users_error="an earlier read timed out"), "pass", "",
+     f"{SHARE_SEEN}; PodGroup {SHARE_PG} in queue team-nlp"),
     ("KAI-04 GPU users unreadable", "KAI-04", NLP,
      _replace_host(gpu_users=None, gpu_users_error="403 Forbidden"), "error",
      "could not tell whether the GPU was idle before verify started: 403 Forbidden", ""),
@@ -717,6 +802,18 @@ ROWS: list[Row] = [
      f"names in its pod-group-name annotation ({SHARE_PG}): another workload's PodGroup is not "
      f"evidence; kubectl -n vcluster-team-nlp get podgroups.scheduling.run.ai {SHARE_PG} -o yaml",
      ""),
+    ("KAI-04 PodGroup owner without a uid", "KAI-04", NLP,
+     _edit_group("gpu-share", lambda g: g["metadata"]["ownerReferences"][0].pop("uid")), "fail",
+     f"PodGroup vcluster-team-nlp/{SHARE_PG} read for gpu-share is owned by uid (none), not by "
+     f"host pod {SHARE_HOST} (uid host-{SHARE_HOST}): a PodGroup left by an earlier pod of that "
+     f"name; kubectl -n vcluster-team-nlp get podgroups.scheduling.run.ai {SHARE_PG} -o yaml",
+     ""),
+    ("KAI-04 host pod without a uid", "KAI-04", NLP,
+     _edit_host("gpu-share", lambda h: h["metadata"].pop("uid")), "fail",
+     f"PodGroup vcluster-team-nlp/{SHARE_PG} read for gpu-share is owned by uid "
+     f"host-{SHARE_HOST}, not by host pod {SHARE_HOST} (uid (none)): a PodGroup left by an "
+     "earlier pod of that name; kubectl -n vcluster-team-nlp get podgroups.scheduling.run.ai "
+     f"{SHARE_PG} -o yaml", ""),
     ("KAI-04 PodGroup owned by earlier pods", "KAI-04", NLP,
      _edit_group("gpu-share", _other_owners), "fail",
      f"PodGroup vcluster-team-nlp/{SHARE_PG} read for gpu-share is owned by uid earlier-1, "
@@ -785,6 +882,13 @@ ROWS: list[Row] = [
      "pod in no queue (host pod labelled kai.scheduler/queue=team-nlp); kubectl -n "
      f"vcluster-team-nlp get podgroups.scheduling.run.ai {SHARE_PG} -o yaml",
      TOGETHER + ALLOCATED),
+    ("KAI-05 accounted in default-queue, no queue label", "KAI-05", NLP,
+     _both(_edit_host("gpu-share", _meta("labels", QUEUE, None)),
+           _edit_group("gpu-share", _set("spec.queue", "default-queue"))), "fail",
+     f"PodGroup {SHARE_PG} of gpu-share is in queue default-queue, not team-nlp: KAI accounts "
+     "team-nlp's pod in default-queue queue (host pod labelled kai.scheduler/queue=none); "
+     f"kubectl -n vcluster-team-nlp get podgroups.scheduling.run.ai {SHARE_PG} -o yaml",
+     TOGETHER + ALLOCATED),
     ("KAI-05 verify could not create its pods", "KAI-05", NLP,
      _replace_team(pods=None, scenario_error="namespace gpulab-verify is still terminating"),
      "error",
@@ -809,6 +913,13 @@ ROWS: list[Row] = [
      f"pod vcluster-team-nlp/{SHARE_HOST} to node {W} at node-pool default", ""),
     ("KAI-05 share pod kept Pending by KAI", "KAI-05", NLP, _share_over_limit, "fail",
      f"KAI keeps gpu-share Pending: OverLimit: {OVER_LIMIT_NLP}; {OVER_LIMIT_NLP}", ""),
+    ("KAI-05 share pod Pending, KAI's word on the pod only", "KAI-05", NLP,
+     _share_pending_with_condition_only, "fail",
+     f"KAI keeps gpu-share Pending: {b.NO_CAPACITY}", ""),
+    # A host pod read without a uid: whose events are whose cannot be told, every one is kept.
+    ("KAI-05 share pod without a uid keeps every event", "KAI-05", NLP,
+     _share_pending_without_uid, "fail",
+     f"KAI keeps gpu-share Pending: {OVER_LIMIT_NLP}", ""),
     ("KAI-05 share pod Pending, KAI silent", "KAI-05", NLP,
      _both(_edit_host("gpu-share", _unscheduled), _edit_group("gpu-share", _set("status", {})),
            _replace_run("gpu-share", events=(), waited=0.0, last_seen="Pending, no node yet")),
@@ -886,6 +997,16 @@ ROWS: list[Row] = [
      "namespace; events: no events", ""),
     ("KAI-06 PodGroup, no reason", "KAI-06", NLP, _silent("gpu-over-limit"), "fail",
      f"gpu-over-limit is {PENDING} after 90s, KAI gave no reason; events: no events", ""),
+    ("KAI-06 PodGroup, no reason, KAI's event on it", "KAI-06", NLP,
+     _both(_silent("gpu-over-limit"), _podgroup_event("gpu-over-limit")), "fail",
+     f"gpu-over-limit is {PENDING} after 90s, KAI gave no reason; events: Unschedulable: Unable "
+     "to schedule podgroup", ""),
+    ("KAI-06 no PodGroup, the pod-grouper's warning", "KAI-06", NLP,
+     _both(_edit_host("gpu-over-limit", _ungrouped, pod_group=None, outcome="timeout",
+                      waited=90, last_seen=""), _pod_grouper_warning), "fail",
+     "gpu-over-limit is Pending and KAI's pod-grouper made no PodGroup for it (schedulerName "
+     "kai-scheduler, kai.scheduler/queue none): check the pod-grouper deployment in KAI's "
+     f"namespace; events: PodGrouperWarning: {PODGROUPER_ERROR}", ""),
     ("KAI-06 no limit", "KAI-06", NLP,
      _profile(lambda d: d["teams"][0]["queue"]["resources"]["gpu"].update(limit=-1)), "skip",
      "Queue team-nlp has no GPU limit (-1), so no request can exceed it", ""),
@@ -1015,7 +1136,8 @@ ROWS: list[Row] = [
 def test_the_verdict_reads_as_written(name: str, check: str, team: str, build: Build,
                                       status: str, reason: str, evidence: str) -> None:
     result = _verdict(build, check, team)
-    assert (result.status, result.reason, result.evidence) == (status, reason, evidence)
+    assert (result.id, result.tenant, result.status, result.reason, result.evidence) == (
+        check, team, status, reason, evidence)
 
 
 # --------------------------------------------------------------------------- the finding

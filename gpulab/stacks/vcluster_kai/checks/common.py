@@ -123,7 +123,7 @@ def run_or_verdict(ctx: Ctx, name: str) -> ProbeRun | CheckResult:
     return own_events(run)
 
 
-def not_verifys_pod(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
+def not_verifys_pod(run: ProbeRun, spec: TeamSpec, run_id: str) -> str:
     """Why the host pod read for `run` is not the host copy of the pod verify created ('' when
     it is, or when none was read). The copy is known by the team's host namespace, the virtual
     namespace, name and uid vCluster annotates it with (render.VC_*_ANNOTATION), the
@@ -133,7 +133,7 @@ def not_verifys_pod(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
     if pod is None:
         return ""
     meta = o.metadata(pod)
-    name = str(meta.get("name") or "")
+    name = o.name(pod)
     where = f"{meta.get('namespace') or '(none)'}/{name}"
     look = f"kubectl -n {spec.namespace} get pod {name} -o yaml"
     if meta.get("namespace") != spec.namespace:
@@ -169,7 +169,7 @@ def not_verifys_pod(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
 CHECK_LABEL = kr.CHECK_LABEL
 
 
-def not_pods_group(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
+def not_pods_group(run: ProbeRun, spec: TeamSpec, run_id: str) -> str:
     """Why the PodGroup read for `run` is not its host pod's own ('' when it is, or when none
     was read). KAI v0.16.8's pod-grouper groups a pod without owners as its own top owner: the
     PodGroup is `pg-<pod name>-<pod uid>` in the pod's namespace, named in the pod's
@@ -182,7 +182,7 @@ def not_pods_group(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
     if group is None or pod is None:
         return ""
     meta = o.metadata(group)
-    name = str(meta.get("name") or "")
+    name = o.name(group)
     where = f"{meta.get('namespace') or '(none)'}/{name}"
     look = f"kubectl -n {spec.namespace} get podgroups.scheduling.run.ai {name} -o yaml"
     other_run = o.labels(group).get(LABEL_RUN)
@@ -195,13 +195,13 @@ def not_pods_group(run: ProbeRun, spec: TeamSpec, run_id: str = "") -> str:
         return (f"PodGroup {where} read for {run.name} is not the one its host pod "
                 f"{o.name(pod)} names in its {kr.POD_GROUP_ANNOTATION} annotation "
                 f"({named or 'none'}): another workload's PodGroup is not evidence; {look}")
-    owners = [str(ref.get("uid") or "") for ref in meta.get("ownerReferences") or []
+    owners = [str(ref.get("uid") or "(none)") for ref in meta.get("ownerReferences") or []
               if isinstance(ref, dict)]
     uid = str(o.metadata(pod).get("uid") or "")
     if owners and uid not in owners:
         return (f"PodGroup {where} read for {run.name} is owned by uid {', '.join(owners)}, not "
-                f"by host pod {o.name(pod)} (uid {uid}): a PodGroup left by an earlier pod of "
-                f"that name; {look}")
+                f"by host pod {o.name(pod)} (uid {uid or '(none)'}): a PodGroup left by an "
+                f"earlier pod of that name; {look}")
     return ""
 
 
@@ -228,8 +228,7 @@ def own_events(run: ProbeRun) -> ProbeRun:
     involvedObject uid is another object's (a same-named pod of an earlier run, someone else's
     PodGroup) is dropped; events without a uid are kept."""
     uids = {str(o.metadata(x).get("uid") or "") for x in (run.host, run.pod_group)}
-    own = o.events_about(run.events, uids)
-    return run if len(own) == len(run.events) else replace(run, events=own)
+    return replace(run, events=o.events_about(run.events, uids))
 
 
 _HINT_RUNNING = (
