@@ -41,6 +41,7 @@ from gpulab.verify.observe import listing_pod
 from gpulab.verify.state import CredentialProbe, Listing
 from tests.kamaji_hami.builders import node_conditions
 from tests.vcluster_kai import kai_wire as kw
+from tests.vcluster_kai import vcluster_wire as vw
 
 if TYPE_CHECKING:
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
@@ -112,28 +113,38 @@ def verify_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str) -> dict[s
 
 def virtual_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, phase: str = "Pending"
                 ) -> dict[str, Any]:
+    """A verify pod as the vCluster's API returns it on create: a uid, and the namespace's
+    `default` ServiceAccount filled in by the API server's ServiceAccount admission."""
     pod = verify_pod(profile, team, name)
     pod["metadata"]["uid"] = uid(f"vc-{team.name}", name)
+    pod["spec"].setdefault("serviceAccountName", "default")
     pod["status"] = {"phase": phase}
     return pod
 
 
+def verify_namespace_labels(profile: VclusterKaiProfile, team: TeamSpec) -> dict[str, str]:
+    """The labels of verify's namespace in the vCluster: gpulab's, plus the one the API server
+    puts on every namespace (k8s.io/api v0.36.3 core/v1/well_known_labels.go:73)."""
+    namespace = next(o for o in kr.verify_objects(profile, team) if o["kind"] == "Namespace")
+    return {**(namespace["metadata"].get("labels") or {}), "kubernetes.io/metadata.name": NS}
+
+
 def host_pod(profile: VclusterKaiProfile, team: TeamSpec, name: str, *, running: bool,
              message: str = "") -> dict[str, Any]:
-    pod = verify_pod(profile, team, name)
+    """The host copy vCluster's syncer makes of the virtual pod (vcluster_wire), then KAI's
+    pod-grouper's annotation (module docstring) and, once bound, the binder's marks."""
+    virtual = virtual_pod(profile, team, name)
+    pod = copy.deepcopy(virtual)
     host_name = kr.host_pod_name(name, NS, team.name)
+    pod["metadata"] = vw.host_pod_metadata(virtual, host_name=host_name,
+                                           host_namespace=team.namespace, vcluster=team.name,
+                                           namespace_labels=verify_namespace_labels(profile, team))
     meta = pod["metadata"]
-    meta["name"] = host_name
-    meta["namespace"] = team.namespace
     meta["uid"] = uid("host", host_name)
-    meta["labels"].update({"vcluster.loft.sh/managed-by": team.name,
-                           "vcluster.loft.sh/namespace": NS})
-    meta.setdefault("annotations", {}).update({
-        kr.VC_NAME_ANNOTATION: name,
-        kr.VC_NAMESPACE_ANNOTATION: NS,
-        kr.VC_UID_ANNOTATION: uid(f"vc-{team.name}", name),
-        kr.POD_GROUP_ANNOTATION: f"pg-{host_name}-{uid('host', host_name)}",
-    })
+    meta["annotations"][kr.POD_GROUP_ANNOTATION] = f"pg-{host_name}-{uid('host', host_name)}"
+    # The host pod runs as the vCluster's workload ServiceAccount (pods/translate/translator.go:221;
+    # `vc-workload-<name>`, pkg/config/validation.go:192).
+    pod["spec"]["serviceAccountName"] = f"vc-workload-{team.name}"
     if running:
         meta["labels"][kw.GPU_GROUP] = GPU_GROUP
         if kr.FRACTION_ANNOTATION in meta["annotations"]:

@@ -23,6 +23,7 @@ from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import observe as verify_observe
 from tests.kamaji_hami.fakes import FakeApi, FakeClock
 from tests.vcluster_kai import builders as b
+from tests.vcluster_kai import vcluster_wire as vw
 
 if TYPE_CHECKING:
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
@@ -234,16 +235,15 @@ def _syncer(lab_ref: list[KaiLab], team: TeamSpec) -> Any:
         meta = pod["metadata"]
         host = copy.deepcopy(pod)
         host_name = kr.host_pod_name(meta["name"], meta["namespace"], team.name)
-        host["metadata"] = {
-            "name": host_name, "namespace": team.namespace, "uid": f"host-{host_name}",
-            "labels": {**(meta.get("labels") or {}),
-                       "vcluster.loft.sh/managed-by": team.name,
-                       "vcluster.loft.sh/namespace": meta["namespace"]},
-            "annotations": {**(meta.get("annotations") or {}),
-                            kr.VC_NAME_ANNOTATION: meta["name"],
-                            kr.VC_NAMESPACE_ANNOTATION: meta["namespace"],
-                            kr.VC_UID_ANNOTATION: meta["uid"]},
-        }
+        api = getattr(lab, "teams", {}).get(team.name)  # the virtual API, when the lab has one
+        namespace = (api.objects.get(("Namespace", "", meta["namespace"])) if api else None) or {}
+        host["metadata"] = vw.host_pod_metadata(
+            {**pod, "spec": {"serviceAccountName": "default", **pod.get("spec", {})}},
+            host_name=host_name, host_namespace=team.namespace, vcluster=team.name,
+            namespace_labels={**(namespace.get("metadata", {}).get("labels") or {}),
+                              "kubernetes.io/metadata.name": meta["namespace"]})
+        host["metadata"]["uid"] = f"host-{host_name}"
+        host["spec"]["serviceAccountName"] = f"vc-workload-{team.name}"
         host["spec"].setdefault("schedulerName", "default-scheduler")
         host["status"] = {"phase": "Pending"}
         lab.host.put(host)
