@@ -655,13 +655,15 @@ def _emit_timings(result: Any) -> None:
 
 def _next_steps(profile: Any, lab: str) -> str:
     """What kind prints after `create cluster`: how to use what was just built."""
+    from gpulab import lab_record
     from gpulab.paths import lab_dir
 
     first = profile.member_names()[0]
     kubeconfig = lab_dir(lab) / f"{first}.kubeconfig"
-    from gpulab import lab_record
-
     record = lab_record.read(lab)
+    last = (f"  gpulab join TENANT --name {lab}   (its workers are your machines: the kubeadm "
+            "join and HAMi for each)" if profile.stack == "kamaji-hami" and record is not None
+            and record.provider == "existing" else f"  gpulab verify --name {lab}")
     if record is not None and record.cluster.get("expose") == "port-forward":
         # nothing listens at the saved kubeconfigs' servers until a forward runs
         ports = ", ".join(f"{t.name} 127.0.0.1:{t.host_port}"
@@ -679,7 +681,7 @@ def _next_steps(profile: Any, lab: str) -> str:
             f"  kubectl get nodes\n"
             f"  gpulab kubeconfig TENANT --name {lab}   (tenants: "
             f"{', '.join(profile.member_names())})\n"
-            f"  gpulab verify --name {lab}")
+            f"{last}")
 
 
 @app.command(short_help="Remove the lab and check nothing of it is left.")

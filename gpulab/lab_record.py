@@ -278,9 +278,14 @@ def record_owned(lab: str, entries: list[dict[str, Any]]) -> None:
 @_locked
 def insert_owned(lab: str, entries: list[dict[str, Any]], before: list[dict[str, Any]]) -> None:
     """Provider existing: `entries` (what a step turned out to bring, such as a chart's CRDs)
-    inserted ahead of the first of `before` (the step's own entries), in one locked update."""
+    inserted ahead of the first of `before` (the step's own entries), in one locked update;
+    each is kept once, at the earliest of the places it was recorded at."""
     data = _raw(lab)
     owned = [o for o in data.get("owned") or [] if isinstance(o, dict)]
     at = next((i for i, o in enumerate(owned) if o in before), len(owned))
-    data["owned"] = [*owned[:at], *(dict(e) for e in entries), *owned[at:]]
+    # each once, at the earlier of the two places: a step running alongside may have recorded
+    # some already (CRDs a chart or manifest brought while this step's chart installed); `down`
+    # goes newest first, so the earlier place removes it after both steps' releases
+    moved = [dict(e) for e in entries if e not in owned[:at]]
+    data["owned"] = [*owned[:at], *moved, *(o for o in owned[at:] if o not in moved)]
     _write(lab, data)

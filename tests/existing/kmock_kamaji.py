@@ -49,6 +49,10 @@ TCPS = kmock.resource("kamaji.clastix.io/v1alpha1/tenantcontrolplanes")
 ISSUERS = kmock.resource("cert-manager.io/v1/issuers")
 BOOTSTRAP = "bootstrap.kubernetes.io/token"
 LB_ADDRESS = "192.0.2.30"
+_WORKLOAD = re.compile(r"/apis/apps/v1/namespaces/[^/]+/(deployments|daemonsets)")
+DAEMONSETS = kmock.resource("apps/v1/daemonsets")
+METALLB_KINDS = {kmock.resource("metallb.io/v1beta1/ipaddresspools"): "IPAddressPool",
+                 kmock.resource("metallb.io/v1beta1/l2advertisements"): "L2Advertisement"}
 _TCP_PATH = re.compile(r"/apis/kamaji\.clastix\.io/v1alpha1/namespaces/[^/]+/tenantcontrolplanes")
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 MANIFESTS = {"calico": PINNED / "manifests" / "calico-v3.31.2.yaml",
@@ -132,7 +136,10 @@ class KamajiCluster(ExistingCluster):
         km.resources[TCPS] = kmock.ResourceInfo(kind="TenantControlPlane", namespaced=True,
                                                 verbs=_VERBS, subresources={"status"})
         km.resources[ISSUERS] = kmock.ResourceInfo(kind="Issuer", namespaced=True, verbs=_VERBS)
+        for resource, kind in METALLB_KINDS.items():
+            km.resources[resource] = kmock.ResourceInfo(kind=kind, namespaced=True, verbs=_VERBS)
         km["post", _TCP_PATH] << self._tcp_created
+        km["post", _WORKLOAD] << self._workload_ready
         km["delete", _TCP_PATH] << self._tcp_deleted
         if self.cert_manager:
             release = cert_manager_release()
@@ -186,6 +193,20 @@ class KamajiCluster(ExistingCluster):
                 "data": {"admin.conf": base64.b64encode(
                     self._admin_conf(port).encode()).decode()}})
         raise NotImplementedError  # the emulator answers with the stored TCP
+
+    def _workload_ready(self, request: kmock.Request) -> Any:
+        """The kubelet and controllers' part: a posted Deployment or DaemonSet runs at once."""
+        meta = (request.data or {}).get("metadata") or {}
+        resource = DAEMONSETS if "daemonsets" in request.url.path else DEPLOYMENTS
+        key = (resource, request.namespace, meta.get("name"))
+        if key in self.host.km.objects and not self.host.km.objects[key].deleted:
+            obj = self.host.km.objects[key]
+            if resource == DAEMONSETS:
+                obj.patch({"status": {"desiredNumberScheduled": 1, "numberReady": 1,
+                                      "numberAvailable": 1, "updatedNumberScheduled": 1}})
+            else:
+                obj.patch({"status": _available(dict(obj.raw))["status"]})
+        raise NotImplementedError
 
     def _tcp_deleted(self, request: kmock.Request) -> Any:
         for resource, name in ((SERVICES, str(request.name)),

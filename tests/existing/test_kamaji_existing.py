@@ -193,6 +193,33 @@ def test_metallb_allowed_without_a_range_is_refused(tmp_path: Path) -> None:
         _up(cluster, _profile(metallb="allow"))
 
 
+def test_no_load_balancer_with_metallb_allowed_installs_it_and_down_removes_it(
+        tmp_path: Path) -> None:
+    from tests.existing.kmock_kamaji import METALLB_KINDS
+
+    profile = _profile(metallb="allow", metallb_range="10.0.0.240-10.0.0.250")
+    with KamajiCluster(tmp_path, load_balancer=False).running(TENANTS) as cluster:
+        before = cluster.state()
+        result = _up(cluster, profile)
+        assert result.ok, [str(f.error) for f in result.failures]
+        pool = cluster.host.stored(next(iter(METALLB_KINDS)), "metallb-system", "kind-ip-pool")
+        assert pool is not None and pool["spec"]["addresses"] == ["10.0.0.240-10.0.0.250"]
+        assert pool["metadata"]["labels"]["gpulab.dev/lab"] == LAB
+        assert cluster.host.namespaces["metallb-system"]["metadata"]["labels"][
+            "gpulab.dev/lab"] == LAB
+        owned = _owned()
+        # every object of the manifest recorded, ahead of the pool (so removed after it)
+        assert owned.index(("object", "Namespace", "metallb-system")) \
+            < owned.index(("object", "DaemonSet", "speaker")) \
+            < owned.index(("object", "IPAddressPool", "kind-ip-pool"))
+        assert sum(1 for o in owned if o[1] == "CustomResourceDefinition"
+                   and o[2].endswith(".metallb.io")) == 9
+        # each once, though cert-manager's chart installed while MetalLB's CRDs came
+        assert len(owned) == len(set(owned))
+        assert _down(cluster).leftovers == []
+        assert cluster.state() == before
+
+
 def test_kamaji_at_another_tag_and_existing_names_are_refused(tmp_path: Path) -> None:
     from dataclasses import replace
 
@@ -306,3 +333,36 @@ def test_down_waits_for_a_control_plane_and_stops_before_kamaji_when_it_stays() 
         teardown(owned, kube, Helm(), sleep=pauses.append)  # type: ignore[arg-type]
     assert kube.deleted == ["TenantControlPlane/tenant-a"]
     assert pauses and set(pauses) == {2}
+
+
+def test_metallb_settings_are_for_existing_clusters_and_a_range() -> None:
+    from gpulab.profile.base import ClusterSpec
+
+    spec = ClusterSpec(provider="existing", metallb="allow", metallb_range=" 10.0.0.9 - 10.0.0.20")
+    assert spec.metallb_range == "10.0.0.9-10.0.0.20"
+    with pytest.raises(ValueError, match="metallb, metallb_range: only with provider: existing"):
+        ClusterSpec(provider="kind", metallb="allow")
+    with pytest.raises(ValueError, match="metallb_range: only with metallb: allow"):
+        ClusterSpec(provider="existing", metallb_range="10.0.0.9-10.0.0.20")
+    with pytest.raises(ValueError, match="the last address comes before the first"):
+        ClusterSpec(provider="existing", metallb="allow", metallb_range="10.0.0.9-10.0.0.1")
+    with pytest.raises(ValueError, match="is not an IPv4 range first-last"):
+        ClusterSpec(provider="existing", metallb="allow", metallb_range="10.0.0.0/24")
+
+
+def test_an_entry_two_steps_record_is_kept_once_at_the_earlier_place() -> None:
+    # KAI's chart and a vCluster's install at once: each step's CRD diff sees KAI's CRD; it
+    # must stay ahead of both releases (down removes it after both), and be recorded once
+    crd = {"type": "object", "apiVersion": "apiextensions.k8s.io/v1",
+           "kind": "CustomResourceDefinition", "name": "queues.scheduling.run.ai",
+           "namespace": None}
+    kai = {"type": "helm-release", "name": "kai-scheduler", "namespace": "kai-scheduler"}
+    vc = {"type": "helm-release", "name": "team-a", "namespace": "vcluster-team-a"}
+    lab_record.record_owned("race", [kai, vc])
+    lab_record.insert_owned("race", [crd], [vc])  # the vCluster's step records it first
+    lab_record.insert_owned("race", [crd], [kai])  # then KAI's own step
+    record = lab_record.read("race")
+    assert record is not None and list(record.owned) == [crd, kai, vc]
+    lab_record.insert_owned("race", [crd], [vc])  # once more, later: it stays where it is
+    record = lab_record.read("race")
+    assert record is not None and list(record.owned) == [crd, kai, vc]

@@ -432,7 +432,9 @@ def existing_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec, lab: 
 TOKEN_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 # HAMi's chart runs its NVIDIA device plugin on nodes labelled gpu=on
 # (charts/hami/values.yaml:419-420 `devicePlugin.nvidiaNodeSelector`, used by
-# templates/device-plugin/daemonsetnvidia.yaml:258 at v2.10.0).
+# templates/device-plugin/daemonsetnvidia.yaml:258 at v2.10.0); its README's prerequisites for
+# that plugin: NVIDIA driver >= 440 and NVIDIA as the container runtime's default
+# (README.md:93-110 at v2.10.0).
 HAMI_GPU_LABEL = ("gpu", "on")
 
 
@@ -585,9 +587,8 @@ def join_commands(profile: KamajiHamiProfile, lab: str, member: str, *, node: st
         f"(Kubernetes {tenant.kubernetes_version}), Konnectivity on {host}:{konnectivity}.",
         f"# The machine needs containerd, kubeadm and kubelet v{minor}.x (kubelet's cgroup "
         f"driver {tenant.control_plane.kubelet_cgroup_driver}, as the tenant's kubelet config "
-        "says), the NVIDIA driver and nvidia-container-toolkit with containerd's default runtime "
-        f"set to nvidia (HAMi's prerequisites), and a route to {endpoint} and "
-        f"{host}:{konnectivity}.",
+        "says), the NVIDIA driver (>= 440) with NVIDIA as containerd's default runtime (HAMi's "
+        f"prerequisites), and a route to {endpoint} and {host}:{konnectivity}.",
         f"# The token expires at {expires} ({hours}); `gpulab join {tenant.name} --name {lab}` "
         "makes a new one.",
         "",
