@@ -519,3 +519,37 @@ def test_kamaji_hami_refuses_port_forward(tmp_path: Path) -> None:
             pytest.raises(HostError, match=r"cluster\.expose is port-forward: kamaji-hami "
                                            r"exposes each control plane as a LoadBalancer"):
         kamaji_up(cluster, _profile(expose="port-forward"))
+
+
+def _port_forward_release(team: int = 0) -> Any:
+    from gpulab.stacks.vcluster_kai import render as kr
+
+    profile: Any = load_profile(LAB).profile
+    expose = kr.ExistingExpose("port-forward", None, LAB)
+    return kr.vcluster_release(profile, profile.teams[team], expose)
+
+
+def test_port_forward_values_are_the_charts_own() -> None:
+    from tests.vcluster_kai.test_render import validate_vcluster_values
+
+    release = _port_forward_release()
+    validate_vcluster_values(release.values)  # the pinned chart's closed schema
+    assert release.values["exportKubeConfig"] == {"server": "https://127.0.0.1:31443"}
+
+
+@pytest.mark.helm
+def test_a_port_forward_vcluster_has_no_port_outside_the_cluster() -> None:
+    """The pinned chart rendered by the real `helm template`: the Service stays ClusterIP, no
+    NodePort, labelled for the lab (what `down` and `logs` go by)."""
+    from tests.rendered import render as helm_template
+
+    release = _port_forward_release(1)
+    objects = helm_template("vcluster", release.name, release.namespace, release.values)
+    (service,) = [o for o in objects if o["kind"] == "Service"
+                  and o["metadata"]["name"] == release.name]
+    assert service["spec"]["type"] == "ClusterIP"
+    # the template always writes nodePort (templates/service.yaml:29); 0 is "none" (the chart's
+    # default, as with every ClusterIP vCluster)
+    assert [(p["name"], p["targetPort"], p.get("nodePort")) for p in service["spec"]["ports"]] \
+        == [("https", 8443, 0), ("kubelet", 8443, 0)]
+    assert service["metadata"]["labels"]["gpulab.dev/lab"] == LAB
