@@ -366,3 +366,42 @@ def test_an_entry_two_steps_record_is_kept_once_at_the_earlier_place() -> None:
     lab_record.insert_owned("race", [crd], [vc])  # once more, later: it stays where it is
     record = lab_record.read("race")
     assert record is not None and list(record.owned) == [crd, kai, vc]
+
+
+def test_the_control_plane_for_real_workers_is_valid_for_the_pinned_crd() -> None:
+    from gpulab.stacks.kamaji_hami.existing import existing_control_plane
+    from tests.schemas import validate_object
+
+    profile = _profile()
+    for tenant in profile.tenants:
+        validate_object(existing_control_plane(profile, tenant, LAB))
+
+
+def test_kamaji_etcd_asks_the_default_storage_class() -> None:
+    # why the preflight wants a default StorageClass when gpulab installs Kamaji: the pinned
+    # chart's datastore claims its volumes without naming a class
+    from gpulab.stacks.kamaji_hami.render import kamaji_release
+    from tests.rendered import find, render
+
+    release = kamaji_release(_profile())
+    etcd = find(render("kamaji", release.name, release.namespace, release.values),
+                "StatefulSet", "kamaji-etcd")
+    claims = etcd["spec"]["volumeClaimTemplates"]
+    assert [c["spec"].get("storageClassName") for c in claims] == [None]
+
+
+def test_cert_manager_crds_without_its_controller_and_denied_rights_are_named(
+        tmp_path: Path) -> None:
+    from tests.existing.kmock_kamaji import cert_manager_release, chart_objects
+
+    denied = {("create", "tenantcontrolplanes")}
+    with KamajiCluster(tmp_path, denied=denied).running(TENANTS) as cluster:
+        crds = [o for o in chart_objects(cert_manager_release())
+                if o["kind"] == "CustomResourceDefinition"]
+        cluster.host.call(cluster.put_objects, crds)
+        _facts, _first, problems = core.existing_facts(
+            _profile(), LAB, ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
+        assert problems[0].startswith("cert-manager's CRDs (certificates.cert-manager.io) are "
+                                      "there but no controller runs")
+        assert problems[-1] == ("not allowed to create tenantcontrolplanes.kamaji.clastix.io in "
+                                "tenants: see docs/own-cluster.md for the RBAC to grant")
