@@ -1477,7 +1477,8 @@ def logs(
         err.print(f"collecting diagnostics for lab '{lab}' ...", markup=False)
         if existing is not None:
             path = core.collect_logs_existing(lab, target, existing[1],
-                                              loaded.profile.member_names(), tar=tar)
+                                              loaded.profile.member_names(), tar=tar,
+                                              profile=loaded.profile)
         else:
             assert runtime is not None
             path = core.collect_logs(lab, target, runtime, tar=tar)

@@ -956,10 +956,11 @@ def collect_logs(lab: str, folder: Path, runtime: ContainerRuntime, *, tar: bool
 
 
 def collect_logs_existing(lab: str, folder: Path, record: LabRecord, members: Sequence[str],
-                          *, tar: bool, kube: Callable[[Path], KubeGateway] | None = None
-                          ) -> Path:
+                          *, tar: bool, kube: Callable[[Path], KubeGateway] | None = None,
+                          profile: LabProfile | None = None) -> Path:
     """The bundle of a lab in a cluster gpulab did not make: only what its record says gpulab
-    created there, every read within diagnostics.EXISTING_DEADLINE (no Docker, no helm)."""
+    created there, every read within diagnostics.EXISTING_DEADLINE (no Docker, no helm); the
+    vClusters of a port-forward lab (`profile`'s teams) through forwards of the cluster's API."""
     from gpulab.adapters.kube import KubeClient, RetryPolicy
     from gpulab.diagnostics import collect_existing, tarball
     from gpulab.paths import lab_dir
@@ -967,8 +968,15 @@ def collect_logs_existing(lab: str, folder: Path, record: LabRecord, members: Se
     def client(path: Path) -> KubeGateway:
         return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
 
-    collect_existing(lab, folder, owned=record.owned, members=members, kube=kube or client,
-                     lab_files=lab_dir(lab))
+    factory = kube or client
+    forwarding = _forwarding(factory, lab_dir(lab) / "management.kubeconfig", profile) \
+        if profile is not None and lab_expose(lab) == "port-forward" else None
+    try:
+        collect_existing(lab, folder, owned=record.owned, members=members,
+                         kube=forwarding or factory, lab_files=lab_dir(lab))
+    finally:
+        if forwarding is not None:
+            forwarding.close()
     return tarball(folder) if tar else folder
 
 

@@ -492,6 +492,15 @@ def test_up_without_a_reachable_node_goes_by_port_forward(
                             results[("KAI-01", team)]["evidence"]), results[("KAI-01", team)]
             assert results[("KAI-02", team)]["status"] == "pass"
         assert {d.split("/")[0] for d in dialled} == {f"vcluster-{t}" for t in TEAMS}
+
+        dialled.clear()  # logs reads each vCluster through a forward too
+        record = lab_record.read(LAB)
+        assert record is not None
+        bundle = core.collect_logs_existing(LAB, tmp_path / "bundle", record, TEAMS, tar=False,
+                                            kube=_plain_http(cluster), profile=_profile())
+        assert "gpu-node-1" in (bundle / "clusters/team-nlp/nodes.yaml").read_text()
+        assert not (bundle / "errors.txt").exists()
+        assert {d.split("/")[0] for d in dialled} == {f"vcluster-{t}" for t in TEAMS}
         summary = core.lab_expose(LAB)
     assert summary == "port-forward"
 
