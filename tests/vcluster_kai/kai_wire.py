@@ -119,3 +119,41 @@ def queue_status(children: list[dict[str, Any]], groups: list[dict[str, Any]],
         if summed:
             status[key] = summed
     return status
+
+
+def job_fit_errors_message(errors: list[tuple[str, list[str]]]) -> str:
+    """JobFitErrorsToMessage (pkg/scheduler/api/common_info/job_errors.go:44-75): the reason of
+    the only fit error (else "Unable to schedule podgroup", :20), then ": " and its messages
+    (repeated ones counted), sorted, joined by ". \\n", ended by ".". KAI writes it as the
+    PodGroup's condition message and, when no per-pod fit error exists, as the pod's
+    Unschedulable event and condition (status_updater/default_status_updater.go:355-378,
+    424-438)."""
+    reason = errors[0][0] if len(errors) == 1 else "Unable to schedule podgroup"
+    counts: dict[str, int] = {}
+    for _reason, messages in errors:
+        for message in messages:
+            counts[message] = counts.get(message, 0) + 1
+    histogram = sorted(f"{n} {m}" if n > 1 else m for m, n in counts.items())
+    separator = ". \n"
+    return f"{reason}: {separator.join(histogram)}." if histogram else reason
+
+
+def unschedulable_condition(message: str, explanations: list[dict[str, Any]],
+                            when: str) -> dict[str, Any]:
+    """The PodGroup's scheduling condition when KAI cannot place it (markPodGroupUnschedulable,
+    default_status_updater.go:297-318): type UnschedulableOnNodePool on the node pool, reason
+    Unschedulable, the job message, status True, one explanation per fit error (reason,
+    message, details: job_errors.go:119-125, 211-217)."""
+    return {"type": "UnschedulableOnNodePool", "nodePool": NODE_POOL, "reason": "Unschedulable",
+            "message": message, "status": "True", "transitionID": "0",
+            "lastTransitionTime": when, "reasons": explanations}
+
+
+def top_owner_metadata(name: str, uid: str) -> str:
+    """The PodGroup annotation `kai.scheduler/top-owner-metadata` of a bare pod
+    (pkg/common/constants/constants.go:51; default_grouper.go:98-117 with
+    pkg/podgrouper/topowner: yaml.v3 of {name, uid, group, version, kind})."""
+    return f'name: {name}\nuid: {uid}\ngroup: ""\nversion: v1\nkind: Pod\n'
+
+
+TOP_OWNER_METADATA = "kai.scheduler/top-owner-metadata"

@@ -23,6 +23,7 @@ from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import observe as verify_observe
 from tests.kamaji_hami.fakes import FakeApi, FakeClock
 from tests.vcluster_kai import builders as b
+from tests.vcluster_kai import kai_wire as kw
 from tests.vcluster_kai import vcluster_wire as vw
 
 if TYPE_CHECKING:
@@ -87,21 +88,31 @@ class FakeKai:
                 "apiVersion": kr.PODGROUP_API, "kind": "PodGroup",
                 "metadata": {"name": name, "namespace": meta["namespace"],
                              "uid": f"pg-{meta['uid']}", "labels": dict(meta.get("labels") or {}),
+                             "annotations": {
+                                 kw.TOP_OWNER_METADATA: kw.top_owner_metadata(meta["name"],
+                                                                              meta["uid"]),
+                                 **{k: v for k, v in meta["annotations"].items()
+                                    if k != kr.POD_GROUP_ANNOTATION}},
                              "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
                                                   "name": meta["name"], "uid": meta["uid"]}]},
-                "spec": {"minMember": 1, "queue": queue}, "status": {"phase": "Pending"}}
+                "spec": {"minMember": 1, "queue": queue, "priorityClassName": "train"},
+                "status": {}}  # KAI writes no status.phase
         return self.host.objects[key]
 
     def _refuse(self, pod: dict[str, Any], group: dict[str, Any], reason: str,
-                message: str) -> None:
-        entry = {"reason": reason, "message": message} if reason else {"message": message}
-        group["status"]["schedulingConditions"] = [{"type": "UnschedulableOnNodePool",
-                                                    "status": "True", "reasons": [entry]}]
+                message: str, pod_message: str | None = None) -> None:
+        """KAI's refusal: the PodGroup's condition (reason, message), the pod's PodScheduled
+        condition and Warning event with the per-pod fit error when there is one, else the
+        job's message (kept as the facts doc has it, as the builders do)."""
+        message_on_pod = pod_message or message
+        entry = {"reason": reason, "message": message}
+        group["status"]["schedulingConditions"] = [kw.unschedulable_condition(
+            kw.job_fit_errors_message([(reason, [message])]), [entry], b.TS)]
         pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
-                                        "reason": "Unschedulable", "message": message}]
+                                        "reason": "Unschedulable", "message": message_on_pod}]
         if not any(e["involvedObject"]["uid"] == pod["metadata"]["uid"]
                    for e in self.host.event_list):
-            self.host.event_list.append(b.event(pod, "Unschedulable", message))
+            self.host.event_list.append(b.event(pod, "Unschedulable", message_on_pod))
 
     def tick(self) -> None:
         with self.host.lock:
@@ -132,21 +143,21 @@ class FakeKai:
             used = self._used(name, queues)
             if limit != -1 and used + want > limit:
                 self._refuse(pod, group, "OverLimit",
-                             f"{name} quota has reached the allowable limit of GPUs. Limit is "
-                             f"{limit:g} GPUs, currently {used:g} GPUs allocated and workload "
-                             f"requested {want:g} GPUs")
+                             kw.over_limit(name, float(limit), float(used), float(want)))
                 return
             name = spec.get("parentQueue", "")
         free = Decimal(self.profile.gpu_pool.total) - sum(
             (a for _, a in self.placed.values()), Decimal(0))
         if want > free:
-            self._refuse(pod, group, "", b.NO_CAPACITY)
+            self._refuse(pod, group, "PodSchedulingErrors", b.NOT_FOUND.format(
+                namespace=pod["metadata"]["namespace"], name=pod["metadata"]["name"],
+                message=b.NO_CAPACITY), pod_message=b.NO_CAPACITY)
             return
         self.placed[pod["metadata"]["uid"]] = (leaf, want)
         pod["spec"]["nodeName"] = b.GPU_NODE
         if pod["metadata"].get("annotations", {}).get(kr.FRACTION_ANNOTATION):
             pod["metadata"].setdefault("labels", {})["runai-gpu-group"] = b.GPU_GROUP
-        group["status"] = {"phase": "Running"}
+        group["status"] = {}
 
 
 @dataclass
