@@ -393,6 +393,13 @@ def existing_facts(profile: LabProfile, lab: str, choice: ClusterChoice
             identity = identity_of(client, client.server, context, where)
             facts = observe(client, identity, needs, expose=choice.expose,
                             node_address=choice.node_address)
+            if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
+                from gpulab.providers.existing import Access, denied
+                from gpulab.providers.forward import forwarded_teams
+
+                more = denied(client, [Access("create", "", "pods", ns, "portforward")
+                                       for ns, _release in forwarded_teams(profile).values()])
+                facts = replace(facts, denied=facts.denied + more)
         except GpulabError as err:
             raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
                             f"read: {err.message}",

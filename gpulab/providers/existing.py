@@ -41,6 +41,7 @@ __all__ = [
     "Needs",
     "Owning",
     "connect",
+    "denied",
     "identity_of",
     "observe",
     "owned_entries",
@@ -96,10 +97,12 @@ class Access:
     group: str
     resource: str
     namespace: str | None = None
+    subresource: str = ""  # e.g. portforward (v1_resource_attributes.py: `subresource`)
 
     @property
     def text(self) -> str:
         what = f"{self.resource}.{self.group}" if self.group else self.resource
+        what += f"/{self.subresource}" if self.subresource else ""
         return f"{self.verb} {what}" + (f" in {self.namespace}" if self.namespace else "")
 
 
@@ -235,10 +238,18 @@ def _allowed(kube: Any, access: Access) -> bool:
                                   "resource": access.resource}
     if access.namespace:
         attributes["namespace"] = access.namespace
+    if access.subresource:
+        attributes["subresource"] = access.subresource
     answer = kube.create({"apiVersion": "authorization.k8s.io/v1",
                           "kind": "SelfSubjectAccessReview",
                           "spec": {"resourceAttributes": attributes}})
     return bool((answer.get("status") or {}).get("allowed"))
+
+
+def denied(kube: Any, asked: Sequence[Access]) -> tuple[str, ...]:
+    """What of `asked` the user may not do (one SelfSubjectAccessReview each, in order)."""
+    return tuple(a.text for a, ok in zip(asked, _at_once(lambda a: _allowed(kube, a), asked),
+                                         strict=True) if not ok)
 
 
 READS_AT_ONCE = 8  # preflight requests in flight at once

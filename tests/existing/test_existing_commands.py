@@ -562,3 +562,21 @@ def test_a_port_forward_vcluster_has_no_port_outside_the_cluster() -> None:
     assert [(p["name"], p["targetPort"], p.get("nodePort")) for p in service["spec"]["ports"]] \
         == [("https", 8443, 0), ("kubelet", 8443, 0)]
     assert service["metadata"]["labels"]["gpulab.dev/lab"] == LAB
+
+
+def test_port_forward_without_the_right_to_forward_is_refused_before_anything(
+        tmp_path: Path, reachable: list[bool]) -> None:
+    from gpulab.errors import HostError
+
+    reachable[0] = False
+    with ExistingCluster(tmp_path, denied={("create", "pods")}).running(TEAMS) as cluster:
+        before = cluster.state()
+        with pytest.raises(HostError, match=r"not allowed to create pods/portforward in "
+                                            r"vcluster-team-nlp \(\+2 more\)"):
+            _up(cluster, tmp_path)
+        assert cluster.state() == before
+        reviews = [r for r in cluster.host.requests()
+                   if "selfsubjectaccessreviews" in str(r.url.path)]
+    asked = [(r.data or {}).get("spec", {}).get("resourceAttributes", {}) for r in reviews]
+    assert {"verb": "create", "group": "", "resource": "pods", "namespace": "vcluster-team-nlp",
+            "subresource": "portforward"} in asked
