@@ -273,11 +273,15 @@ def foreign_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
 
 
 def coredns(team: TeamSpec) -> dict[str, Any]:
+    """A pod of the vCluster's CoreDNS Deployment `coredns` in its kube-system: labelled
+    `k8s-app: vcluster-kube-dns`, container `coredns` (vCluster v0.35.3 pkg/coredns/template.go:
+    168-171, 198-199, 233-234)."""
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "coredns-6f8b9d4c7-x2k9q", "namespace": "kube-system",
                          "uid": uid(f"vc-{team.name}", "coredns"),
-                         "labels": {"k8s-app": "kube-dns"}},
-            "spec": {"nodeName": GPU_NODE}, "status": {"phase": "Running"}}
+                         "labels": {"k8s-app": "vcluster-kube-dns"}},
+            "spec": {"nodeName": GPU_NODE, "containers": [{"name": "coredns"}]},
+            "status": {"phase": "Running"}}
 
 
 def team_state(profile: VclusterKaiProfile, team: TeamSpec) -> TeamState:
