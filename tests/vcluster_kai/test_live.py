@@ -258,15 +258,24 @@ def _host_pod(name: str, namespace: str, *, phase: str = "Running", node: str = 
 
 
 def test_a_lived_in_host_still_passes(kai_profile: VclusterKaiProfile) -> None:
-    """A host as a user leaves it: DaemonSet pods on the GPU node (a device plugin, kube-proxy),
+    """A host as a user leaves it: DaemonSet pods on the GPU node (device plugins, kube-proxy),
     KAI's own reservation pod holding the shared GPU, and finished jobs that held GPUs (Succeeded,
     Failed: KAI's podgroup-controller counts neither, metadata/pod.go:28-35 at v0.16.8). None of
     them is a GPU user, so verify runs every check and all pass."""
     lab = kai_lab(kai_profile)
     reservation = kai_profile.components.kai_scheduler.reservation_namespace
+    # The fake-gpu-operator pods are those the pinned chart (0.0.74) renders with gpulab's values
+    # (tests/rendered.py): DaemonSets device-plugin and nvidia-dcgm-exporter on the GPU node, the
+    # kwok device plugin's Deployment; none asks for a GPU.
     lab.host.put(
-        _host_pod("nvidia-device-plugin-daemonset-x2k4q", "gpu-operator",
-                  labels={"app": "device-plugin"}),
+        _host_pod("device-plugin-m2xzq", "gpu-operator",
+                  labels={"app": "device-plugin", "component": "device-plugin"}),
+        _host_pod("nvidia-dcgm-exporter-h5twb", "gpu-operator",
+                  labels={"app": "nvidia-dcgm-exporter", "component": "status-exporter",
+                          "app.kubernetes.io/name": "nvidia-container-toolkit"}),
+        _host_pod("kwok-gpu-device-plugin-6f8c9d7b5-p9rdz", "gpu-operator", node=b.CONTROL_PLANE,
+                  labels={"app": "kwok-gpu-device-plugin",
+                          "component": "kwok-gpu-device-plugin"}),
         _host_pod("kube-proxy-b7vqd", "kube-system", labels={"k8s-app": "kube-proxy"}),
         _host_pod("kube-proxy-t9wzc", "kube-system", node=b.CONTROL_PLANE,
                   labels={"k8s-app": "kube-proxy"}),
