@@ -473,7 +473,9 @@ class ExistingCluster:
 
 def owned_entries(step: Step) -> list[dict[str, Any]]:
     """What `step` creates in the cluster, as lab.json's `owned` entries; a step's
-    `removal_wait` (seconds) makes `down` wait for each of its objects to be gone."""
+    `removal_wait` (seconds) makes `down` wait for each of its objects to be gone. A
+    `chart-object` (an object of a Helm release, described after it) is recorded after the
+    release, so `down` deletes it, and waits while its `wait` says, before `helm uninstall`."""
     out: list[dict[str, Any]] = []
     wait = getattr(step, "removal_wait", None)
     for artifact in step.describe():
@@ -491,6 +493,11 @@ def owned_entries(step: Step) -> list[dict[str, Any]]:
         elif artifact.kind == "node-label":
             out.append({"type": "node-label", "node": body["node"], "key": body["key"],
                         "value": body["value"]})
+        elif artifact.kind == "chart-object":  # a release's object `down` removes before it
+            out.append({"type": "object", "apiVersion": body["apiVersion"],
+                        "kind": body["kind"], "name": body["name"],
+                        "namespace": body.get("namespace"),
+                        **({"wait": body["wait"]} if body.get("wait") else {})})
     return out
 
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 PINNED = Path(__file__).parents[1] / "data" / "pinned"
 TCPS = kmock.resource("kamaji.clastix.io/v1alpha1/tenantcontrolplanes")
 ISSUERS = kmock.resource("cert-manager.io/v1/issuers")
+DATASTORES = kmock.resource("kamaji.clastix.io/v1alpha1/datastores")
 BOOTSTRAP = "bootstrap.kubernetes.io/token"
 LB_ADDRESS = "192.0.2.30"
 _WORKLOAD = re.compile(r"/apis/apps/v1/namespaces/[^/]+/(deployments|daemonsets)")
@@ -91,12 +92,13 @@ def _available(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def chart_objects(release: HelmRelease) -> list[dict[str, Any]]:
-    """What the real pinned chart renders for this release that the preflight reads: its
-    Deployments and CRDs (Kamaji keeps its CRDs in crds/, outside `helm template`)."""
+    """What the real pinned chart renders for this release that gpulab reads or removes: its
+    Deployments, CRDs (Kamaji keeps its CRDs in crds/, outside `helm template`) and Kamaji's
+    DataStore (kamaji-etcd's etcd_datastore.yaml)."""
     from tests.rendered import render
 
     objects = [o for o in render(release.chart, release.name, release.namespace, release.values)
-               if o.get("kind") in ("Deployment", "CustomResourceDefinition")]
+               if o.get("kind") in ("Deployment", "CustomResourceDefinition", "DataStore")]
     if release.chart == "kamaji":
         objects += [yaml.safe_load((PINNED / f"kamaji_crd_{n}.yaml").read_text())
                     for n in ("tenantcontrolplanes", "datastores")]
@@ -136,6 +138,8 @@ class KamajiCluster(ExistingCluster):
         km.resources[TCPS] = kmock.ResourceInfo(kind="TenantControlPlane", namespaced=True,
                                                 verbs=_VERBS, subresources={"status"})
         km.resources[ISSUERS] = kmock.ResourceInfo(kind="Issuer", namespaced=True, verbs=_VERBS)
+        km.resources[DATASTORES] = kmock.ResourceInfo(kind="DataStore", namespaced=False,
+                                                      verbs=_VERBS)
         for resource, kind in METALLB_KINDS.items():
             km.resources[resource] = kmock.ResourceInfo(kind=kind, namespaced=True, verbs=_VERBS)
         km["post", _TCP_PATH] << self._tcp_created
@@ -151,9 +155,9 @@ class KamajiCluster(ExistingCluster):
 
     def put_objects(self, objects: list[dict[str, Any]]) -> None:
         """(loop) Store rendered objects in the host cluster."""
+        resources = {"CustomResourceDefinition": CRDS, "DataStore": DATASTORES}
         for obj in objects:
-            self.host.put(CRDS if obj["kind"] == "CustomResourceDefinition" else DEPLOYMENTS,
-                          obj)
+            self.host.put(resources.get(obj["kind"], DEPLOYMENTS), obj)
 
     # ------------------------------------------------------------------ Kamaji's part
 

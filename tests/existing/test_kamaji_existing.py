@@ -96,6 +96,18 @@ def test_up_status_join_down_leaves_the_cluster_as_found(
         assert record is not None
         tcp_entry = next(o for o in record.owned if o.get("kind") == "TenantControlPlane")
         assert tcp_entry["wait"] == 300  # Kamaji's finalizer runs before Kamaji goes
+        # the DataStore Kamaji's chart brings goes before the release (its finalizer is
+        # Kamaji's), after the control planes
+        store = next(o for o in record.owned if o.get("kind") == "DataStore")
+        assert store == {"type": "object", "apiVersion": "kamaji.clastix.io/v1alpha1",
+                         "kind": "DataStore", "name": "default", "namespace": None,
+                         "wait": 120}
+        from tests.existing.kmock_kamaji import DATASTORES
+
+        assert cluster.host.stored(DATASTORES, None, "default") is not None  # as rendered
+        assert owned.index(("helm-release", None, "kamaji")) \
+            < owned.index(("object", "DataStore", "default")) \
+            < owned.index(("object", "TenantControlPlane", "tenant-a"))
         # the control plane as created: the lab's labels, a LoadBalancer Service, real workers
         tcp = cluster.host.stored(TCPS, "tenants", "tenant-a")
         assert tcp is not None

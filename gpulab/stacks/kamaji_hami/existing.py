@@ -33,11 +33,12 @@ from gpulab.stacks.common import (
 from gpulab.stacks.kamaji_hami import render
 
 if TYPE_CHECKING:
-    from gpulab.adapters.base import KubeGateway
+    from gpulab.adapters.base import HelmRelease, KubeGateway
     from gpulab.engine.step import StepContext
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 __all__ = [
+    "DATASTORE_GONE_SECONDS",
     "TCP_GONE_SECONDS",
     "AddonFound",
     "ClusterFound",
@@ -46,6 +47,7 @@ __all__ = [
     "existing_needs",
     "existing_problems",
     "installs_metallb",
+    "kamaji_datastore",
     "lab_namespaces",
     "read_cluster",
 ]
@@ -323,6 +325,29 @@ def _labelled(obj: dict[str, Any], lab: str) -> dict[str, Any]:
     labels = out.setdefault("metadata", {}).setdefault("labels", {})
     labels.update({naming.LABEL_LAB: lab, naming.LABEL_MANAGED: "gpulab"})
     return out
+
+
+# Kamaji's chart brings a DataStore (the kamaji-etcd subchart's templates/etcd_datastore.yaml,
+# on by `kamaji-etcd.datastore.enabled`, named `default` by charts/kamaji/values.yaml:115-117 at
+# 26.8.2-edge), and Kamaji's controller puts a finalizer on it that only it removes, once no
+# TenantControlPlane uses it (controllers/datastore_controller.go:77-119). `helm uninstall`
+# would delete the controller and the DataStore at once and leave it Terminating, and its CRD
+# with it: so `down` deletes the DataStore first and waits, while Kamaji still runs.
+DATASTORE_GONE_SECONDS = 120
+
+
+def kamaji_datastore(release: HelmRelease) -> Artifact | None:
+    """The DataStore the Kamaji release makes, as a `chart-object` (recorded after the release,
+    so removed before it); None when the values turn it off."""
+    etcd = release.values.get("kamaji-etcd") or {}
+    store = etcd.get("datastore") or {}
+    if etcd.get("deploy") is False or store.get("enabled") is False:
+        return None
+    name = str(store.get("name") or "default")
+    return Artifact("chart-object", f"DataStore/{name}", {
+        "apiVersion": "kamaji.clastix.io/v1alpha1", "kind": "DataStore", "name": name,
+        "namespace": None, "wait": DATASTORE_GONE_SECONDS,
+        "why": f"made by the {release.name} release; down deletes it while Kamaji still runs"})
 
 
 @dataclass

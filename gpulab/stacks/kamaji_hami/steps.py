@@ -1156,6 +1156,16 @@ class TenantCalico(Calico):
             kube.apply(obj)
 
 
+@dataclass
+class ExistingKamaji(HelmAddon):
+    """Kamaji's release on an existing cluster, with the DataStore it brings described after
+    it (existing.kamaji_datastore): `down` deletes that first, while Kamaji still runs."""
+
+    def describe(self) -> list[Artifact]:
+        store = existing.kamaji_datastore(self.release)
+        return [*super().describe(), *([store] if store else [])]
+
+
 def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> list[Step]:
     """kamaji-hami on an existing cluster (facts: providers.existing.ExistingFacts, with
     existing.ClusterFound in `stack`): cert-manager, a LoadBalancer and Kamaji reused when
@@ -1189,9 +1199,10 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
                             f"Kamaji {kamaji.version} in {kamaji.namespace}",
                             {"namespace": kamaji.namespace, "version": kamaji.version}))
     else:
-        steps.append(HelmAddon(render.kamaji_release(profile), name="management/kamaji",
-                               title="Installing Kamaji", requires=("management/cert-manager",),
-                               ready=_kamaji_ready, ready_what="Kamaji CRDs and controller"))
+        steps.append(ExistingKamaji(render.kamaji_release(profile), name="management/kamaji",
+                                    title="Installing Kamaji",
+                                    requires=("management/cert-manager",),
+                                    ready=_kamaji_ready, ready_what="Kamaji CRDs and controller"))
     for tenant in profile.tenants:
         steps += [ExistingControlPlane(profile, tenant, lab=lab),
                   TenantCalico(profile, lab, tenant)]
