@@ -112,10 +112,13 @@ def open_forward(host: KubeGateway, namespace: str, release: str, saved: Path, *
         opener = dial or (lambda name: _pod_port(host, name, namespace))
         forwarder = LocalForwarder(lambda: opener(pod), address=LOCAL_ADDRESS, port=port,
                                    on_error=on_error).start()
-    except BaseException:
+    except BaseException as err:
         close = getattr(host, "close", None)
         if callable(close):
             close()
+        if isinstance(err, GpulabError) and not isinstance(err, HostError):
+            # a port taken, the pods unreadable: this host cannot reach the vCluster (exit 4)
+            raise HostError(err.message, hint=err.hint) from None
         raise
     fd, name = tempfile.mkstemp(prefix=prefix, suffix=".kubeconfig")  # 0600 from the start
     os.close(fd)

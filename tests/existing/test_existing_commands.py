@@ -580,3 +580,21 @@ def test_port_forward_without_the_right_to_forward_is_refused_before_anything(
     asked = [(r.data or {}).get("spec", {}).get("resourceAttributes", {}) for r in reviews]
     assert {"verb": "create", "group": "", "resource": "pods", "namespace": "vcluster-team-nlp",
             "subresource": "portforward"} in asked
+
+
+def test_a_taken_port_is_one_line_exit_4(tmp_path: Path) -> None:
+    import socket
+
+    with ExistingCluster(tmp_path).running(TEAMS) as cluster:
+        assert _up(cluster, tmp_path).ok
+        _vcluster_pod(cluster, "team-nlp", "team-nlp-0", "2026-12-03T10:00:00Z")
+        taken = socket.create_server(("127.0.0.1", 0))
+        try:
+            port = str(taken.getsockname()[1])
+            result = CliRunner().invoke(app, ["kubeconfig", "team-nlp", "--name", LAB,
+                                              "--port-forward", "--port", port])
+        finally:
+            taken.close()
+    assert result.exit_code == 4, result.output
+    assert f"cannot listen on 127.0.0.1:{port}: in use" in result.output
+    assert "choose another --port" in result.output
