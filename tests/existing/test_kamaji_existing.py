@@ -132,14 +132,7 @@ def test_up_status_join_down_leaves_the_cluster_as_found(
                calico[0]["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert env["CALICO_IPV4POOL_CIDR"] == "10.244.0.0/16"
 
-        status = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
-        assert status.exit_code == 0, status.output
-        info = json.loads(status.stdout)
-        assert info["management"]["cluster"].startswith("existing ")
-        assert info["tenants"]["tenant-a"]["control_plane"] == {
-            "status": "Ready", "version": "v1.36.4", "endpoint": f"{LB_ADDRESS}:6443"}
-        assert "api_error" not in info["tenants"]["tenant-a"]
-        assert info["tenants"]["tenant-a"]["workers"] == []  # nothing joined yet
+        _status_shows_control_planes_and_no_worker()
 
         again = _up(cluster)  # resumable: nothing left to do
         assert again.ok and again.all_skipped, [s for s in again.steps if not s.skipped]
@@ -154,6 +147,21 @@ def test_up_status_join_down_leaves_the_cluster_as_found(
         assert after == before
         assert cluster.releases == {}
         assert not (tmp_path / "home" / "labs" / LAB).exists()
+
+
+def _status_shows_control_planes_and_no_worker() -> None:
+    status = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
+    assert status.exit_code == 0, status.output
+    info = json.loads(status.stdout)
+    assert info["management"]["cluster"].startswith("existing ")
+    assert info["tenants"]["tenant-a"]["control_plane"] == {
+        "status": "Ready", "version": "v1.36.4", "endpoint": f"{LB_ADDRESS}:6443"}
+    assert "api_error" not in info["tenants"]["tenant-a"]
+    assert info["tenants"]["tenant-a"]["workers"] == []  # nothing joined yet
+    text = CliRunner().invoke(app, ["status", "--name", LAB])
+    assert text.exit_code == 0, text.output
+    assert f"tenant-a: control plane Ready v1.36.4 at {LB_ADDRESS}:6443" in text.stdout
+    assert "(none joined: gpulab join tenant-a)" in text.stdout
 
 
 def _daemonsets() -> Any:
@@ -297,6 +305,20 @@ def test_join_prints_a_kubeadm_join_with_a_short_lived_token(
         assert values["devicePlugin"] == {"enabled": True}
         assert values["mockDevicePlugin"] == {"enabled": False}
         assert helm[helm.index("--version") + 1] == "2.10.0"
+        # the machine ran the join: the tenant lists its node, and status shows it as a worker
+        from tests.existing.kmock_cluster import NODES
+
+        tenant_b = cluster.vclusters["tenant-b"]
+        tenant_b.call(tenant_b.put, NODES, {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-7"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "nodeInfo": {"kubeletVersion": "v1.36.4"}}})
+        status = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
+        assert status.exit_code == 0, status.output
+        info = json.loads(status.stdout)["tenants"]
+        assert info["tenant-b"]["workers"] == [{"name": "gpu-7", "state": "joined", "ip": ""}]
+        assert info["tenant-b"]["nodes"] == [{"name": "gpu-7", "ready": True,
+                                              "version": "v1.36.4"}]
 
 
 def test_join_refuses_a_kind_lab_and_a_bad_ttl(tmp_path: Path) -> None:

@@ -180,6 +180,8 @@ def _tenant_status(tenant: str, entry: dict[str, Any]) -> Table:
         table.add_row(escape(worker["name"]), escape(worker["state"]),
                       ("Ready" if node["ready"] else "NotReady") if node else "-",
                       escape(node["version"]) if node else "")
+    if not entry["workers"] and cp and "error" not in cp:  # an existing cluster's tenant
+        table.add_row(escape(f"(none joined: gpulab join {tenant})"), "", "", "")
     if entry.get("api_error"):
         table.add_row("", "", escape(f"tenant API unreachable: {entry['api_error']}"), "")
     for card in entry.get("gpus", []):
