@@ -24,6 +24,7 @@ from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 from gpulab.stacks.vcluster_kai.state import KaiLabState
 from gpulab.verify.state import Listing
 from tests.vcluster_kai import builders as b
+from tests.vcluster_kai import kai_wire as kw
 from tests.vcluster_kai.builders import host_replace, run_replace, team_replace
 
 if TYPE_CHECKING:
@@ -245,18 +246,15 @@ def _listing(team: str, edit: Callable[[list[dict[str, Any]]], object]) -> Build
 
 
 def _node_refusals(*why: str) -> Build:
-    """KAI's refusal of team-nlp's gpu-over-capacity on a cluster of more nodes: the histogram of
-    pkg/scheduler/api/common_info/pod_errors.go:219-245 (sorted, joined by '. \\n'), the worker
-    without a free GPU, each other node refused for `why` (node conditions,
-    scheduler_util/scheduler_utils.go:12-40), wrapped as in actions/common/allocate.go:244-248."""
-    message = ("no nodes with enough resources were found: "
-               + ". \n".join([*why, "1 node(s) didn't have enough resources: GPUs"]) + ".")
+    """KAI's refusal of team-nlp's gpu-over-capacity on a cluster of more nodes: the worker without
+    a free GPU, each other node refused for a node condition `why` (scheduler_util/
+    scheduler_utils.go:12-40), in KAI's fit-error histogram (tests/vcluster_kai/kai_wire.py)."""
+    message = kw.fit_errors({kw.NOT_ENOUGH_GPUS: 1, **dict.fromkeys(why, 1)})
 
     def edit(group: dict[str, Any]) -> None:
         group["status"]["schedulingConditions"][0]["reasons"] = [{
             "reason": "PodSchedulingErrors",
-            "message": b.NOT_FOUND.format(namespace="vcluster-team-nlp", name=CAPACITY_HOST,
-                                          message=message)}]
+            "message": kw.not_found("vcluster-team-nlp", CAPACITY_HOST, message)}]
     return _edit_group("gpu-over-capacity", edit)
 
 
@@ -723,6 +721,18 @@ ROWS: list[Row] = [
      _queues(_set("spec.resources.gpu.limit", 2), NLP), "fail",
      f"Queue team-nlp: spec.resources.gpu.limit is 2, the profile says 1{REAPPLY}",
      QUEUES.replace("gpu 0.33/1/1", "gpu 0.33/2/1")),
+    ("KAI-03 a memory limit of seven digits", "KAI-03", NLP,
+     _queues(_set("spec.resources.memory.limit", 1234567), NLP), "fail",
+     f"Queue team-nlp: spec.resources.memory.limit is 1234567, the profile says -1{REAPPLY}",
+     QUEUES.replace("memory 0/-1/1); ml-org", "memory 0/1234567/1); ml-org")),
+    ("KAI-03 a limit written 2.0", "KAI-03", NLP,
+     _queues(_set("spec.resources.gpu.limit", 2.0), NLP), "fail",
+     f"Queue team-nlp: spec.resources.gpu.limit is 2, the profile says 1{REAPPLY}",
+     QUEUES.replace("gpu 0.33/1/1", "gpu 0.33/2/1")),
+    ("KAI-03 a limit written true is not 1", "KAI-03", NLP,
+     _queues(_set("spec.resources.gpu.limit", True), NLP), "fail",
+     f"Queue team-nlp: spec.resources.gpu.limit is True, the profile says 1{REAPPLY}",
+     QUEUES.replace("gpu 0.33/1/1", "gpu 0.33/True/1")),
     ("KAI-03 org queue under a parent", "KAI-03", NLP,
      _queues(_set("spec.parentQueue", "default-parent-queue"), "ml-org"), "fail",
      "Queue ml-org: spec.parentQueue is 'default-parent-queue', the profile writes none (ml-org "
@@ -851,6 +861,11 @@ ROWS: list[Row] = [
     ("KAI-05 another team's share crash-looping", "KAI-05", NLP,
      _edit_host("gpu-share", _crash_loop, team=VISION), "fail",
      _not_shared(VISION, "Running, app: waiting CrashLoopBackOff (3 restarts)"),
+     TOGETHER.replace(", team-vision", "") + ALLOCATED),
+    ("KAI-05 another team's share with two failing containers", "KAI-05", NLP,
+     _edit_host("gpu-share", _crash_two_containers, team=VISION), "fail",
+     _not_shared(VISION, "Running, app: waiting CrashLoopBackOff (3 restarts), sidecar: "
+                         "terminated Error"),
      TOGETHER.replace(", team-vision", "") + ALLOCATED),
     ("KAI-05 another team's share not synced", "KAI-05", NLP,
      _replace_run("gpu-share", team=VISION, host=None, pod_group=None, outcome="not-synced"),
@@ -1035,8 +1050,8 @@ ROWS: list[Row] = [
      "gpu-over-capacity (gpu-fraction 0.5) stays Pending while the share pods hold 0.99 of 1 "
      f"GPU(s); KAI (pod condition): {b.NO_CAPACITY}"),
     ("KAI-07 three nodes refused for conditions", "KAI-07", NLP,
-     _node_refusals("1 node has DiskPressure condition", "1 node has MemoryPressure condition",
-                    "1 node has PIDPressure condition"), "fail",
+     _node_refusals("node has DiskPressure condition", "node has MemoryPressure condition",
+                    "node has PIDPressure condition"), "fail",
      "KAI turned gpu-over-capacity (gpu-fraction 0.5) away for something else than the GPU on "
      "some node (1 node has DiskPressure condition; 1 node has MemoryPressure condition): KAI "
      "checks a node's GPUs before anything else, so that node had room on its GPU and this does "

@@ -55,9 +55,13 @@ def millis(value: Decimal | float) -> str:
 
 
 def _number(value: Any) -> str:
+    """A queue value as KAI's docs write it: whole numbers without a decimal point, every digit
+    kept (`:g` would print a memory limit of 1234567 as 1.23457e+06); a bool is not a number."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {_number(v)}" for k, v in value.items())
-    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    return str(value)
 
 
 # --------------------------------------------------------------------------- KAI-01
