@@ -482,7 +482,10 @@ def _up_existing(profile: LabProfile, lab: str, report: Reporter, choice: Cluste
         from gpulab.manifests import fetch_manifest
         from gpulab.paths import lab_dir
 
-        adapters = LabAdapters(runtime=cast("Any", None), kind=cast("Any", None),
+        spec = profile.cluster  # kamaji-hami's workers as containers of this Docker host
+        runtime = connect_runtime() if spec is not None and spec.workers == "containers" \
+            else cast("Any", None)
+        adapters = LabAdapters(runtime=runtime, kind=cast("Any", None),
                                kube=KubeClient, helm=_helm_on_host(),
                                fetch=fetch_manifest, lab_dir=lab_dir(lab))
     from dataclasses import replace
@@ -609,7 +612,8 @@ def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
 
 def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None,
                   context: str | None = None,
-                  helm: Callable[[Path], HelmGateway] | None = None) -> Teardown:
+                  helm: Callable[[Path], HelmGateway] | None = None,
+                  runtime: ContainerRuntime | None = None) -> Teardown:
     """`down` of a lab in a cluster gpulab did not make: UsageError (exit 2) when the kubeconfig
     now reaches another cluster (its kube-system uid differs); else exactly what lab.json says
     gpulab created, newest first (providers.existing.teardown), then the lab's files. What was
@@ -640,7 +644,9 @@ def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None
         from gpulab.paths import write_secret
 
         write_secret(path, text.encode())
-        gone = teardown(record.owned, client, (helm or _helm_on_host())(path))
+        if runtime is None and any(e.get("type") == "container" for e in record.owned):
+            runtime = connect_runtime()  # worker containers on this host (cluster.workers)
+        gone = teardown(record.owned, client, (helm or _helm_on_host())(path), runtime=runtime)
     finally:
         client.close()
         if folder is not None:

@@ -266,6 +266,11 @@ class ClusterSpec(Strict):
                                       "IPv4 range MetalLB hands out, first-last (free addresses "
                                       "on the nodes' network)")
 
+    workers: Literal["machines", "containers"] = Field(
+        default="machines", description="existing, kamaji-hami: where the tenants' workers "
+        "come from: machines of yours that join with `gpulab join`, or kindest/node containers "
+        "on this Docker host (it must reach the control planes' LoadBalancer addresses)")
+
     @field_validator("metallb_range")
     @classmethod
     def _address_range(cls, value: str | None) -> str | None:
@@ -286,6 +291,9 @@ class ClusterSpec(Strict):
                              "lab installs MetalLB on the kind network itself)")
         if self.metallb_range and self.metallb != "allow":
             raise ValueError("metallb_range: only with metallb: allow")
+        if self.provider == "kind" and self.workers != "machines":
+            raise ValueError("workers: only with provider: existing (on kind the workers are "
+                             "always containers)")
         return self
 
     @model_validator(mode="after")

@@ -493,6 +493,8 @@ def owned_entries(step: Step) -> list[dict[str, Any]]:
         elif artifact.kind == "node-label":
             out.append({"type": "node-label", "node": body["node"], "key": body["key"],
                         "value": body["value"]})
+        elif artifact.kind == "container":  # a worker container on this Docker host
+            out.append({"type": "container", "name": artifact.name})
         elif artifact.kind == "chart-object":  # a release's object `down` removes before it
             out.append({"type": "object", "apiVersion": body["apiVersion"],
                         "kind": body["kind"], "name": body["name"],
@@ -598,10 +600,11 @@ def _label_runs(entries: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]
 
 
 def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any, *,
-             sleep: Callable[[float], None] | None = None) -> Teardown:
+             sleep: Callable[[float], None] | None = None, runtime: Any = None) -> Teardown:
     """Remove what lab.json says gpulab created, newest first; then check it is gone. An entry
     with `wait` (seconds) is waited for until it is gone before anything older goes: its
-    finalizers need a controller the lab installed earlier (a TenantControlPlane's, Kamaji's)."""
+    finalizers need a controller the lab installed earlier (a TenantControlPlane's, Kamaji's).
+    `container` entries (worker containers on this host) go through `runtime`."""
     result = Teardown()
     labels: list[dict[str, Any]] = []
     for entry in reversed(owned):
@@ -611,7 +614,10 @@ def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any, *,
         for node, keys in _label_runs(labels):
             _unlabel(kube, node, keys, result)
         labels = []
-        if entry.get("type") == "helm-release":
+        if entry.get("type") == "container":
+            if runtime is not None and runtime.remove(entry["name"]):
+                result.removed.append(f"container {entry['name']}")
+        elif entry.get("type") == "helm-release":
             helm.uninstall(entry["name"], entry["namespace"])
             result.removed.append(f"helm release {entry['namespace']}/{entry['name']}")
         elif entry.get("type") == "object" and kube.delete(
@@ -632,6 +638,10 @@ def teardown(owned: tuple[dict[str, Any], ...], kube: KubeGateway, helm: Any, *,
         if entry.get("type") == "object" and entry["kind"] != "Namespace" and kube.get(
                 entry["apiVersion"], entry["kind"], entry["name"], entry.get("namespace")):
             result.leftovers.append(f"{entry['kind']} {entry['name']}")
+    for entry in owned:
+        if entry.get("type") == "container" and (runtime is None
+                                                 or runtime.get(entry["name"]) is not None):
+            result.leftovers.append(f"container {entry['name']}")
     return result
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "installs_metallb",
     "kamaji_datastore",
     "lab_namespaces",
+    "reaches",
     "read_cluster",
 ]
 
@@ -423,23 +424,36 @@ class ExistingMetalLB:
                    timeout=self.timeout, interval=3)
 
 
-def existing_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec, lab: str
-                           ) -> dict[str, Any]:
-    """The TenantControlPlane for real workers: the kind lab's, labelled for the lab (its
-    Service too, through `additionalMetadata`), always a LoadBalancer Service, Kamaji's own
-    kube-proxy addon (kind's container settings are for kindest/node workers), and of the
-    kubelet patches only the cgroup driver (the others turn off eviction and image GC, which
-    only make sense for a container that sees its host's disk)."""
+def existing_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec, lab: str, *,
+                           containers: bool = False) -> dict[str, Any]:
+    """The TenantControlPlane on an existing cluster: the kind lab's, labelled for the lab (its
+    Service too, through `additionalMetadata`), always a LoadBalancer Service. For real workers
+    (`containers` False): Kamaji's own kube-proxy addon, and of the kubelet patches only the
+    cgroup driver (the others turn off eviction and image GC, which only make sense for a
+    kindest/node container that sees its host's disk). For kindest/node workers on this host
+    (`cluster.workers: containers`) the kind lab's settings as they are."""
     tcp = copy.deepcopy(render.tenant_control_plane(profile, tenant))
     labels = {naming.LABEL_LAB: lab, naming.LABEL_MANAGED: "gpulab"}
     tcp["metadata"]["labels"].update(labels)
     spec = tcp["spec"]
     spec["controlPlane"]["service"] = {"serviceType": "LoadBalancer",
                                        "additionalMetadata": {"labels": dict(labels)}}
-    spec["kubernetes"]["kubelet"]["configurationJSONPatches"] = [
-        p for p in render.kubelet_config_patches(tenant) if p["path"] == "/cgroupDriver"]
-    spec["addons"]["kubeProxy"] = {}
+    if not containers:
+        spec["kubernetes"]["kubelet"]["configurationJSONPatches"] = [
+            p for p in render.kubelet_config_patches(tenant) if p["path"] == "/cgroupDriver"]
+        spec["addons"]["kubeProxy"] = {}
     return tcp
+
+
+def reaches(host: str, port: int, timeout: float = 3.0) -> bool:
+    """This host opens a TCP connection to host:port within `timeout` seconds."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------- gpulab join

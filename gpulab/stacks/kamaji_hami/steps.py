@@ -1113,6 +1113,7 @@ class ExistingControlPlane(TenantControlPlane):
     anything older goes (`removal_wait`, read by providers.existing.owned_entries)."""
 
     lab: str = ""
+    containers: bool = False  # cluster.workers: containers (kindest/node workers here)
     removal_wait: float = existing.TCP_GONE_SECONDS
 
     @property
@@ -1120,7 +1121,8 @@ class ExistingControlPlane(TenantControlPlane):
         return ("management/kamaji", "management/metallb", "management/namespaces")
 
     def describe(self) -> list[Artifact]:
-        tcp = existing.existing_control_plane(self.profile, self.tenant, self.lab)
+        tcp = existing.existing_control_plane(self.profile, self.tenant, self.lab,
+                                              containers=self.containers)
         return [
             Artifact("object", f"TenantControlPlane/{self.tenant.name}", tcp),
             Artifact("file", f"{self.tenant.name}.kubeconfig",
@@ -1154,6 +1156,70 @@ class TenantCalico(Calico):
         kube = self._tenant(ctx)
         for obj in self.objects(adapters_of(ctx).fetch(self.profile.components.calico.url)):
             kube.apply(obj)
+
+
+@dataclass
+class ReachControlPlane:
+    """`cluster.workers: containers`: this host reaches the tenant's control plane at the
+    address its kubeconfig names, and Konnectivity's port beside it; the kindest/node workers
+    reach what the host reaches (Docker's bridge NATs them out). Checks only."""
+
+    profile: KamajiHamiProfile
+    tenant: TenantSpec
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/reach"
+
+    @property
+    def title(self) -> str:
+        return f"Checking this host reaches {self.tenant.name}'s control plane"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/control-plane",)
+
+    def describe(self) -> list[Artifact]:
+        return [Artifact("check", f"{self.tenant.name} API and Konnectivity", {
+            "from": "this host", "ports": [self.tenant.control_plane.port,
+                                           self.tenant.control_plane.konnectivity_port]})]
+
+    def _unreached(self, ctx: StepContext) -> list[str]:
+        from urllib.parse import urlsplit
+
+        server = tenant_server(adapters_of(ctx).tenant_kubeconfig(self.tenant.name))
+        host = urlsplit(server).hostname or ""
+        port = urlsplit(server).port or self.tenant.control_plane.port
+        return [f"{host}:{p}" for p in (port, self.tenant.control_plane.konnectivity_port)
+                if not existing.reaches(host, p)]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        return False  # asked each time: cheap, and what changes is the network
+
+    def apply(self, ctx: StepContext) -> None:
+        missing = self._unreached(ctx)
+        if missing:
+            raise HostError(f"this host does not reach {self.tenant.name}'s control plane at "
+                            f"{', '.join(missing)}: its kindest/node workers could not join",
+                            hint="use cluster.workers: machines and gpulab join, or open the "
+                                 "route from this host to the LoadBalancer's addresses")
+        ctx.note(f"{self.tenant.name}'s control plane answers from this host")
+
+
+@dataclass
+class ContainerWorkers(TenantWorkers):
+    """The kind lab's worker containers, on Docker's default bridge (an existing cluster has
+    no kind network here), each recorded in lab.json (its `container` artifact) so `down`
+    removes it first."""
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (f"{self.tenant.name}/reach",)
+
+    def specs(self) -> list[base.ContainerSpec]:
+        from dataclasses import replace
+
+        return [replace(s, network="bridge") for s in super().specs()]
 
 
 @dataclass
@@ -1203,9 +1269,21 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
                                     title="Installing Kamaji",
                                     requires=("management/cert-manager",),
                                     ready=_kamaji_ready, ready_what="Kamaji CRDs and controller"))
+    containers = spec is not None and spec.workers == "containers"
     for tenant in profile.tenants:
-        steps += [ExistingControlPlane(profile, tenant, lab=lab),
-                  TenantCalico(profile, lab, tenant)]
+        steps.append(ExistingControlPlane(profile, tenant, lab=lab, containers=containers))
+        if not containers:
+            steps.append(TenantCalico(profile, lab, tenant))
+            continue
+        steps += [  # the kind lab's tenant steps, on containers of this host
+            ReachControlPlane(profile, tenant),
+            ContainerWorkers(profile, lab, tenant),
+            JoinWorkers(profile, lab, tenant),
+            KubeProxy(profile, lab, tenant),
+            Calico(profile, lab, tenant),
+            Hami(profile, tenant),
+            MockGpus(profile, lab, tenant),
+        ]
     return steps
 
 
