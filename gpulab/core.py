@@ -10,6 +10,9 @@ from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
 from gpulab.profile.base import dns_label
 from gpulab.providers.base import Teardown
 
+# kind's own pieces live in providers.kind; the CLI (doctor, down, logs) reaches them here
+from gpulab.providers.kind import kind_cli, lab_adapters, lab_exists, preflight
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
@@ -20,16 +23,14 @@ if TYPE_CHECKING:
         ContainerRuntime,
         DockerReader,
         HelmGateway,
-        KindProvider,
         KubeGateway,
         LabAdapters,
     )
+    from gpulab.adapters.base import KindProvider as KindBinary
     from gpulab.adapters.docker_endpoint import DockerEndpoint
-    from gpulab.adapters.kind import KindCli
     from gpulab.adapters.kube import KubeClient
     from gpulab.cluster.kubeconfig import ClusterAccess
     from gpulab.cluster.state import ClusterSnapshot
-    from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
     from gpulab.lab_record import LabRecord
@@ -120,24 +121,6 @@ def read_docker(timeout: float = 3, endpoint: DockerEndpoint | None = None) -> D
     endpoint = endpoint or docker_endpoint()
     reader = open_reader(timeout, endpoint)
     return reader if reader is not None else connect_runtime(timeout=timeout, endpoint=endpoint)
-
-
-def kind_cli(endpoint: DockerEndpoint, *, kubeconfig: Path | None = None,
-             required: bool = False) -> KindCli | None:
-    """The kind binary (PATH or gpulab's cache) set to drive the engine at `endpoint`: its
-    docker CLI gets DOCKER_HOST (and the context's TLS) and no DOCKER_CONTEXT, so kind and
-    gpulab never talk to two engines. None when kind is not installed (HostError if
-    `required`)."""
-    from gpulab.adapters.kind import KindCli
-    from gpulab.tools import find_tool
-
-    binary = find_tool("kind")
-    if binary is None:
-        if required:
-            raise HostError("kind not found on PATH or in gpulab's cache",
-                            hint="run gpulab doctor --install-tools")
-        return None
-    return KindCli(binary=binary, kubeconfig=kubeconfig, env=endpoint.client_env())
 
 
 def plan_steps(
@@ -249,19 +232,6 @@ def require_lab(lab: str) -> Path:
     return folder
 
 
-def lab_exists(lab: str, runtime: ContainerRuntime) -> bool:
-    """The lab has a folder, or Docker holds something labelled for it (a leftover)."""
-    from gpulab.naming import LABEL_LAB, kind_cluster_name
-    from gpulab.paths import lab_dir
-
-    if lab_dir(lab).is_dir():
-        return True
-    for labels in ({LABEL_LAB: lab}, {"io.x-k8s.kind.cluster": kind_cluster_name(lab)}):
-        if runtime.containers(labels) or runtime.networks(labels) or runtime.volumes(labels):
-            return True
-    return False
-
-
 def management_api_problem(lab: str, kube: Callable[[Path], KubeGateway] | None = None
                            ) -> str | None:
     """None when the lab's management API answers (`GET /version` through its saved
@@ -287,92 +257,6 @@ def management_api_problem(lab: str, kube: Callable[[Path], KubeGateway] | None 
 
 
 # --------------------------------------------------------------------------- up
-
-
-def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
-                 endpoint: DockerEndpoint | None = None) -> LabAdapters:
-    """The real adapters for a lab (kind, helm and the Kubernetes client by kubeconfig path);
-    kind drives `endpoint`, the engine `runtime` talks to."""
-    from gpulab.adapters.base import LabAdapters
-    from gpulab.adapters.helm import PyHelm3Gateway
-    from gpulab.adapters.kind import KindCli
-    from gpulab.adapters.kube import KubeClient
-    from gpulab.manifests import fetch_manifest
-    from gpulab.paths import lab_dir
-    from gpulab.tools import find_tool
-
-    kind_binary = find_tool("kind")
-    helm_binary = find_tool("helm")
-    if kind_binary is None or helm_binary is None:
-        missing = " and ".join(n for n, b in (("kind", kind_binary), ("helm", helm_binary))
-                               if b is None)
-        raise HostError(f"{missing} not found on PATH or in gpulab's cache",
-                        hint="run gpulab doctor --install-tools")
-    folder = lab_dir(lab)  # created by the first file written into it (mode 0700)
-    endpoint = endpoint or docker_endpoint()
-    return LabAdapters(
-        runtime=runtime,
-        kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig",
-                     env=endpoint.client_env()),
-        kube=KubeClient,
-        helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
-        fetch=fetch_manifest,
-        lab_dir=folder,
-    )
-
-
-def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
-              docker_error: str = "", *, endpoint: DockerEndpoint | None = None,
-              pull: bool = False, report: Reporter | None = None) -> list[Finding]:
-    """Doctor's findings for this profile and lab. With `pull`, the profile's node image is
-    pulled first when it is missing (kind needs it anyway; `report` shows the pull as a step),
-    so the privileged probe runs the node's own image with the node's own options."""
-    from gpulab.doctor import diagnose, observe_host
-    from gpulab.tools import find_tool
-
-    clusters: tuple[str, ...] = ()
-    kind = kind_cli(endpoint or docker_endpoint()) if runtime is not None else None
-    if kind is not None:
-        try:
-            clusters = tuple(kind.clusters())
-        except GpulabError:
-            clusters = ()
-    pull_image = _reported_pull(runtime, report) if pull and runtime is not None else None
-    snapshot = observe_host(runtime, docker_error, kind_binary=find_tool("kind"),
-                            helm_binary=find_tool("helm"), kind_clusters=clusters,
-                            probe_images=(profile.management.node_image,), pull=pull_image,
-                            host_ports=profile.host_ports(), endpoint=endpoint)
-    return diagnose(snapshot, profile, lab)
-
-
-PULL_STEP = "preflight/node-image"
-
-
-def _reported_pull(runtime: ContainerRuntime, report: Reporter | None
-                   ) -> Callable[[str], None]:
-    """`runtime.pull` shown as a step of its own: `started` (with the size to expect), then
-    `done` or `failed`, as the steps of `up` are shown."""
-    import time
-
-    from gpulab.doctor import NODE_IMAGE_SIZE
-    from gpulab.engine.runner import Event
-
-    def pull(image: str) -> None:
-        title = f"Pulling node image {image} ({NODE_IMAGE_SIZE}, once per host)"
-        if report is not None:
-            report(Event(PULL_STEP, "started", title))
-        started = time.monotonic()
-        try:
-            runtime.pull(image)
-        except GpulabError as err:
-            if report is not None:
-                report(Event(PULL_STEP, "failed", title, time.monotonic() - started,
-                             err.message))
-            raise
-        if report is not None:
-            report(Event(PULL_STEP, "done", title, time.monotonic() - started))
-
-    return pull
 
 
 def existing_facts(profile: LabProfile, lab: str, choice: ClusterChoice
@@ -424,6 +308,7 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
     from gpulab.engine.runner import run_steps
     from gpulab.engine.step import StepContext
     from gpulab.providers import choose
+    from gpulab.providers.kind import KindProvider
     from gpulab.stacks import for_profile
 
     lab = lab_name(profile, name)
@@ -432,17 +317,10 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
         return _up_existing(profile, lab, report, choice, adapters=adapters, sleep=sleep)
     if adapters is None:
         endpoint = docker_endpoint()  # once: gpulab's client and kind use the same engine
-        runtime = connect_runtime(endpoint=endpoint)
+        provider = KindProvider(connect_runtime(endpoint=endpoint), endpoint=endpoint)
         if not skip_preflight:
-            findings = preflight(profile, lab, runtime, endpoint=endpoint, pull=True,
-                                 report=report)
-            failed = [f for f in findings if f.status == "fail"]
-            if failed:
-                first = failed[0]
-                more = f" (+{len(failed) - 1} more; see gpulab doctor)" if len(failed) > 1 else ""
-                raise HostError(f"preflight: {first.check}: {first.detail}{more}",
-                                hint=first.fix or "see gpulab doctor")
-        adapters = lab_adapters(profile, lab, runtime, endpoint)
+            provider.refuse(profile, lab, report)
+        adapters = provider.adapters(profile, lab)
     stack = for_profile(profile)
     facts = stack.observe_host_facts(profile, adapters.runtime)
     steps = stack.build_steps(profile, lab, facts)
@@ -453,7 +331,7 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
     if result.built_anything:  # what exists now, kept in the lab folder (gpulab.lab_record)
         from gpulab import lab_record
 
-        lab_record.record_created(lab, _created(lab, adapters.runtime))
+        lab_record.record_created(lab, KindProvider(adapters.runtime).created(lab))
     return result
 
 
@@ -528,23 +406,6 @@ def lab_expose(lab: str) -> str:
     return str(record.cluster.get("expose") or "") if record is not None else ""
 
 
-def _created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
-    """The Docker objects labelled for the lab, and its kind cluster when a node carries it."""
-    from gpulab.naming import LABEL_LAB, kind_cluster_name
-
-    cluster = kind_cluster_name(lab)
-    found: dict[str, set[str]] = {"kind_clusters": set(), "containers": set(),
-                                  "networks": set(), "volumes": set()}
-    for labels in ({LABEL_LAB: lab}, {"io.x-k8s.kind.cluster": cluster}):
-        for container in runtime.containers(labels):
-            found["containers"].add(container.name)
-            if container.labels.get("io.x-k8s.kind.cluster") == cluster:
-                found["kind_clusters"].add(cluster)
-        found["networks"].update(n.name for n in runtime.networks(labels))
-        found["volumes"].update(runtime.volumes(labels))
-    return {kind: sorted(names) for kind, names in found.items()}
-
-
 def _helm_on_host() -> Callable[[Path], HelmGateway]:
     """Helm gateways on the helm binary gpulab finds (its cache, then PATH), or HostError."""
     from gpulab.adapters.helm import PyHelm3Gateway
@@ -561,101 +422,42 @@ def _helm_on_host() -> Callable[[Path], HelmGateway]:
 
 
 
-def down(lab: str, runtime: ContainerRuntime, kind: KindProvider | None,
+def down(lab: str, runtime: ContainerRuntime, kind: KindBinary | None,
          members: Sequence[str] = ()) -> Teardown:
-    """Remove everything labelled for the lab, and the contexts `gpulab kubeconfig --merge`
-    added for it (those its record lists; for a lab recorded by an older gpulab, also the
-    `gpulab-LAB-MEMBER` contexts of `members` in the user's kubeconfig); works on half-built
-    labs and after crashes."""
-
+    """Remove everything labelled for the lab (providers.kind), and the contexts `gpulab
+    kubeconfig --merge` added for it (those its record lists; for a lab recorded by an older
+    gpulab, also the `gpulab-LAB-MEMBER` contexts of `members` in the user's kubeconfig); works
+    on half-built labs and after crashes."""
     from gpulab import lab_record
-    from gpulab.naming import LABEL_LAB, kind_cluster_name
+    from gpulab.providers import ClusterChoice, for_choice
 
-    result = Teardown()
     record = lab_record.read(lab)  # before the lab's folder goes
-    cluster = kind_cluster_name(lab)
-    kind_label = {"io.x-k8s.kind.cluster": cluster}
-    if kind is not None and cluster in kind.clusters():
-        kind.delete(cluster)
-        result.removed.append(f"kind cluster {cluster}")
-    # Whatever kind could not remove (no kind binary, a crash mid-create) goes by label.
-    for labels in ({LABEL_LAB: lab}, kind_label):
-        for container in runtime.containers(labels):
-            if runtime.remove(container.name):
-                result.removed.append(f"container {container.name}")
-        for volume in runtime.volumes(labels):
-            if runtime.remove_volume(volume):
-                result.removed.append(f"volume {volume}")
-        for network in runtime.networks(labels):
-            if runtime.remove_network(network.name):
-                result.removed.append(f"network {network.name}")
-    result.removed += _remove_lab_files(lab)
-    for labels in ({LABEL_LAB: lab}, kind_label):
-        result.leftovers += [f"container {c.name}" for c in runtime.containers(labels)]
-        result.leftovers += [f"volume {v}" for v in runtime.volumes(labels)]
-        result.leftovers += [f"network {n.name}" for n in runtime.networks(labels)]
-    if kind is not None and cluster in kind.clusters():
-        result.leftovers.append(f"kind cluster {cluster}")
-    if record is not None:  # what up created, by name, even were its labels gone
-        named = ({f"container {n}" for n in record.created.get("containers", [])
-                  if runtime.get(n) is not None}
-                 | {f"network {n}" for n in record.created.get("networks", [])
-                    if runtime.network(n) is not None})
-        result.leftovers += sorted(named - set(result.leftovers))
-    result.removed += _remove_contexts(lab, record, members)
-    shared = runtime.network("kind")
-    if shared is not None and result.removed:
-        result.kept.append("Docker network 'kind' (shared by every kind cluster on this host; "
-                           "`docker network rm kind` when nothing uses it)")
-    return result
+    provider = for_choice(ClusterChoice("kind"), runtime=runtime, kind=kind)
+    return provider.teardown(lab, record, lambda: _forget(lab, record, members))
 
 
 def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None,
                   context: str | None = None,
                   helm: Callable[[Path], HelmGateway] | None = None,
                   runtime: ContainerRuntime | None = None) -> Teardown:
-    """`down` of a lab in a cluster gpulab did not make: UsageError (exit 2) when the kubeconfig
-    now reaches another cluster (its kube-system uid differs); else exactly what lab.json says
-    gpulab created, newest first (providers.existing.teardown), then the lab's files. What was
-    there before is never touched."""
-    from pathlib import Path
+    """`down` of a lab in a cluster gpulab did not make (providers.existing): UsageError
+    (exit 2) when the kubeconfig now reaches another cluster; else exactly what lab.json says
+    gpulab created, newest first, then the lab's files. What was there before is never
+    touched."""
+    from gpulab.providers import for_choice
+    from gpulab.providers.existing import choice_of
 
-    from gpulab.providers.base import ClusterChoice
-    from gpulab.providers.existing import connect, identity_of, teardown
+    def on_host(path: Path) -> HelmGateway:  # helm is looked for once it is needed
+        return _helm_on_host()(path)
 
-    kept = record.cluster
-    recorded = kept.get("kubeconfig")
-    file = kubeconfig or (Path(recorded) if recorded and recorded != "(default)" else None)
-    choice = ClusterChoice("existing", kubeconfig=file, context=context or kept.get("context"))
-    client, ctx_name, text = connect(choice)
-    folder = None
-    try:
-        identity = identity_of(client, client.server, ctx_name, str(file or "(default)"))
-        if identity.kube_system_uid != kept.get("kube_system_uid"):
-            raise UsageError(f"lab '{lab}' is in the cluster with kube-system uid "
-                             f"{kept.get('kube_system_uid')} ({kept.get('server')}); the "
-                             f"kubeconfig now reaches {identity.kube_system_uid} at "
-                             f"{identity.server}: nothing removed",
-                             hint="give --kubeconfig/--context of the lab's cluster")
-        import tempfile
+    provider = for_choice(choice_of(record, kubeconfig, context), helm=helm or on_host,
+                          runtime=runtime, connect_runtime=connect_runtime)
+    return provider.teardown(lab, record, lambda: _forget(lab, record, []))
 
-        folder = tempfile.TemporaryDirectory(prefix="gpulab-down-")
-        path = Path(folder.name) / "cluster.kubeconfig"
-        from gpulab.paths import write_secret
 
-        write_secret(path, text.encode())
-        if runtime is None and any(e.get("type") == "container" for e in record.owned):
-            runtime = connect_runtime()  # worker containers on this host (cluster.workers)
-        gone = teardown(record.owned, client, (helm or _helm_on_host())(path), runtime=runtime)
-    finally:
-        client.close()
-        if folder is not None:
-            folder.cleanup()
-    result = gone
-    result.removed += _remove_lab_files(lab)
-    result.removed += _remove_contexts(lab, record, [])
-    result.kept.append(f"the cluster at {kept.get('server')} and everything gpulab found there")
-    return result
+def _forget(lab: str, record: LabRecord | None, members: Sequence[str]) -> list[str]:
+    """The lab's files and merged contexts, removed after what the provider removed."""
+    return _remove_lab_files(lab) + _remove_contexts(lab, record, members)
 
 
 def _remove_lab_files(lab: str) -> list[str]:

@@ -8,16 +8,21 @@ the profile's `cluster.provider`, else kind. Imports no stack.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpulab.providers.base import ClusterChoice
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
+    from gpulab.adapters.base import ContainerRuntime
+    from gpulab.adapters.base import KindProvider as KindBinary
+    from gpulab.adapters.docker_endpoint import DockerEndpoint
     from gpulab.profile.base import LabProfile
+    from gpulab.providers.base import ClusterProvider
 
-__all__ = ["PROVIDERS", "ClusterChoice", "choose"]
+__all__ = ["PROVIDERS", "ClusterChoice", "choose", "for_choice"]
 
 PROVIDERS = ("kind", "existing")
 
@@ -38,3 +43,22 @@ def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | N
                          expose=spec.expose if spec else "auto",
                          node_address=spec.node_address if spec else None,
                          helm_parallel=(spec.helm_parallel or 4) if spec else 4)
+
+
+def for_choice(choice: ClusterChoice, *, runtime: ContainerRuntime | None = None,
+               kind: KindBinary | None = None, endpoint: DockerEndpoint | None = None,
+               helm: Callable[[Path], Any] | None = None,
+               connect_runtime: Callable[[], Any] | None = None) -> ClusterProvider:
+    """The provider of `choice` (providers.kind or providers.existing), on what the caller
+    connected: kind's Docker engine (`runtime`, `endpoint`) and kind binary; existing's Helm
+    gateways and, for worker containers on this host, how to reach Docker."""
+    if choice.provider == "existing":
+        from gpulab.providers.existing import ExistingProvider
+
+        if helm is None:
+            raise ValueError("provider existing needs a Helm gateway factory")
+        return ExistingProvider(choice, helm=helm, runtime=runtime,
+                                connect_runtime=connect_runtime)
+    from gpulab.providers.kind import KindProvider
+
+    return KindProvider(runtime, kind, endpoint)

@@ -12,11 +12,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
-    from gpulab.engine.step import Step
+    from gpulab.lab_record import LabRecord
 
-__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "Teardown"]
+__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "ManagementRow", "Teardown"]
 
 
 @dataclass
@@ -49,13 +50,27 @@ class ClusterIdentity:
         return {"provider": "existing", **asdict(self)}
 
 
+@dataclass(frozen=True)
+class ManagementRow:
+    """`gpulab status`'s management row, as the provider sees its cluster."""
+
+    cluster: str  # kind: the kind cluster's name; existing: "existing <server> (context <c>)"
+    state: str  # kind: the node container's state; existing: in use | missing
+    present: bool  # there is a cluster to read (kind: its node container; existing: the
+    # lab's saved management.kubeconfig)
+
+
 class ClusterProvider(Protocol):
-    """How a lab's cluster comes to be: its first step (`management/cluster`, which leaves the
-    lab's `management.kubeconfig` behind), what it refuses before anything is created, and how
-    what gpulab made is removed again."""
+    """How a lab's cluster comes to be and goes again (kind's providers.Provider is the model):
+    what it refuses before anything is created, status's management row, and how what gpulab
+    made is removed again (`forget` removes the lab's files and merged contexts, once, after
+    what the provider removed itself). The `management/cluster` step is the provider's:
+    providers.existing.ExistingCluster; kind's is still built by the stacks
+    (stacks.common.ManagementCluster)."""
 
     name: str
 
-    def steps(self, lab: str) -> list[Step]: ...
+    def management(self, lab: str) -> ManagementRow: ...
 
-    def preflight(self) -> list[str]: ...
+    def teardown(self, lab: str, record: LabRecord | None,
+                 forget: Callable[[], list[str]]) -> Teardown: ...

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import AdapterError, UsageError
-from gpulab.providers.base import ClusterChoice, ClusterIdentity, Teardown
+from gpulab.providers.base import ClusterChoice, ClusterIdentity, ManagementRow, Teardown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
+    from gpulab.lab_record import LabRecord
 
 __all__ = [
     "HELM_PARALLEL",
@@ -35,11 +36,13 @@ __all__ = [
     "BoundedHelm",
     "ExistingCluster",
     "ExistingFacts",
+    "ExistingProvider",
     "FakeNode",
     "GpuNode",
     "KaiFound",
     "Needs",
     "Owning",
+    "choice_of",
     "connect",
     "denied",
     "identity_of",
@@ -662,3 +665,85 @@ def _wait_gone(kube: KubeGateway, entry: dict[str, Any], seconds: float,
                                hint="look at its status and the controller's logs, then re-run "
                                     "gpulab down (lab.json is kept)")
         pause(2)
+
+
+class ExistingProvider:
+    """A lab in a cluster gpulab did not make, reached as `choice` says. `helm` builds a Helm
+    gateway for a kubeconfig path and `connect_runtime` the Docker engine (only for a lab whose
+    record lists worker containers on this host); both are asked for only when needed."""
+
+    name = "existing"
+
+    def __init__(self, choice: ClusterChoice, *, helm: Callable[[Path], Any],
+                 runtime: Any = None, connect_runtime: Callable[[], Any] | None = None
+                 ) -> None:
+        self.choice = choice
+        self.helm = helm
+        self.runtime = runtime
+        self.connect_runtime = connect_runtime
+
+    def management(self, lab: str) -> ManagementRow:
+        """The cluster as the lab's record names it; in use while the lab's kubeconfig is
+        saved."""
+        from gpulab import lab_record
+        from gpulab.paths import lab_dir
+
+        record = lab_record.read(lab)
+        kept = record.cluster if record is not None else {}
+        present = (lab_dir(lab) / "management.kubeconfig").exists()
+        return ManagementRow(f"existing {kept.get('server', '?')} (context "
+                             f"{kept.get('context', '?')})", "in use" if present else "missing",
+                             present)
+
+    def teardown(self, lab: str, record: LabRecord | None,
+                 forget: Callable[[], list[str]]) -> Teardown:
+        """UsageError (exit 2) when the kubeconfig now reaches another cluster (its
+        kube-system uid differs); else exactly what lab.json says gpulab created, newest first
+        (`teardown`), then `forget` (the lab's files and contexts). What was there before is
+        never touched."""
+        import tempfile
+        from pathlib import Path
+
+        from gpulab.paths import write_secret
+
+        kept = record.cluster if record is not None else {}
+        owned = record.owned if record is not None else ()
+        file = self.choice.kubeconfig
+        client, ctx_name, text = connect(self.choice)
+        folder = None
+        try:
+            identity = identity_of(client, client.server, ctx_name, str(file or "(default)"))
+            if identity.kube_system_uid != kept.get("kube_system_uid"):
+                raise UsageError(f"lab '{lab}' is in the cluster with kube-system uid "
+                                 f"{kept.get('kube_system_uid')} ({kept.get('server')}); the "
+                                 f"kubeconfig now reaches {identity.kube_system_uid} at "
+                                 f"{identity.server}: nothing removed",
+                                 hint="give --kubeconfig/--context of the lab's cluster")
+            folder = tempfile.TemporaryDirectory(prefix="gpulab-down-")
+            path = Path(folder.name) / "cluster.kubeconfig"
+            write_secret(path, text.encode())
+            runtime = self.runtime
+            if runtime is None and self.connect_runtime is not None \
+                    and any(e.get("type") == "container" for e in owned):
+                runtime = self.connect_runtime()  # worker containers on this host
+            result = teardown(owned, client, self.helm(path), runtime=runtime)
+        finally:
+            client.close()
+            if folder is not None:
+                folder.cleanup()
+        result.removed += forget()
+        result.kept.append(f"the cluster at {kept.get('server')} and everything gpulab found "
+                           "there")
+        return result
+
+
+def choice_of(record: LabRecord, kubeconfig: Path | None = None, context: str | None = None
+              ) -> ClusterChoice:
+    """How `down` reaches a lab's existing cluster: `kubeconfig`/`context` when given, else
+    those its record names."""
+    from pathlib import Path
+
+    kept = record.cluster
+    recorded = kept.get("kubeconfig")
+    file = kubeconfig or (Path(recorded) if recorded and recorded != "(default)" else None)
+    return ClusterChoice("existing", kubeconfig=file, context=context or kept.get("context"))

@@ -1,0 +1,276 @@
+"""Provider `kind` (the default): the lab's management cluster is a kind cluster on this host's
+Docker engine, and what the lab runs beside it (kamaji-hami's tenant workers) are containers
+labelled for the lab.
+
+It owns what is kind's or Docker's about a lab: the kind binary set to drive the same engine as
+gpulab (`kind_cli`), the real adapters of a kind lab (`lab_adapters`), doctor's host checks as
+`up`'s preflight (`preflight`, pulling the node image as a step of its own), what Docker holds for
+a lab (`lab_exists`, `created`), status's management row (the control-plane node container) and
+`down` (`KindProvider.teardown`: kind delete, then a sweep by label, then what is left). The
+`management/cluster` step itself is still built by the stacks (stacks.common.ManagementCluster,
+from each stack's kind config). Imports no stack.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpulab.errors import GpulabError, HostError
+from gpulab.providers.base import ManagementRow, Teardown
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from gpulab.adapters.base import ContainerRuntime, LabAdapters
+    from gpulab.adapters.base import KindProvider as KindBinary
+    from gpulab.adapters.docker_endpoint import DockerEndpoint
+    from gpulab.adapters.kind import KindCli
+    from gpulab.doctor import Finding
+    from gpulab.engine.runner import Reporter
+    from gpulab.lab_record import LabRecord
+    from gpulab.profile.base import LabProfile
+
+__all__ = [
+    "KIND_NODE_LABEL",
+    "PULL_STEP",
+    "KindProvider",
+    "created",
+    "kind_cli",
+    "lab_adapters",
+    "lab_exists",
+    "preflight",
+]
+
+KIND_NODE_LABEL = "io.x-k8s.kind.cluster"  # what kind labels its node containers with
+PULL_STEP = "preflight/node-image"
+
+
+def _endpoint() -> DockerEndpoint:
+    from gpulab.adapters.docker_endpoint import resolve_endpoint
+
+    return resolve_endpoint()
+
+
+def kind_cli(endpoint: DockerEndpoint, *, kubeconfig: Path | None = None,
+             required: bool = False) -> KindCli | None:
+    """The kind binary (PATH or gpulab's cache) set to drive the engine at `endpoint`: its
+    docker CLI gets DOCKER_HOST (and the context's TLS) and no DOCKER_CONTEXT, so kind and
+    gpulab never talk to two engines. None when kind is not installed (HostError if
+    `required`)."""
+    from gpulab.adapters.kind import KindCli
+    from gpulab.tools import find_tool
+
+    binary = find_tool("kind")
+    if binary is None:
+        if required:
+            raise HostError("kind not found on PATH or in gpulab's cache",
+                            hint="run gpulab doctor --install-tools")
+        return None
+    return KindCli(binary=binary, kubeconfig=kubeconfig, env=endpoint.client_env())
+
+
+def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
+                 endpoint: DockerEndpoint | None = None) -> LabAdapters:
+    """The real adapters for a lab (kind, helm and the Kubernetes client by kubeconfig path);
+    kind drives `endpoint`, the engine `runtime` talks to."""
+    from gpulab.adapters.base import LabAdapters
+    from gpulab.adapters.helm import PyHelm3Gateway
+    from gpulab.adapters.kind import KindCli
+    from gpulab.adapters.kube import KubeClient
+    from gpulab.manifests import fetch_manifest
+    from gpulab.paths import lab_dir
+    from gpulab.tools import find_tool
+
+    kind_binary = find_tool("kind")
+    helm_binary = find_tool("helm")
+    if kind_binary is None or helm_binary is None:
+        missing = " and ".join(n for n, b in (("kind", kind_binary), ("helm", helm_binary))
+                               if b is None)
+        raise HostError(f"{missing} not found on PATH or in gpulab's cache",
+                        hint="run gpulab doctor --install-tools")
+    folder = lab_dir(lab)  # created by the first file written into it (mode 0700)
+    endpoint = endpoint or _endpoint()
+    return LabAdapters(
+        runtime=runtime,
+        kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig",
+                     env=endpoint.client_env()),
+        kube=KubeClient,
+        helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
+        fetch=fetch_manifest,
+        lab_dir=folder,
+    )
+
+
+def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
+              docker_error: str = "", *, endpoint: DockerEndpoint | None = None,
+              pull: bool = False, report: Reporter | None = None) -> list[Finding]:
+    """Doctor's findings for this profile and lab. With `pull`, the profile's node image is
+    pulled first when it is missing (kind needs it anyway; `report` shows the pull as a step),
+    so the privileged probe runs the node's own image with the node's own options."""
+    from gpulab.doctor import diagnose, observe_host
+    from gpulab.tools import find_tool
+
+    clusters: tuple[str, ...] = ()
+    kind = kind_cli(endpoint or _endpoint()) if runtime is not None else None
+    if kind is not None:
+        try:
+            clusters = tuple(kind.clusters())
+        except GpulabError:
+            clusters = ()
+    pull_image = _reported_pull(runtime, report) if pull and runtime is not None else None
+    snapshot = observe_host(runtime, docker_error, kind_binary=find_tool("kind"),
+                            helm_binary=find_tool("helm"), kind_clusters=clusters,
+                            probe_images=(profile.management.node_image,), pull=pull_image,
+                            host_ports=profile.host_ports(), endpoint=endpoint)
+    return diagnose(snapshot, profile, lab)
+
+
+def _reported_pull(runtime: ContainerRuntime, report: Reporter | None
+                   ) -> Callable[[str], None]:
+    """`runtime.pull` shown as a step of its own: `started` (with the size to expect), then
+    `done` or `failed`, as the steps of `up` are shown."""
+    import time
+
+    from gpulab.doctor import NODE_IMAGE_SIZE
+    from gpulab.engine.runner import Event
+
+    def pull(image: str) -> None:
+        title = f"Pulling node image {image} ({NODE_IMAGE_SIZE}, once per host)"
+        if report is not None:
+            report(Event(PULL_STEP, "started", title))
+        started = time.monotonic()
+        try:
+            runtime.pull(image)
+        except GpulabError as err:
+            if report is not None:
+                report(Event(PULL_STEP, "failed", title, time.monotonic() - started,
+                             err.message))
+            raise
+        if report is not None:
+            report(Event(PULL_STEP, "done", title, time.monotonic() - started))
+
+    return pull
+
+
+def _selectors(lab: str) -> tuple[dict[str, str], dict[str, str]]:
+    """What Docker holds for the lab: gpulab's lab label, and kind's label of its nodes."""
+    from gpulab.naming import LABEL_LAB, kind_cluster_name
+
+    return {LABEL_LAB: lab}, {KIND_NODE_LABEL: kind_cluster_name(lab)}
+
+
+def lab_exists(lab: str, runtime: ContainerRuntime) -> bool:
+    """The lab has a folder, or Docker holds something labelled for it (a leftover)."""
+    from gpulab.paths import lab_dir
+
+    if lab_dir(lab).is_dir():
+        return True
+    for labels in _selectors(lab):
+        if runtime.containers(labels) or runtime.networks(labels) or runtime.volumes(labels):
+            return True
+    return False
+
+
+def created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
+    """The Docker objects labelled for the lab, and its kind cluster when a node carries it."""
+    from gpulab.naming import kind_cluster_name
+
+    cluster = kind_cluster_name(lab)
+    found: dict[str, set[str]] = {"kind_clusters": set(), "containers": set(),
+                                  "networks": set(), "volumes": set()}
+    for labels in _selectors(lab):
+        for container in runtime.containers(labels):
+            found["containers"].add(container.name)
+            if container.labels.get(KIND_NODE_LABEL) == cluster:
+                found["kind_clusters"].add(cluster)
+        found["networks"].update(n.name for n in runtime.networks(labels))
+        found["volumes"].update(runtime.volumes(labels))
+    return {kind: sorted(names) for kind, names in found.items()}
+
+
+class KindProvider:
+    """The kind cluster of a lab on the Docker engine `runtime` talks to; `kind` is the kind
+    binary set to drive that engine (None: not installed; `down` then sweeps by label)."""
+
+    name = "kind"
+
+    def __init__(self, runtime: ContainerRuntime | None, kind: KindBinary | None = None,
+                 endpoint: DockerEndpoint | None = None) -> None:
+        self.runtime = runtime
+        self.kind = kind
+        self.endpoint = endpoint
+
+    def _docker(self) -> ContainerRuntime:
+        if self.runtime is None:  # pragma: no cover - every caller connects first
+            raise HostError("the kind provider needs the Docker engine")
+        return self.runtime
+
+    def refuse(self, profile: LabProfile, lab: str, report: Reporter | None) -> None:
+        """`up`'s preflight: doctor's host checks (the node image pulled first, shown as a
+        step); HostError with the first failure, before anything is created."""
+        findings = preflight(profile, lab, self._docker(), endpoint=self.endpoint, pull=True,
+                             report=report)
+        failed = [f for f in findings if f.status == "fail"]
+        if failed:
+            first = failed[0]
+            more = f" (+{len(failed) - 1} more; see gpulab doctor)" if len(failed) > 1 else ""
+            raise HostError(f"preflight: {first.check}: {first.detail}{more}",
+                            hint=first.fix or "see gpulab doctor")
+
+    def adapters(self, profile: LabProfile, lab: str) -> LabAdapters:
+        return lab_adapters(profile, lab, self._docker(), self.endpoint)
+
+    def created(self, lab: str) -> dict[str, list[str]]:
+        """What `up` made, for lab.json (gpulab.lab_record.record_created)."""
+        return created(lab, self._docker())
+
+    def management(self, lab: str) -> ManagementRow:
+        """The kind cluster and the state of its control-plane node container."""
+        from gpulab.naming import kind_cluster_name
+
+        cluster = kind_cluster_name(lab)
+        node = self._docker().get(f"{cluster}-control-plane")
+        return ManagementRow(cluster, node.status if node else "missing", node is not None)
+
+    def teardown(self, lab: str, record: LabRecord | None,
+                 forget: Callable[[], list[str]]) -> Teardown:
+        """kind delete, then whatever kind could not remove (no kind binary, a crash
+        mid-create) by label, then `forget` (the lab's files and contexts); leftovers: what
+        Docker still holds by label, and by name what `record` says up created."""
+        from gpulab.naming import kind_cluster_name
+
+        runtime, kind = self._docker(), self.kind
+        result = Teardown()
+        cluster = kind_cluster_name(lab)
+        if kind is not None and cluster in kind.clusters():
+            kind.delete(cluster)
+            result.removed.append(f"kind cluster {cluster}")
+        for labels in _selectors(lab):
+            for container in runtime.containers(labels):
+                if runtime.remove(container.name):
+                    result.removed.append(f"container {container.name}")
+            for volume in runtime.volumes(labels):
+                if runtime.remove_volume(volume):
+                    result.removed.append(f"volume {volume}")
+            for network in runtime.networks(labels):
+                if runtime.remove_network(network.name):
+                    result.removed.append(f"network {network.name}")
+        for labels in _selectors(lab):
+            result.leftovers += [f"container {c.name}" for c in runtime.containers(labels)]
+            result.leftovers += [f"volume {v}" for v in runtime.volumes(labels)]
+            result.leftovers += [f"network {n.name}" for n in runtime.networks(labels)]
+        if kind is not None and cluster in kind.clusters():
+            result.leftovers.append(f"kind cluster {cluster}")
+        if record is not None:  # what up created, by name, even were its labels gone
+            named = ({f"container {n}" for n in record.created.get("containers", [])
+                      if runtime.get(n) is not None}
+                     | {f"network {n}" for n in record.created.get("networks", [])
+                        if runtime.network(n) is not None})
+            result.leftovers += sorted(named - set(result.leftovers))
+        result.removed += forget()  # Docker's state above does not depend on these files
+        shared = runtime.network("kind")
+        if shared is not None and result.removed:
+            result.kept.append("Docker network 'kind' (shared by every kind cluster on this "
+                               "host; `docker network rm kind` when nothing uses it)")
+        return result
