@@ -645,14 +645,19 @@ def status(
     its management API cannot be used ('' when it answers); `kube` builds a client per
     kubeconfig (tests pass fakes)."""
     from gpulab.paths import lab_dir
+    from gpulab.providers import ClusterChoice, for_choice
     from gpulab.stacks import for_profile
 
+    # no Docker engine: the lab is in an existing cluster (the CLI connects only for kind labs)
+    provider = for_choice(ClusterChoice("kind" if runtime is not None else "existing"),
+                          runtime=runtime)
     forwarding = None
     if kube is None and lab_expose(lab) == "port-forward":  # the vClusters through the API
         forwarding = _forwarding(_status_client, lab_dir(lab) / "management.kubeconfig", profile)
     kube = forwarding or kube or _status_client
     try:
-        info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube))
+        info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube,
+                                                    provider.management(lab)))
         info["exists"] = bool(info.get("exists")) or lab_dir(lab).is_dir()
         info["timings"] = recorded_timings(lab)
         if info["exists"] and isinstance(info.get("management"), dict):

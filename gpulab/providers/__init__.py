@@ -51,12 +51,10 @@ def for_choice(choice: ClusterChoice, *, runtime: ContainerRuntime | None = None
                connect_runtime: Callable[[], Any] | None = None) -> ClusterProvider:
     """The provider of `choice` (providers.kind or providers.existing), on what the caller
     connected: kind's Docker engine (`runtime`, `endpoint`) and kind binary; existing's Helm
-    gateways and, for worker containers on this host, how to reach Docker."""
+    gateways (for `down`) and, for worker containers on this host, how to reach Docker."""
     if choice.provider == "existing":
         from gpulab.providers.existing import ExistingProvider
 
-        if helm is None:
-            raise ValueError("provider existing needs a Helm gateway factory")
         return ExistingProvider(choice, helm=helm, runtime=runtime,
                                 connect_runtime=connect_runtime)
     from gpulab.providers.kind import KindProvider

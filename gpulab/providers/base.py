@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from gpulab.lab_record import LabRecord
-
 __all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "ManagementRow", "Teardown"]
 
 
@@ -72,5 +70,5 @@ class ClusterProvider(Protocol):
 
     def management(self, lab: str) -> ManagementRow: ...
 
-    def teardown(self, lab: str, record: LabRecord | None,
-                 forget: Callable[[], list[str]]) -> Teardown: ...
+    def teardown(self, lab: str, record: Any,  # gpulab.lab_record.LabRecord | None (its
+                 forget: Callable[[], list[str]]) -> Teardown: ...  # import would be a cycle)

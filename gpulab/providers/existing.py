@@ -674,7 +674,7 @@ class ExistingProvider:
 
     name = "existing"
 
-    def __init__(self, choice: ClusterChoice, *, helm: Callable[[Path], Any],
+    def __init__(self, choice: ClusterChoice, *, helm: Callable[[Path], Any] | None = None,
                  runtime: Any = None, connect_runtime: Callable[[], Any] | None = None
                  ) -> None:
         self.choice = choice
@@ -706,6 +706,8 @@ class ExistingProvider:
 
         from gpulab.paths import write_secret
 
+        if self.helm is None:
+            raise ValueError("down on an existing cluster needs a Helm gateway factory")
         kept = record.cluster if record is not None else {}
         owned = record.owned if record is not None else ()
         file = self.choice.kubeconfig

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
+    from gpulab.providers.base import ManagementRow
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
@@ -89,7 +90,7 @@ class Stack(Protocol):
 
     def lab_status(
         self, lab: str, runtime: ContainerRuntime | None, profile: Any,
-        kube: Callable[[Path], KubeGateway],
+        kube: Callable[[Path], KubeGateway], management: ManagementRow,
     ) -> dict[str, Any]: ...
 
     def status_tables(self, info: dict[str, Any]) -> list[Table]: ...

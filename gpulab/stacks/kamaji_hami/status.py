@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from gpulab.errors import GpulabError
-from gpulab.naming import LABEL_LAB, LABEL_TENANT, kind_cluster_name
+from gpulab.naming import LABEL_LAB, LABEL_TENANT
 from gpulab.stacks.kamaji_hami.render import worker_name
 from gpulab.verify.hami import card_usage, usage_bar
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.providers.base import ManagementRow
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 
 __all__ = ["lab_status", "status_tables"]
@@ -27,16 +28,16 @@ def lab_status(
     runtime: ContainerRuntime | None,
     profile: KamajiHamiProfile,
     kube: Callable[[Path], KubeGateway],
+    management: ManagementRow,
 ) -> dict[str, Any]:
-    """What exists for the lab: containers from Docker labels; with saved kubeconfigs, each
-    tenant's control plane, nodes and per-card GPU use (`kube` builds a client per kubeconfig).
-    `runtime` None: the lab is in an existing cluster (its record names it)."""
+    """What exists for the lab: the management cluster as the lab's provider sees it,
+    containers from Docker labels; with saved kubeconfigs, each tenant's control plane, nodes
+    and per-card GPU use (`kube` builds a client per kubeconfig). `runtime` None: the lab is in
+    an existing cluster (its record names it)."""
     from gpulab.paths import lab_dir
 
     if runtime is None:
-        return _existing_status(lab, profile, kube)
-    cluster = kind_cluster_name(lab)
-    node = runtime.get(f"{cluster}-control-plane")
+        return _existing_status(lab, profile, kube, management)
     workers = runtime.containers({LABEL_LAB: lab})
     tenants: dict[str, dict[str, Any]] = {}
     for container in workers:
@@ -56,7 +57,7 @@ def lab_status(
     for tenant, entry in tenants.items():
         kubeconfig = folder / f"{tenant}.kubeconfig"
         entry["kubeconfig"] = str(kubeconfig) if kubeconfig.exists() else ""
-        if node is not None and management_kubeconfig.exists():
+        if management.present and management_kubeconfig.exists():
             entry["control_plane"] = _control_plane(kube(management_kubeconfig), profile, tenant)
         if kubeconfig.exists():
             entry.update(_tenant_inside(kube(kubeconfig)))
@@ -64,27 +65,25 @@ def lab_status(
         "lab": lab,
         "stack": profile.stack,
         "management": {
-            "cluster": cluster,
-            "state": node.status if node else "missing",
+            "cluster": management.cluster,
+            "state": management.state,
             "kubeconfig": str(management_kubeconfig) if management_kubeconfig.exists() else "",
         },
         "tenants": dict(sorted(tenants.items())),
-        "exists": node is not None or bool(workers),
+        "exists": management.present or bool(workers),
     }
 
 
 def _existing_status(lab: str, profile: KamajiHamiProfile,
-                     kube: Callable[[Path], KubeGateway]) -> dict[str, Any]:
+                     kube: Callable[[Path], KubeGateway], row: ManagementRow
+                     ) -> dict[str, Any]:
     """A lab in an existing cluster: each tenant's control plane from the management cluster;
     its workers are the machines that joined (`gpulab join`), as the tenant's API lists them."""
-    from gpulab import lab_record
     from gpulab.paths import lab_dir
 
-    record = lab_record.read(lab)
-    kept = record.cluster if record is not None else {}
     folder = lab_dir(lab)
     management = folder / "management.kubeconfig"
-    present = management.exists()
+    present = row.present
     tenants: dict[str, dict[str, Any]] = {}
     for spec in profile.tenants:
         kubeconfig = folder / f"{spec.name}.kubeconfig"
@@ -101,8 +100,8 @@ def _existing_status(lab: str, profile: KamajiHamiProfile,
         "lab": lab,
         "stack": profile.stack,
         "management": {
-            "cluster": f"existing {kept.get('server', '?')} (context {kept.get('context', '?')})",
-            "state": "in use" if present else "missing",
+            "cluster": row.cluster,
+            "state": row.state,
             "kubeconfig": str(management) if present else "",
         },
         "tenants": tenants,

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from gpulab import naming
 from gpulab.errors import GpulabError
 from gpulab.stacks.vcluster_kai import render as kr
 
@@ -16,6 +15,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, KubeGateway
+    from gpulab.providers.base import ManagementRow
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 __all__ = ["lab_status", "status_tables"]
@@ -32,26 +32,18 @@ def lab_status(
     runtime: ContainerRuntime | None,
     profile: VclusterKaiProfile,
     kube: Callable[[Path], KubeGateway],
+    management_row: ManagementRow,
 ) -> dict[str, Any]:
-    """The host cluster, the GPU nodes, the queue tree with its allocations, and per team: the
-    vCluster's control-plane pod on the host, its API and what it lists. `runtime` None: the
-    lab is in an existing cluster (no kind node; its record names the cluster)."""
-    from gpulab import lab_record
+    """The host cluster (its row as the lab's provider sees it), the GPU nodes, the queue tree
+    with its allocations, and per team: the vCluster's control-plane pod on the host, its API
+    and what it lists. `runtime` None: the lab is in an existing cluster (its GPU nodes are the
+    cluster's own)."""
     from gpulab.paths import lab_dir
 
     folder = lab_dir(lab)
     management = folder / "management.kubeconfig"
-    if runtime is None:
-        record = lab_record.read(lab)
-        kept = record.cluster if record is not None else {}
-        cluster = f"existing {kept.get('server', '?')} (context {kept.get('context', '?')})"
-        present = management.exists()
-        state = "in use" if present else "missing"
-    else:
-        cluster = naming.kind_cluster_name(lab)
-        node = runtime.get(f"{cluster}-control-plane")
-        present = node is not None
-        state = node.status if node else "missing"
+    cluster, state, present = (management_row.cluster, management_row.state,
+                               management_row.present)
     info: dict[str, Any] = {
         "lab": lab,
         "stack": profile.stack,
