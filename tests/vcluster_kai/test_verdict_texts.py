@@ -1147,7 +1147,7 @@ ROWS: list[Row] = [
 
 
 @pytest.mark.parametrize(("name", "check", "team", "build", "status", "reason", "evidence"),
-                         ROWS, ids=[r[0] for r in ROWS])
+                         ROWS, ids=[r[0].replace(" ", "_") for r in ROWS])
 def test_the_verdict_reads_as_written(name: str, check: str, team: str, build: Build,
                                       status: str, reason: str, evidence: str) -> None:
     result = _verdict(build, check, team)
@@ -1239,7 +1239,7 @@ FINDINGS: list[tuple[str, Build, dict[str, Any] | None, str]] = [
 
 
 @pytest.mark.parametrize(("name", "build", "finding", "note"), FINDINGS,
-                         ids=[f[0] for f in FINDINGS])
+                         ids=[f[0].replace(" ", "_") for f in FINDINGS])
 def test_the_finding_reads_as_written(name: str, build: Build, finding: dict[str, Any] | None,
                                       note: str) -> None:
     assert _finding(build) == (finding, note)
