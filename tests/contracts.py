@@ -18,9 +18,11 @@ DOCS = Path(__file__).parents[1] / "docs"
 T = TypeVar("T")
 
 # Read by every check through `prepare` (a crashed observation is `error` for all) or only to
-# find the member: not part of any one check's contract.
+# find the member, or the lab's shape every check reads to know its workers (`lab` names the
+# profile's; kamaji-hami's `workers` "machines": the nodes a tenant lists): not part of any one
+# check's contract.
 GENERIC = frozenset({"internal_error", "tenant", "team", "tenants", "teams", "lab", "checks", "host",
-                     "observed_at", "seconds"})
+                     "observed_at", "seconds", "workers"})
 
 
 def tracking(obj: T, seen: set[str], prefix: str = "") -> T:

@@ -190,13 +190,14 @@ class ExistingCluster:
 
     def __init__(self, folder: Path, name: str = "microk8s", *, kai: bool = False,
                  gpu_sharing: bool = True, denied: set[tuple[str, str]] | None = None,
-                 load_balancer: bool = False, gpu_nodes: int = 1, shape: str = "gpu-operator"
-                 ) -> None:
+                 load_balancer: bool = False, gpu_nodes: int = 1, shape: str = "gpu-operator",
+                 member_version: str = VERSION) -> None:
         self.folder, self.name, self.kai, self.gpu_sharing = folder, name, kai, gpu_sharing
         self.shape = shape  # gpu-operator (one node) | multi-node | no-gpu
         self.gpu_nodes = gpu_nodes  # how many nodes advertise nvidia.com/gpu (the scale bench)
         self.denied = denied or set()  # (verb, resource) the user may not
         self.load_balancer = load_balancer
+        self.member_version = member_version  # what each vCluster's (tenant's) /version says
         self.host: Cluster
         self.vclusters: dict[str, Cluster] = {}
         self.releases: dict[tuple[str, str], HelmRelease] = {}
@@ -231,7 +232,8 @@ class ExistingCluster:
                         km.resources[kmock.resource(path)] = kmock.ResourceInfo(
                             kind=kind, namespaced=False, verbs=_VERBS)
                     cluster = Cluster(name, km, str(server.url).rstrip("/"), loop,
-                                      version=VERSION)
+                                      version=VERSION if name == self.name
+                                      else self.member_version)
                     cluster.serve()
                     if name == self.name:
                         self.host = cluster

@@ -50,6 +50,8 @@ ISSUERS = kmock.resource("cert-manager.io/v1/issuers")
 DATASTORES = kmock.resource("kamaji.clastix.io/v1alpha1/datastores")
 BOOTSTRAP = "bootstrap.kubernetes.io/token"
 LB_ADDRESS = "192.0.2.30"
+TENANT_VERSION = "v1.36.4"  # the kamaji-hami profile's tenants' version: what Kamaji runs
+PODS = kmock.resource("v1/pods")
 _WORKLOAD = re.compile(r"/apis/apps/v1/namespaces/[^/]+/(deployments|daemonsets)")
 DAEMONSETS = kmock.resource("apps/v1/daemonsets")
 METALLB_KINDS = {kmock.resource("metallb.io/v1beta1/ipaddresspools"): "IPAddressPool",
@@ -121,6 +123,7 @@ class KamajiCluster(ExistingCluster):
 
     def __init__(self, folder: Path, *, cert_manager: bool = False,
                  load_balancer: bool = True, **kwargs: Any) -> None:
+        kwargs.setdefault("member_version", TENANT_VERSION)  # each tenant's API server
         super().__init__(folder, name="mgmt", load_balancer=load_balancer, **kwargs)
         self.cert_manager = cert_manager
         self.ca_pem, self.ca_hash = make_ca(str(folder))
@@ -191,12 +194,32 @@ class KamajiCluster(ExistingCluster):
                                  "labels") or {}},
                 "spec": {"type": service["serviceType"]},
                 "status": {"loadBalancer": {"ingress": [{"ip": LB_ADDRESS}]}}})
+            self.host.put(PODS, self._control_plane_pod(name, namespace))
             self.host.put(SECRETS, {
                 "apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": f"{name}-admin-kubeconfig", "namespace": namespace},
                 "data": {"admin.conf": base64.b64encode(
                     self._admin_conf(port).encode()).decode()}})
         raise NotImplementedError  # the emulator answers with the stored TCP
+
+    @staticmethod
+    def _control_plane_pod(name: str, namespace: str) -> dict[str, Any]:
+        """The pod of the control plane's Deployment, running: labelled with the tenant's name
+        and `component: deployment` (internal/builders/controlplane/deployment.go:1105-1107 at
+        26.8.2-edge), with the four containers TC-01 reads (tests/kamaji_hami/builders.tcp_pod);
+        its node is one of the management cluster's."""
+        containers = ("kube-apiserver", "kube-scheduler", "kube-controller-manager",
+                      "konnectivity-server")
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{name}-6f8c9d7b5-x2k4q", "namespace": namespace,
+                             "uid": f"pod-{name}-control-plane",
+                             "labels": {"kamaji.clastix.io/name": name,
+                                        "kamaji.clastix.io/component": "deployment"}},
+                "spec": {"nodeName": "gpu-node-1",
+                         "containers": [{"name": c} for c in containers]},
+                "status": {"phase": "Running", "containerStatuses": [
+                    {"name": c, "ready": True, "restartCount": 0,
+                     "state": {"running": {}}} for c in containers]}}
 
     def _workload_ready(self, request: kmock.Request) -> Any:
         """The kubelet and controllers' part: a posted Deployment or DaemonSet runs at once."""
@@ -214,7 +237,8 @@ class KamajiCluster(ExistingCluster):
 
     def _tcp_deleted(self, request: kmock.Request) -> Any:
         for resource, name in ((SERVICES, str(request.name)),
-                               (SECRETS, f"{request.name}-admin-kubeconfig")):
+                               (SECRETS, f"{request.name}-admin-kubeconfig"),
+                               (PODS, f"{request.name}-6f8c9d7b5-x2k4q")):
             key = (resource, request.namespace, name)
             if key in self.host.km.objects and not self.host.km.objects[key].deleted:
                 self.host.km.objects[key].delete()

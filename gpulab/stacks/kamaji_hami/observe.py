@@ -244,7 +244,9 @@ def _observe_tenant_api(
         obs.fields["system_error"] = one_line(str(err))
     if logs and nodes is not None:
         names = {o.name(n) for n in nodes}
-        workers = [render.worker_name(lab, spec.name, i) for i in range(spec.workers.count)]
+        workers = ([o.name(n) for n in nodes] if obs.fields.get("workers") == render.MACHINES
+                   else [render.worker_name(lab, spec.name, i)
+                         for i in range(spec.workers.count)])
         system_pods = obs.fields.get("system_pods")
         obs.fields["logs_probes"] = tuple(
             _logs_probe(kube, system_pods, w) if system_pods is not None
@@ -383,7 +385,14 @@ def _run_gpu_pods(
     timeouts: Timeouts, clock: Clock, complete_binds: bool, say: Callable[[str], None],
     run_id: str,
 ) -> None:
-    namespace, *pods = render.verify_objects(spec)
+    card = None
+    if obs.fields.get("workers") == render.MACHINES:
+        # joined machines: sized from the first card their HAMi device plugin registered; no
+        # card (no machine yet, or none registered) means no pod: the checks say why (TC-04)
+        card = render.machine_card(obs.fields.get("nodes"))
+        if card is None:
+            return
+    namespace, *pods = render.verify_objects(spec, card)
     pods = [p for p in pods if o.name(p) in wanted]
     if not pods:
         obs.runs = []
@@ -486,6 +495,7 @@ def observe_lab(
     progress: Callable[[str, str], None] | None = None,
     complete_binds: bool = True,
     max_workers: int | None = None,
+    workers: str = "",
 ) -> LabState:
     """Observe every tenant of `profile` for `checks` (see the module docstring for the phases).
 
@@ -503,6 +513,12 @@ def observe_lab(
             did by hand, so the next pod binds at once instead of after HAMi's lock timeout
             (profile components.hami.node_lock_timeout). Never touches locks of other pods.
         max_workers: threads for the tenants (default: one per tenant).
+        workers: render.MACHINES when the tenants' workers are machines that joined them (an
+            existing cluster's `cluster.workers: machines`): each tenant's workers are the nodes
+            it lists, the GPU pods are sized from the first card they register
+            (render.machine_card) and none is created without one, and no bind is completed
+            (their real device plugin does it: HAMi v2.10.0 pkg/device-plugin/nvidiadevice/
+            nvinternal/plugin/util.go:397-405, `updatePodAnnotationsAndReleaseLock`).
 
     Returns:
         The LabState; never raises for lab problems (they are in the state).
@@ -513,7 +529,9 @@ def observe_lab(
     ids = {c.id for c in checks}
     wanted = pods_needed(checks)
     names = [t.name for t in profile.tenants]
-    observations = {name: _Obs(name) for name in names}
+    observations = {name: _Obs(name, fields={"workers": workers} if workers else {})
+                    for name in names}
+    complete_binds = complete_binds and not workers  # only the mock plugin leaves it to verify
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     run_id = uuid.uuid4().hex[:12]  # the gpulab.dev/run label of this run's pods
     wall = clock.now()
@@ -557,8 +575,8 @@ def observe_lab(
         if not keep:
             guard(obs.fields, "cleanup", lambda: _cleanup(obs))
 
-    workers = max_workers or max(1, len(names))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpulab-verify") as pool:
+    threads = max_workers or max(1, len(names))
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpulab-verify") as pool:
         try:
             with stop_on_interrupt(stop):
                 list(pool.map(phase1, profile.tenants))

@@ -8,6 +8,7 @@ the upstream schemas in tests/data/pinned.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -15,7 +16,14 @@ import yaml
 from gpulab.adapters.base import ContainerSpec, HelmRelease
 from gpulab.naming import LABEL_LAB, LABEL_MANAGED, LABEL_ROLE, LABEL_TENANT, kind_cluster_name
 from gpulab.stacks.common import VERIFY_IMAGE, helm_release
-from gpulab.verify.hami import SharingSizes, share_pod, sharing_sizes
+from gpulab.verify.hami import (
+    CORDON_ANNOTATION,
+    MIG_MODE,
+    SharingSizes,
+    decode_register,
+    share_pod,
+    sharing_sizes,
+)
 from gpulab.verify.observe import VERIFY_NAMESPACE
 
 if TYPE_CHECKING:
@@ -23,7 +31,9 @@ if TYPE_CHECKING:
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 __all__ = [
+    "MACHINES",
     "SharingSizes",
+    "VerifyCard",
     "calico_pool_env",
     "gpu_capacity",
     "gpu_capacity_patch",
@@ -37,8 +47,11 @@ __all__ = [
     "kube_proxy_config",
     "kube_proxy_objects",
     "kubelet_config_patches",
+    "machine_card",
     "metallb_objects",
     "mock_device_config",
+    "profile_card",
+    "registered_cards",
     "sharing_sizes",
     "tenant_control_plane",
     "verify_objects",
@@ -493,16 +506,71 @@ def _verify_pod(
                      VERIFY_IMAGE, memory=memory, cores=cores, card_id=card_id)
 
 
-def verify_objects(tenant: TenantSpec) -> list[dict[str, Any]]:
-    """The namespace and GPU pods `verify` creates in a tenant (TC-03, TC-05..TC-07)."""
+# A tenant whose workers are machines that joined it (`gpulab join`, an existing cluster's
+# `cluster.workers: machines`): verify judges the GPUs they register, not the profile's mock ones.
+MACHINES = "machines"
+
+
+@dataclass(frozen=True)
+class VerifyCard:
+    """The card verify pins its GPU pods to and sizes them from (render.sharing_sizes): the
+    profile's first mock card, or on joined machines the first card their device plugin
+    registered (`node`: the node that registered it; '' for the profile's)."""
+
+    device_id: str
+    model: str
+    memory_mib: int
+    cores: int
+    split: int
+    node: str = ""
+
+
+def profile_card(tenant: TenantSpec) -> VerifyCard | None:
+    """The profile's first mock card of the tenant's first worker (None: no GPUs)."""
+    if not tenant.gpus:
+        return None
+    gpu = tenant.gpus[0]
+    return VerifyCard(tenant.device_ids(0)[0], gpu.model, gpu.memory_mib, gpu.cores, gpu.split)
+
+
+def registered_cards(node: dict[str, Any]) -> list[VerifyCard] | None:
+    """The cards a node's HAMi device plugin registered, as HAMi decodes them
+    (gpulab.verify.hami.decode_register); None when HAMi gets none from the node."""
+    meta = node.get("metadata") or {}
+    cards = decode_register((meta.get("annotations") or {}).get(GPU_REGISTER_ANNOTATION))
+    if cards is None:
+        return None
+    return [VerifyCard(str(c["id"]), str(c["type"]), int(c["devmem"]), int(c["devcore"]),
+                       int(c["count"]), str(meta.get("name") or "")) for c in cards
+            if c["health"] is True and c["mode"] != MIG_MODE]
+
+
+def machine_card(nodes: tuple[dict[str, Any], ...] | list[dict[str, Any]] | None
+                 ) -> VerifyCard | None:
+    """The card verify uses on joined machines: the first healthy card that is not in MIG mode
+    nor cordoned (`hami.io/device-cordon`), of the nodes in name order (None: no such card)."""
+    for node in sorted(nodes or (), key=lambda n: str((n.get("metadata") or {}).get("name"))):
+        notes = (node.get("metadata") or {}).get("annotations") or {}
+        cordoned = {u.strip() for u in str(notes.get(CORDON_ANNOTATION) or "").split(",")}
+        for card in registered_cards(node) or ():
+            if card.device_id not in cordoned:
+                return card
+    return None
+
+
+def verify_objects(tenant: TenantSpec, card: VerifyCard | None = None
+                   ) -> list[dict[str, Any]]:
+    """The namespace and GPU pods `verify` creates in a tenant (TC-03, TC-05..TC-07), sized for
+    `card` (default: the profile's first mock card)."""
     namespace = {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {"name": VERIFY_NAMESPACE, "labels": {LABEL_MANAGED: "gpulab"}},
     }
-    if not tenant.gpus:
+    card = card or profile_card(tenant)
+    if card is None:
         return [namespace]
-    sizes = sharing_sizes(tenant.gpus[0], tenant.device_ids(0)[0])
+    sizes = sharing_sizes(card, card.device_id)
     if not sizes.applicable:
         return [namespace]
     pods = [

@@ -93,6 +93,7 @@ def run_verify(
     progress: Callable[[str, str], None] | None = None,
     complete_binds: bool = True,
     max_workers: int | None = None,
+    workers: str = "",
 ) -> VerifyReport:
     """Observe the lab (tenants concurrently, see observe.observe_lab) and judge it.
 
@@ -101,7 +102,8 @@ def run_verify(
         gateways: Gateways(management, tenant=name → KubeGateway, cross=CrossTenantGateway).
         checks: TC ids from `--tc` (registry.parse_tc); None = all eight.
         keep: `--keep`: leave the verify namespace and pods in the tenants.
-        timeouts, clock, progress, complete_binds, max_workers: see observe.observe_lab.
+        timeouts, clock, progress, complete_binds, max_workers, workers: see
+            observe.observe_lab.
 
     Returns:
         The VerifyReport; `report.state` is what `--record DIR` saves (report.write_recording).
@@ -111,7 +113,7 @@ def run_verify(
     started = time.monotonic()
     state = observe_lab(profile, lab, gateways, checks=selected, keep=keep, timeouts=timeouts,
                         clock=clock, progress=progress, complete_binds=complete_binds,
-                        max_workers=max_workers)
+                        max_workers=max_workers, workers=workers)
     return evaluate(state, profile, [c.id for c in selected], replayed=False,
                     seconds=time.monotonic() - started)
 
@@ -128,11 +130,30 @@ def run_checks(
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
-    """The live `verify` of TC-01..TC-08 through the lab's saved kubeconfigs in `folder`."""
+    """The live `verify` of TC-01..TC-08 through the lab's saved kubeconfigs in `folder`: the
+    control planes through the management cluster's (on an existing cluster, the one lab.json
+    names), each tenant through its own. A lab on an existing cluster whose workers are machines
+    that joined it (`cluster.workers: machines`, the default there) is judged on the nodes each
+    tenant lists and the GPUs they register (observe.observe_lab's `workers`)."""
     members = [t.name for t in profile.tenants]
     with lab_clients(lab, folder, members) as (management, tenant, cross):
         gateways = Gateways(management=management, tenant=tenant, cross=cross)
-        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress)
+        return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress,
+                          workers=workers_of(lab, profile))
+
+
+def workers_of(lab: str, profile: KamajiHamiProfile) -> str:
+    """render.MACHINES when the lab is on an existing cluster (its lab.json says so) and its
+    workers are machines (`cluster.workers`, machines unless the profile says containers);
+    '' for the profile's kindest/node workers (kind, `cluster.workers: containers`)."""
+    from gpulab import lab_record
+    from gpulab.stacks.kamaji_hami.render import MACHINES
+
+    record = lab_record.read(lab)
+    if record is None or record.provider != "existing":
+        return ""
+    spec = profile.cluster
+    return "" if spec is not None and spec.workers == "containers" else MACHINES
 
 
 def check_ids() -> list[str]:

@@ -51,6 +51,10 @@ class TenantState:
     timings: Mapping[str, float] = field(default_factory=dict)  # TC id -> seconds observing
     cleanup_error: str = ""
     internal_error: str = ""  # observation crashed (a bug): every check reports `error`
+    # "machines": its workers are machines that joined it (gpulab join, on an existing
+    # cluster); the checks judge the nodes it lists and the GPUs they register, not the profile's
+    # kindest/node workers and mock GPUs ("": those, as on kind and cluster.workers: containers).
+    workers: str = ""
 
     def pod_run(self, name: str) -> PodRun | None:
         for run in self.gpu_pods or ():

@@ -28,6 +28,7 @@ __all__ = [
     "prepare",
     "system_pods_summary",
     "webhook_bypassed",
+    "worker_names",
 ]
 
 
@@ -58,9 +59,37 @@ class Ctx:
         return CheckResult(self.check, self.tenant, "skip", reason=reason)
 
     def workers(self) -> list[str]:
-        """The node names the profile gives this tenant (render.worker_name)."""
-        return [render.worker_name(self.lab.lab, self.tenant, i)
-                for i in range(self.spec.workers.count)]
+        """The tenant's worker nodes (worker_names)."""
+        return worker_names(self.lab, self.spec, self.st)
+
+    @property
+    def machines(self) -> bool:
+        """The tenant's workers are machines that joined it (render.MACHINES)."""
+        return self.st.workers == render.MACHINES
+
+    def no_machine(self) -> CheckResult | None:
+        """On joined machines, the `skip` when the tenant lists no node yet: whether its
+        workers pass is unknown, not failed (None: it has nodes, or they were not read)."""
+        if not self.machines or self.st.nodes is None or self.st.nodes:
+            return None
+        return self.skipped(
+            f"unknown, because no machine has joined {self.tenant} yet (its API lists no "
+            f"node): `gpulab join {self.tenant} --name {self.lab.lab}` prints what makes a "
+            f"machine its GPU worker")
+
+    def sized_card(self) -> render.VerifyCard:
+        """The card (Ctx.card) of a GPU check that prepare_gpu let through."""
+        card = self.card()
+        if card is None:  # pragma: no cover - gpu_scenario skips such a tenant first
+            raise ValueError(f"{self.tenant} has no card to size GPU pods from")
+        return card
+
+    def card(self) -> render.VerifyCard | None:
+        """The card the GPU pods are sized from: on joined machines the first one they
+        register (render.machine_card), else the profile's first mock card."""
+        if self.machines:
+            return render.machine_card(self.st.nodes)
+        return render.profile_card(self.spec)
 
     def unobserved(self, what: str) -> CheckResult:
         """The data a check needs is missing: the tenant API was down, or it was not observed."""
@@ -105,6 +134,15 @@ class Ctx:
             if o.name(node) == node_name:
                 return node
         return None
+
+
+def worker_names(lab: LabState, spec: TenantSpec, st: TenantState | None) -> list[str]:
+    """A tenant's worker nodes: on joined machines (render.MACHINES) every node its API listed
+    (a Kamaji tenant's control plane is no node of it), else those the profile gives it
+    (render.worker_name)."""
+    if st is not None and st.workers == render.MACHINES:
+        return [o.name(n) for n in st.nodes or ()]
+    return [render.worker_name(lab.lab, spec.name, i) for i in range(spec.workers.count)]
 
 
 def prepare(
@@ -332,12 +370,20 @@ def gpu_scenario(ctx: Ctx) -> render.SharingSizes | CheckResult:
     Skip when the tenant has no GPUs or its first card admits no size (render.sharing_sizes, the
     rule in docs/checks.md): verify then creates no GPU pods for it.
     """
-    spec = ctx.spec
-    if not spec.gpus:
+    if ctx.machines:
+        if ctx.st.nodes is None:
+            return ctx.nodes_missing()
+        if (skip := ctx.no_machine()) is not None:
+            return skip
+    gpu = ctx.card()
+    if gpu is None and ctx.machines:
+        return ctx.skipped(
+            f"unknown, because no node of {ctx.tenant} registers a healthy card with HAMi "
+            f"(see TC-04), so verify has no card to size its GPU pods from and created none")
+    if gpu is None:
         return ctx.skipped(f"{ctx.tenant} has no GPUs in the profile, so there is nothing for "
                            f"HAMi to schedule")
-    gpu = spec.gpus[0]
-    sizes = render.sharing_sizes(gpu, spec.device_ids(0)[0])
+    sizes = render.sharing_sizes(gpu, gpu.device_id)
     if not sizes.applicable:
         return ctx.skipped(
             f"card {gpu.model} ({gpu.cores} cores, split {gpu.split}) admits no pod size where "

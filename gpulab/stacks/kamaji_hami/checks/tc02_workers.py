@@ -1,5 +1,7 @@
 """TC-02 workers: the profile's workers are Ready nodes at the tenant's version, Calico is up, and
-the tunnel works (the tenant API reads the logs of a pod on each worker)."""
+the tunnel works (the tenant API reads the logs of a pod on each worker). On machines that joined
+the tenant (an existing cluster's `cluster.workers: machines`) the workers are the nodes it lists,
+at the tenant's minor; none yet is `skip` (unknown), not a failure."""
 
 from __future__ import annotations
 
@@ -24,10 +26,33 @@ __all__ = ["ID", "check"]
 ID = "TC-02"
 
 
+def _minor(version: str) -> str:
+    return ".".join(normalize_version(version).lstrip("v").split(".")[:2])
+
+
+def _kubelet_problem(ctx: Ctx, worker: str, kubelet: str) -> str:
+    """Why the worker's kubelet version does not fit the tenant ('' when it does): the profile's
+    kindest/node image is the tenant's exact version; a joined machine's kubelet must be at the
+    tenant's minor, as `gpulab join` asks."""
+    want = ctx.spec.kubernetes_version
+    if not kubelet:
+        return ""
+    if ctx.machines:
+        if _minor(kubelet) == _minor(want):
+            return ""
+        return (f"node {worker} runs kubelet {kubelet} but {ctx.tenant} is {want}: install "
+                f"kubelet and kubeadm v{_minor(want)}.x on that machine (gpulab join "
+                f"{ctx.tenant} lists what it needs)")
+    if normalize_version(kubelet) == want:
+        return ""
+    return (f"node {worker} runs kubelet {kubelet} but {ctx.tenant} is {want}: the worker "
+            f"image must be kindest/node:{want} (workers.image in the profile)")
+
+
 def _node_problems(ctx: Ctx) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     evidence: list[str] = []
-    want = ctx.spec.kubernetes_version
+    journal = "on the machine: `journalctl -u kubelet`" if ctx.machines else ""
     for worker in ctx.workers():
         node = ctx.node(worker)
         if node is None:
@@ -44,14 +69,13 @@ def _node_problems(ctx: Ctx) -> tuple[list[str], list[str]]:
                 hint = ("the pod network is not up on it: check the calico-node pod on that node "
                         "in kube-system")
             else:
-                hint = f"check its kubelet: `docker exec {worker} journalctl -u kubelet`"
+                hint = (f"check its kubelet {journal}" if journal else
+                        f"check its kubelet: `docker exec {worker} journalctl -u kubelet`")
             problems.append(f"node {worker} is NotReady ({why}): {hint}")
-        if kubelet and normalize_version(kubelet) != want:
-            problems.append(
-                f"node {worker} runs kubelet {kubelet} but {ctx.tenant} is {want}: the worker "
-                f"image must be kindest/node:{want} (workers.image in the profile)"
-            )
-        if ready and (not kubelet or normalize_version(kubelet) == want):
+        version = _kubelet_problem(ctx, worker, kubelet)
+        if version:
+            problems.append(version)
+        if ready and not version:
             evidence.append(f"{worker} Ready ({kubelet or 'version unknown'})")
     return problems, evidence
 
@@ -126,6 +150,8 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
         return ctx
     if ctx.st.nodes is None:
         return ctx.nodes_missing()
+    if (skip := ctx.no_machine()) is not None:
+        return skip
     problems, evidence = _node_problems(ctx)
     parts = (_calico, _tunnel) if ctx.st.logs_probes is not None else (_calico,)
     for part in parts:

@@ -1,6 +1,7 @@
 """TC-04 GPU inventory: every worker advertises exactly the profile's GPUs (nvidia.com/gpu,
 gpumem, gpucores, gpumem-percentage) and HAMi's registered devices match ids, memory, cores and
-model."""
+model. On machines that joined the tenant: each GPU node registers healthy cards, advertises
+their slices and carries HAMi's handshake (the cards are whatever the machine has)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,11 @@ def _allocatable_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str]:
     return [f"node {node_name} allocatable {wrong}: {hint}"], shown
 
 
-def _handshake_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str]:
-    """hami-scheduler's handshake mark on a GPU worker: present and well formed."""
-    if not ctx.spec.gpus:
+def _handshake_problems(ctx: Ctx, node: JsonObj, gpu: bool | None = None
+                        ) -> tuple[list[str], str]:
+    """hami-scheduler's handshake mark on a GPU worker (`gpu`; default: the profile gives the
+    tenant GPUs): present and well formed."""
+    if not (bool(ctx.spec.gpus) if gpu is None else gpu):
         return [], ""
     node_name = o.name(node)
     raw = o.annots(node).get(HANDSHAKE_ANNOTATION)
@@ -124,6 +127,87 @@ def _registered_problems(ctx: Ctx, node: JsonObj, index: int) -> tuple[list[str]
     return problems, shown
 
 
+# HAMi's NVIDIA device plugin registers each card with `count` = its deviceSplitCount
+# (pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:179-189 at v2.10.0) and
+# advertises to the kubelet that many devices per card under one resource, nvidia.com/gpu
+# (rm/devices.go:195-216, plugin/server.go:585); memory and cores are no node resources: the
+# chart's scheduler config marks them ignoredByScheduler (charts/hami/templates/_helpers.tpl:
+# 195-202), so only nvidia.com/gpu is compared on a joined machine.
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def _machine_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str, bool]:
+    """A joined machine: (problems, evidence, whether it is a GPU node). It is one when it
+    carries HAMi's device plugin label (gpu=on, what gpulab join asks) or registers cards; it
+    then registers healthy cards HAMi decodes, advertises their slices as nvidia.com/gpu and
+    carries hami-scheduler's handshake."""
+    from gpulab.stacks.kamaji_hami.existing import HAMI_GPU_LABEL
+    from gpulab.verify.hami import decode_register
+
+    node_name = o.name(node)
+    key, value = HAMI_GPU_LABEL
+    labelled = o.labels(node).get(key) == value
+    raw = o.annots(node).get(render.GPU_REGISTER_ANNOTATION)
+    if raw is None:
+        if not labelled:
+            return [], f"{node_name}: no GPU (not labelled {key}={value}, no card registered)", \
+                False
+        return [f"node {node_name} is labelled {key}={value} but registers no card with HAMi "
+                f"(no {render.GPU_REGISTER_ANNOTATION}): HAMi's NVIDIA device plugin has not "
+                f"run on it; `gpulab join {ctx.tenant}` prints the command that installs HAMi; "
+                f"its pods in kube-system: [{system_pods_summary(ctx.st, 'hami-device-plugin')}]"
+                ], "", True
+    cards = decode_register(raw)
+    if cards is None:
+        return [f"node {node_name} annotation {render.GPU_REGISTER_ANNOTATION} is not a list "
+                f"of devices HAMi v2.10 decodes: {raw[:120]}"], "", True
+    problems = [f"registered device {c['id']} on {node_name} is not healthy" for c in cards
+                if c["health"] is not True]
+    slices = sum(int(c["count"]) for c in cards)
+    advertised = o.int_quantity(((node.get("status") or {}).get("allocatable") or {}).get(
+        GPU_RESOURCE)) or 0
+    if advertised != slices:
+        problems.append(f"node {node_name} allocatable {GPU_RESOURCE}={advertised}, but HAMi "
+                        f"registered {len(cards)} card(s) of {slices} slice(s) in all: the "
+                        f"device plugin's registration with the kubelet is stale or failed "
+                        f"(kubectl -n kube-system logs of its pod on {node_name})")
+    shakes, handshake = _handshake_problems(ctx, node, gpu=True)
+    problems += shakes
+    shown = ", ".join(f"{c['id']} {c['type']} {c['devmem']} MiB {c['devcore']} cores split "
+                      f"{c['count']}" for c in cards)
+    return problems, (f"{node_name} registers {len(cards)} card(s) with HAMi: {shown}; "
+                      f"{GPU_RESOURCE}={advertised}; {handshake}"), True
+
+
+def _machines(ctx: Ctx) -> CheckResult:
+    """TC-04 on machines that joined the tenant: what their device plugin registers."""
+    if (skip := ctx.no_machine()) is not None:
+        return skip
+    problems: list[str] = []
+    evidence: list[str] = []
+    gpu_nodes = 0
+    for worker in ctx.workers():
+        node = ctx.node(worker)
+        if node is None:  # pragma: no cover - the workers are the listed nodes
+            continue
+        more, shown, gpu = _machine_problems(ctx, node)
+        problems += more
+        gpu_nodes += gpu
+        if shown and not more:
+            evidence.append(shown)
+    if not gpu_nodes:
+        from gpulab.stacks.kamaji_hami.existing import HAMI_GPU_LABEL
+
+        key, value = HAMI_GPU_LABEL
+        problems.append(f"no node of {ctx.tenant} is a GPU worker ({', '.join(ctx.workers())} "
+                        f"neither labelled {key}={value} nor registering a card with HAMi): "
+                        f"label the GPU machine and install HAMi as `gpulab join {ctx.tenant}` "
+                        f"prints (its steps 2 and 3)")
+    if problems:
+        return ctx.failed(summarize_problems(problems), "; ".join(evidence))
+    return ctx.passed("; ".join(evidence))
+
+
 def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult:
     """Allocatable GPU resources equal render.gpu_capacity, the registered devices equal
     render.gpu_register_annotation and hami-scheduler's handshake mark is present, on every
@@ -133,6 +217,8 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
         return ctx
     if ctx.st.nodes is None:
         return ctx.nodes_missing()
+    if ctx.machines:
+        return _machines(ctx)
     problems: list[str] = []
     evidence: list[str] = []
     for index, worker in enumerate(ctx.workers()):

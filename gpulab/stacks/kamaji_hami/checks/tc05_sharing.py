@@ -98,7 +98,7 @@ def _placement(ctx: Ctx, sizes: SharingSizes) -> tuple[list[str], str]:
             f"{want_memory} MiB and {want_cores} cores ({sizes.share_memory} MiB and "
             f"{sizes.share_cores} cores each): HAMi allocated other amounts than the pods asked"
         )
-    gpu = ctx.spec.gpus[0]
+    gpu = ctx.sized_card()
     node = next(iter(nodes.values()))
     return problems, (
         f"{', '.join(SHARE_PODS)} Running together on {node}, card {card}: {memory}/"

@@ -34,7 +34,7 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
             "the three share pods were not all running, so a fourth pod could not test core "
             f"over-commit (see TC-05): {summarize_problems(not_running, limit=1)}"
         )
-    gpu = ctx.spec.gpus[0]
+    gpu = ctx.sized_card()
     used = 3 * sizes.share_cores
     return refusal(
         ctx, POD, REASON,

@@ -27,7 +27,10 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     if isinstance(prepared, CheckResult):
         return prepared
     ctx, sizes = prepared
-    gpu = ctx.spec.gpus[0]
+    gpu = ctx.sized_card()
+    shape = f"{gpu.memory_mib} MiB {gpu.model}"
+    what = (f"{shape}, as {gpu.node} registered it when verify sized its pods" if gpu.node
+            else f"the profile's {shape}")
     return refusal(
         ctx, POD, REASON,
         accepted_story=(
@@ -36,8 +39,7 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
             f"limit reached hami-scheduler"
         ),
         other_reason_hint=(
-            f"HAMi would have named {REASON} if card {sizes.card_id} were registered as the "
-            f"profile's {gpu.memory_mib} MiB {gpu.model}, so the card HAMi sees differs "
-            f"(see TC-04)"
+            f"HAMi would have named {REASON} if card {sizes.card_id} were registered as "
+            f"{what}, so the card HAMi sees differs (see TC-04)"
         ),
     )

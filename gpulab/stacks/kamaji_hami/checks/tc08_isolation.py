@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpulab import naming
 from gpulab.stacks.kamaji_hami import objects as o
-from gpulab.stacks.kamaji_hami import render
-from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare
+from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare, worker_names
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
@@ -43,9 +42,9 @@ def _others(ctx: Ctx) -> _Others:
     for spec in ctx.profile.tenants:
         if spec.name == ctx.tenant:
             continue
-        for i in range(spec.workers.count):
-            seen.workers[render.worker_name(ctx.lab.lab, spec.name, i)] = spec.name
         st = ctx.lab.tenant(spec.name)
+        for worker in worker_names(ctx.lab, spec, st):
+            seen.workers[worker] = spec.name
         if st is None or st.listing is None:
             seen.unobserved.append(spec.name)
             continue
