@@ -155,8 +155,12 @@ def test_up_status_verify_down_on_joined_machines(
         join_machine(cluster, spec_b, LAB, node="l4-box", kubelet="v1.36.2",
                      cards=[card(L4, "NVIDIA L4", 23034), card(L4[:-2] + "99", "NVIDIA L4",
                                                                23034, index=1)])
+        status = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
+        assert json.loads(status.stdout)["tenants"]["tenant-b"]["workers"] == [
+            {"name": "l4-box", "state": "joined", "ip": ""}]
+        recording = tmp_path / "recording"
         with hami_on(cluster, [spec_a, spec_b]):
-            code, results = _verify()
+            code, results = _verify("--record", str(recording))
         leftovers = {t: cluster.vclusters[t].names(_pods(), "gpulab-verify") for t in TENANTS}
 
         failed = {k: r["reason"] for k, r in results.items() if r["status"] != "pass"}
@@ -173,6 +177,13 @@ def test_up_status_verify_down_on_joined_machines(
                     "evidence"])
         assert "l4-box Ready (v1.36.2)" in results[("TC-02", "tenant-b")]["evidence"]
         assert leftovers == {"tenant-a": [], "tenant-b": []}  # verify removed its pods
+        # the recording keeps how the tenants' workers came: a replay judges the same
+        replay = CliRunner().invoke(app, ["verify", "--replay", str(recording), "-o", "json"])
+        replayed = {(r["id"], r["tenant"]): r for r in json.loads(replay.stdout)["results"]}
+        assert {k: (r["status"], r["evidence"]) for k, r in replayed.items()} == {
+            k: (r["status"], r["evidence"]) for k, r in results.items()}
+        assert json.loads((recording / "state-tenant-a.json").read_text())["state"][
+            "workers"] == "machines"
 
         teardown = _down(cluster)
         assert not teardown.leftovers, teardown.leftovers
