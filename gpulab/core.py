@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
 from gpulab.profile.base import dns_label
-from gpulab.providers.base import Teardown
+from gpulab.providers.base import HostTools, Teardown
 
 # kind's own pieces live in providers.kind; the CLI (doctor, down, logs) reaches them here
 from gpulab.providers.kind import kind_cli, lab_adapters, lab_exists, preflight
@@ -127,32 +127,27 @@ def plan_steps(
     profile: LabProfile, name: str | None, *, probe_host: bool,
     cluster: ClusterChoice | None = None,
 ) -> tuple[list[Step], str]:
-    """The steps `up` would run (then what `verify` creates), and a note on host facts that
-    could not be observed. On an existing cluster (`cluster`, else the profile's `cluster:`)
-    the cluster is read (read-only) and the note says what `up` would refuse."""
-    from gpulab.providers import choose
+    """The steps `up` would run (the provider's own first, then the stack's; then what `verify`
+    creates), and a note on host facts that could not be observed. On an existing cluster
+    (`cluster`, else the profile's `cluster:`) the cluster is read (read-only) and the note
+    says what `up` would refuse."""
+    from gpulab.providers import choose, for_choice
     from gpulab.stacks import for_profile
 
     stack = for_profile(profile)
     lab = lab_name(profile, name)
-    choice = cluster or choose(profile)
-    if choice.provider == "existing":
-        facts, first, problems = existing_facts(profile, lab, choice)
-        steps = [first, *stack.build_steps(profile, lab, facts)]
-        note = ("up would refuse: " + "; ".join(problems)) if problems else ""
-        return [*steps, *stack.verify_previews(profile)], note
-    runtime: DockerReader | None = None
-    note = ""
-    if probe_host:
-        try:
-            runtime = read_docker(timeout=3)
-        except GpulabError as err:
-            note = f"Docker not reachable ({err}); host-dependent values are shown as pending"
-    facts = stack.observe_host_facts(profile, runtime)
-    if runtime is not None and not note:
-        note = str(getattr(facts, "plan_note", "") or "")  # host facts the stack lacks
-    steps = stack.build_steps(profile, lab, facts)
+    provider = for_choice(cluster or choose(profile), _host())
+    ground = provider.ground(profile, lab, stack, probe=probe_host)
+    steps = [*ground.steps, *stack.build_steps(profile, lab, ground.facts)]
+    note = ("up would refuse: " + "; ".join(ground.problems)) if ground.problems \
+        else ground.note
     return [*steps, *stack.verify_previews(profile)], note
+
+
+def _host() -> HostTools:
+    """This host's tools as core reaches them, for the providers."""
+    return HostTools(endpoint=docker_endpoint, docker=connect_runtime, reader=read_docker,
+                     helm=_helm_on_host)
 
 
 # --------------------------------------------------------------------------- lab record
@@ -263,129 +258,41 @@ def existing_facts(profile: LabProfile, lab: str, choice: ClusterChoice
                    ) -> tuple[ExistingFacts, ExistingCluster, list[str]]:
     """Provider existing, read-only: what the cluster is, its `management/cluster` step, and
     why the lab cannot go into it ([]: it can). HostError when its API does not answer."""
-    from gpulab import lab_record
-    from gpulab.providers.existing import ExistingCluster, connect, identity_of, observe
+    from typing import cast
+
+    from gpulab.providers import for_choice
     from gpulab.stacks import for_profile
 
-    stack = for_profile(profile)
-    record = lab_record.read(lab)
-    needs = stack.existing_needs(profile, lab, record.owned if record else ())
-    client, context, text = connect(choice)
-    try:
-        where = str(choice.kubeconfig.absolute()) if choice.kubeconfig else "(default)"
-        try:
-            identity = identity_of(client, client.server, context, where)
-            facts = observe(client, identity, needs, expose=choice.expose,
-                            node_address=choice.node_address)
-            if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
-                from gpulab.providers.existing import Access, denied
-                from gpulab.providers.forward import forwarded_teams
-
-                more = denied(client, [Access("create", "", "pods", ns, "portforward")
-                                       for ns, _release in forwarded_teams(profile).values()])
-                facts = replace(facts, denied=facts.denied + more)
-        except GpulabError as err:
-            raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
-                            f"read: {err.message}",
-                            hint="check the kubeconfig, the network path and your access"
-                            ) from None
-        kept = record.cluster if record else {}
-        if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
-            raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
-                             f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
-                             f"kubeconfig reaches {identity.kube_system_uid} at {identity.server}")
-    finally:
-        client.close()
-    return (facts, ExistingCluster(identity, text, facts.version, expose=facts.expose),
-            stack.existing_problems(profile, facts))
+    ground = for_choice(choice, _host()).ground(profile, lab, for_profile(profile), probe=True)
+    return ground.facts, cast("ExistingCluster", ground.steps[0]), ground.problems
 
 
 def up(profile: LabProfile, name: str | None, report: Reporter, *,
        adapters: LabAdapters | None = None, skip_preflight: bool = False,
        sleep: Callable[[float], None] | None = None,
        cluster: ClusterChoice | None = None) -> RunResult:
-    """Build the lab; idempotent and resumable (state is what exists)."""
+    """Build the lab; idempotent and resumable (state is what exists). The provider refuses
+    first (kind: doctor's host checks unless `skip_preflight`; existing: what the cluster does
+    not allow), then gives the adapters and the steps to run."""
     from gpulab.engine.runner import run_steps
     from gpulab.engine.step import StepContext
-    from gpulab.providers import choose
-    from gpulab.providers.kind import KindProvider
+    from gpulab.providers import choose, for_choice
     from gpulab.stacks import for_profile
 
     lab = lab_name(profile, name)
-    choice = cluster or choose(profile)
-    if choice.provider == "existing":
-        return _up_existing(profile, lab, report, choice, adapters=adapters, sleep=sleep)
-    if adapters is None:
-        endpoint = docker_endpoint()  # once: gpulab's client and kind use the same engine
-        provider = KindProvider(connect_runtime(endpoint=endpoint), endpoint=endpoint)
-        if not skip_preflight:
-            provider.refuse(profile, lab, report)
-        adapters = provider.adapters(profile, lab)
-    stack = for_profile(profile)
-    facts = stack.observe_host_facts(profile, adapters.runtime)
-    steps = stack.build_steps(profile, lab, facts)
-    ctx = StepContext(lab=lab, adapters=adapters)
-    if sleep is not None:
-        ctx.sleep = sleep
-    result = run_steps(steps, ctx, report)
-    if result.built_anything:  # what exists now, kept in the lab folder (gpulab.lab_record)
-        from gpulab import lab_record
-
-        lab_record.record_created(lab, KindProvider(adapters.runtime).created(lab))
-    return result
-
-
-def _up_existing(profile: LabProfile, lab: str, report: Reporter, choice: ClusterChoice, *,
-                 adapters: LabAdapters | None, sleep: Callable[[float], None] | None
-                 ) -> RunResult:
-    """`up` into a cluster gpulab did not make: the read-only preflight refuses (exit 4, one
-    line) before anything is created; every step's creations are recorded (providers.existing
-    .Owning) so `down` removes exactly those."""
-    from typing import cast
-
-    from gpulab.engine.runner import run_steps
-    from gpulab.engine.step import StepContext
-    from gpulab.providers.existing import Owning
-    from gpulab.stacks import for_profile
-
-    facts, first, problems = existing_facts(profile, lab, choice)
-    if problems:
-        more = f" (+{len(problems) - 1} more; gpulab plan lists them)" if len(problems) > 1 \
-            else ""
-        raise HostError(f"preflight: {problems[0]}{more}",
-                        hint="see docs/own-cluster.md; nothing was created")
-    if adapters is None:
-        from gpulab.adapters.base import LabAdapters
-        from gpulab.adapters.kube import KubeClient
-        from gpulab.manifests import fetch_manifest
-        from gpulab.paths import lab_dir
-
-        spec = profile.cluster  # kamaji-hami's workers as containers of this Docker host
-        runtime = connect_runtime() if spec is not None and spec.workers == "containers" \
-            else cast("Any", None)
-        adapters = LabAdapters(runtime=runtime, kind=cast("Any", None),
-                               kube=KubeClient, helm=_helm_on_host(),
-                               fetch=fetch_manifest, lab_dir=lab_dir(lab))
-    from dataclasses import replace
-
-    from gpulab.providers.existing import BoundedHelm
-
-    # the teams' steps run concurrently; their Helm installs share one bound
-    adapters = replace(adapters, helm=BoundedHelm(adapters.helm, choice.helm_parallel))
-    steps: list[Step] = [first, *(Owning(s) for s in for_profile(profile).build_steps(
-        profile, lab, facts))]
-    forwarding = _forwarding(adapters.kube, adapters.management_kubeconfig(), profile) \
-        if facts.expose == "port-forward" else None
-    if forwarding is not None:  # up reaches each vCluster through the cluster's API itself
-        adapters = replace(adapters, kube=forwarding)
-    ctx = StepContext(lab=lab, adapters=adapters)
+    provider = for_choice(cluster or choose(profile), _host())
+    session = provider.open(profile, lab, for_profile(profile), report, adapters=adapters,
+                            preflight=not skip_preflight)
+    ctx = StepContext(lab=lab, adapters=session.adapters)
     if sleep is not None:
         ctx.sleep = sleep
     try:
-        return run_steps(steps, ctx, report)
+        result = run_steps(session.steps, ctx, report)
     finally:
-        if forwarding is not None:
-            forwarding.close()
+        session.close()
+    if result.built_anything:
+        provider.built(lab, session.adapters)
+    return result
 
 
 def _forwarding(kube: Callable[[Path], KubeGateway], management: Path, profile: LabProfile
@@ -447,11 +354,8 @@ def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None
     from gpulab.providers import for_choice
     from gpulab.providers.existing import choice_of
 
-    def on_host(path: Path) -> HelmGateway:  # helm is looked for once it is needed
-        return _helm_on_host()(path)
-
-    provider = for_choice(choice_of(record, kubeconfig, context), helm=helm or on_host,
-                          runtime=runtime, connect_runtime=connect_runtime)
+    provider = for_choice(choice_of(record, kubeconfig, context), _host(), helm=helm,
+                          runtime=runtime)
     return provider.teardown(lab, record, lambda: _forget(lab, record, []))
 
 

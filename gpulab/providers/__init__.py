@@ -18,9 +18,8 @@ if TYPE_CHECKING:
 
     from gpulab.adapters.base import ContainerRuntime
     from gpulab.adapters.base import KindProvider as KindBinary
-    from gpulab.adapters.docker_endpoint import DockerEndpoint
     from gpulab.profile.base import LabProfile
-    from gpulab.providers.base import ClusterProvider
+    from gpulab.providers.base import ClusterProvider, HostTools
 
 __all__ = ["PROVIDERS", "ClusterChoice", "choose", "for_choice"]
 
@@ -45,18 +44,17 @@ def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | N
                          helm_parallel=(spec.helm_parallel or 4) if spec else 4)
 
 
-def for_choice(choice: ClusterChoice, *, runtime: ContainerRuntime | None = None,
-               kind: KindBinary | None = None, endpoint: DockerEndpoint | None = None,
-               helm: Callable[[Path], Any] | None = None,
-               connect_runtime: Callable[[], Any] | None = None) -> ClusterProvider:
-    """The provider of `choice` (providers.kind or providers.existing), on what the caller
-    connected: kind's Docker engine (`runtime`, `endpoint`) and kind binary; existing's Helm
-    gateways (for `down`) and, for worker containers on this host, how to reach Docker."""
+def for_choice(choice: ClusterChoice, host: HostTools | None = None, *,
+               runtime: ContainerRuntime | None = None, kind: KindBinary | None = None,
+               helm: Callable[[Path], Any] | None = None) -> ClusterProvider:
+    """The provider of `choice` (providers.kind or providers.existing), reaching this host's
+    tools through `host`; `runtime` (kind's Docker engine, or existing's for worker
+    containers), `kind` (the kind binary) and `helm` (a Helm gateway factory) when the caller
+    has them already."""
     if choice.provider == "existing":
         from gpulab.providers.existing import ExistingProvider
 
-        return ExistingProvider(choice, helm=helm, runtime=runtime,
-                                connect_runtime=connect_runtime)
+        return ExistingProvider(choice, host, helm=helm, runtime=runtime)
     from gpulab.providers.kind import KindProvider
 
-    return KindProvider(runtime, kind, endpoint)
+    return KindProvider(host, runtime=runtime, kind=kind)

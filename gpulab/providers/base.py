@@ -15,7 +15,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "ManagementRow", "Teardown"]
+    from gpulab.adapters.base import LabAdapters
+    from gpulab.engine.runner import Reporter
+    from gpulab.engine.step import Step
+    from gpulab.profile.base import LabProfile
+
+__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "Ground", "HostTools",
+           "ManagementRow", "Session", "StackSide", "Teardown"]
 
 
 @dataclass
@@ -58,15 +64,78 @@ class ManagementRow:
     # lab's saved management.kubeconfig)
 
 
+@dataclass(frozen=True)
+class HostTools:
+    """How a provider reaches this host's tools; core hands in its own functions (the names
+    the CLI and tests use): the Docker endpoint, the engine (`docker(endpoint=...)`), a
+    read-only view of it (`reader(timeout=...)`) and Helm (`helm()`: a gateway factory, or
+    HostError when helm is not installed)."""
+
+    endpoint: Callable[[], Any]
+    docker: Callable[..., Any]
+    reader: Callable[..., Any]
+    helm: Callable[[], Callable[[Path], Any]]
+
+
+class StackSide(Protocol):
+    """What a provider asks of the lab's stack (a gpulab.stacks.Stack offers it; providers
+    import no stack)."""
+
+    def observe_host_facts(self, profile: Any, runtime: Any) -> Any: ...
+
+    def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
+
+    def existing_problems(self, profile: Any, facts: Any) -> list[str]: ...
+
+    def build_steps(self, profile: Any, lab: str, facts: Any) -> list[Step]: ...
+
+
+@dataclass
+class Ground:
+    """What the provider found before anything is created: the facts the stack builds its
+    steps from, the provider's own steps (first in the plan), a note for `plan`, and why `up`
+    would refuse ([]: it would not)."""
+
+    facts: Any
+    steps: list[Step] = field(default_factory=list)
+    note: str = ""
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    """What `up` runs: `steps` on `adapters`; `close` when the run is over."""
+
+    steps: list[Step]
+    adapters: LabAdapters
+    close: Callable[[], None] = field(default=lambda: None)
+
+
 class ClusterProvider(Protocol):
-    """How a lab's cluster comes to be and goes again (kind's providers.Provider is the model):
-    what it refuses before anything is created, status's management row, and how what gpulab
-    made is removed again (`forget` removes the lab's files and merged contexts, once, after
-    what the provider removed itself). The `management/cluster` step is the provider's:
-    providers.existing.ExistingCluster; kind's is still built by the stacks
-    (stacks.common.ManagementCluster)."""
+    """How a lab's cluster comes to be and goes again (kind's providers.Provider is the model).
+
+    - `ground`: read-only, what the cluster (or host) is, for `plan` and `up` alike; `probe`
+      False: look at nothing outside gpulab (plan's pending values);
+    - `open`: `up`'s refusals before anything is created (`preflight`), then the adapters and
+      every step to run (the provider's own first, then the stack's on the ground found);
+      `built`: after a run that built something (kind records what Docker holds for the lab);
+    - `management`: status's management row;
+    - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
+      contexts, once, after what the provider removed itself).
+
+    The `management/cluster` step of existing is the provider's (providers.existing
+    .ExistingCluster); kind's is still built by the stacks (stacks.common.ManagementCluster,
+    from each stack's kind config)."""
 
     name: str
+
+    def ground(self, profile: LabProfile, lab: str, stack: StackSide, *, probe: bool
+               ) -> Ground: ...
+
+    def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
+             adapters: LabAdapters | None, preflight: bool) -> Session: ...
+
+    def built(self, lab: str, adapters: LabAdapters) -> None: ...
 
     def management(self, lab: str) -> ManagementRow: ...
 

@@ -20,15 +20,25 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import AdapterError, UsageError
-from gpulab.providers.base import ClusterChoice, ClusterIdentity, ManagementRow, Teardown
+from gpulab.providers.base import (
+    ClusterChoice,
+    ClusterIdentity,
+    Ground,
+    ManagementRow,
+    Session,
+    Teardown,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from gpulab.adapters.base import KubeGateway
+    from gpulab.adapters.base import KubeGateway, LabAdapters
+    from gpulab.engine.runner import Reporter
     from gpulab.engine.step import Step, StepContext
     from gpulab.lab_record import LabRecord
+    from gpulab.profile.base import LabProfile
+    from gpulab.providers.base import HostTools, StackSide
 
 __all__ = [
     "HELM_PARALLEL",
@@ -668,19 +678,112 @@ def _wait_gone(kube: KubeGateway, entry: dict[str, Any], seconds: float,
 
 
 class ExistingProvider:
-    """A lab in a cluster gpulab did not make, reached as `choice` says. `helm` builds a Helm
-    gateway for a kubeconfig path and `connect_runtime` the Docker engine (only for a lab whose
-    record lists worker containers on this host); both are asked for only when needed."""
+    """A lab in a cluster gpulab did not make, reached as `choice` says. `host` gives Helm and
+    the Docker engine (only for worker containers on this host: kamaji-hami's
+    `cluster.workers: containers`), asked for only when needed; `helm` and `runtime`, when
+    given, are used instead."""
 
     name = "existing"
 
-    def __init__(self, choice: ClusterChoice, *, helm: Callable[[Path], Any] | None = None,
-                 runtime: Any = None, connect_runtime: Callable[[], Any] | None = None
-                 ) -> None:
+    def __init__(self, choice: ClusterChoice, host: HostTools | None = None, *,
+                 helm: Callable[[Path], Any] | None = None, runtime: Any = None) -> None:
         self.choice = choice
+        self.host = host
         self.helm = helm
         self.runtime = runtime
-        self.connect_runtime = connect_runtime
+
+    def _tools(self) -> HostTools:
+        if self.host is None:  # pragma: no cover - core hands its tools to up and down
+            raise UsageError("the existing provider was given no way to reach this host's "
+                             "tools")
+        return self.host
+
+    def ground(self, profile: LabProfile, lab: str, stack: StackSide, *, probe: bool = True
+               ) -> Ground:
+        """Read-only (always: the cluster is the plan's ground): what the cluster is, the
+        `management/cluster` step, and why the lab cannot go into it ([]: it can). HostError
+        when its API does not answer, UsageError when the lab is in another cluster."""
+        from dataclasses import replace
+
+        from gpulab import lab_record
+        from gpulab.errors import GpulabError, HostError
+
+        choice = self.choice
+        record = lab_record.read(lab)
+        needs = stack.existing_needs(profile, lab, record.owned if record else ())
+        client, context, text = connect(choice)
+        try:
+            where = str(choice.kubeconfig.absolute()) if choice.kubeconfig else "(default)"
+            try:
+                identity = identity_of(client, client.server, context, where)
+                facts = observe(client, identity, needs, expose=choice.expose,
+                                node_address=choice.node_address)
+                if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
+                    from gpulab.providers.forward import forwarded_teams
+
+                    more = denied(client, [Access("create", "", "pods", ns, "portforward")
+                                           for ns, _release in forwarded_teams(profile).values()])
+                    facts = replace(facts, denied=facts.denied + more)
+            except GpulabError as err:
+                raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
+                                f"read: {err.message}",
+                                hint="check the kubeconfig, the network path and your access"
+                                ) from None
+            kept = record.cluster if record else {}
+            if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
+                raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
+                                 f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
+                                 f"kubeconfig reaches {identity.kube_system_uid} at "
+                                 f"{identity.server}")
+        finally:
+            client.close()
+        return Ground(facts, [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
+                      "", stack.existing_problems(profile, facts))
+
+    def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
+             adapters: LabAdapters | None, preflight: bool = True) -> Session:
+        """The read-only preflight refuses (exit 4, one line) before anything is created (even
+        with `preflight` False: it is what the cluster allows, not this host); every step's
+        creations are recorded (`Owning`) so `down` removes exactly those; the teams' Helm
+        installs share one bound; on a port-forward lab, up reaches each vCluster through the
+        cluster's API (closed with the session)."""
+        from dataclasses import replace
+        from typing import cast
+
+        from gpulab.errors import HostError
+
+        ground = self.ground(profile, lab, stack)
+        problems = ground.problems
+        if problems:
+            more = f" (+{len(problems) - 1} more; gpulab plan lists them)" \
+                if len(problems) > 1 else ""
+            raise HostError(f"preflight: {problems[0]}{more}",
+                            hint="see docs/own-cluster.md; nothing was created")
+        if adapters is None:
+            from gpulab.adapters.base import LabAdapters
+            from gpulab.adapters.kube import KubeClient
+            from gpulab.manifests import fetch_manifest
+            from gpulab.paths import lab_dir
+
+            spec = profile.cluster  # kamaji-hami's workers as containers of this Docker host
+            runtime = self._tools().docker() if spec is not None and \
+                spec.workers == "containers" else cast("Any", None)
+            adapters = LabAdapters(runtime=runtime, kind=cast("Any", None),
+                                   kube=KubeClient, helm=self._tools().helm(),
+                                   fetch=fetch_manifest, lab_dir=lab_dir(lab))
+        adapters = replace(adapters, helm=BoundedHelm(adapters.helm, self.choice.helm_parallel))
+        steps: list[Step] = [*ground.steps, *(Owning(s) for s in stack.build_steps(
+            profile, lab, ground.facts))]
+        if ground.facts.expose != "port-forward":
+            return Session(steps, adapters)
+        from gpulab.providers.forward import ForwardingKube, forwarded_teams
+
+        forwarding = ForwardingKube(adapters.kube, adapters.management_kubeconfig(),
+                                    forwarded_teams(profile))
+        return Session(steps, replace(adapters, kube=forwarding), forwarding.close)
+
+    def built(self, lab: str, adapters: LabAdapters) -> None:
+        """Nothing more to record: each step recorded its creations before it acted."""
 
     def management(self, lab: str) -> ManagementRow:
         """The cluster as the lab's record names it; in use while the lab's kubeconfig is
@@ -706,8 +809,6 @@ class ExistingProvider:
 
         from gpulab.paths import write_secret
 
-        if self.helm is None:
-            raise ValueError("down on an existing cluster needs a Helm gateway factory")
         kept = record.cluster if record is not None else {}
         owned = record.owned if record is not None else ()
         file = self.choice.kubeconfig
@@ -725,10 +826,10 @@ class ExistingProvider:
             path = Path(folder.name) / "cluster.kubeconfig"
             write_secret(path, text.encode())
             runtime = self.runtime
-            if runtime is None and self.connect_runtime is not None \
-                    and any(e.get("type") == "container" for e in owned):
-                runtime = self.connect_runtime()  # worker containers on this host
-            result = teardown(owned, client, self.helm(path), runtime=runtime)
+            if runtime is None and any(e.get("type") == "container" for e in owned):
+                runtime = self._tools().docker()  # worker containers on this host
+            helm = self.helm or self._tools().helm()
+            result = teardown(owned, client, helm(path), runtime=runtime)
         finally:
             client.close()
             if folder is not None:

@@ -6,7 +6,8 @@ It owns what is kind's or Docker's about a lab: the kind binary set to drive the
 gpulab (`kind_cli`), the real adapters of a kind lab (`lab_adapters`), doctor's host checks as
 `up`'s preflight (`preflight`, pulling the node image as a step of its own), what Docker holds for
 a lab (`lab_exists`, `created`), status's management row (the control-plane node container) and
-`down` (`KindProvider.teardown`: kind delete, then a sweep by label, then what is left). The
+`down` (`KindProvider.teardown`: kind delete, then a sweep by label, then what is left); `plan`'s
+host facts (`ground`) and `up`'s preflight and adapters (`open`). The
 `management/cluster` step itself is still built by the stacks (stacks.common.ManagementCluster,
 from each stack's kind config). Imports no stack.
 """
@@ -16,13 +17,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpulab.errors import GpulabError, HostError
-from gpulab.providers.base import ManagementRow, Teardown
+from gpulab.providers.base import Ground, ManagementRow, Session, Teardown
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime, LabAdapters
+    from gpulab.adapters.base import ContainerRuntime, DockerReader, LabAdapters
     from gpulab.adapters.base import KindProvider as KindBinary
     from gpulab.adapters.docker_endpoint import DockerEndpoint
     from gpulab.adapters.kind import KindCli
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from gpulab.engine.runner import Reporter
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
+    from gpulab.providers.base import HostTools, StackSide
 
 __all__ = [
     "KIND_NODE_LABEL",
@@ -190,21 +192,66 @@ def created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
 
 
 class KindProvider:
-    """The kind cluster of a lab on the Docker engine `runtime` talks to; `kind` is the kind
-    binary set to drive that engine (None: not installed; `down` then sweeps by label)."""
+    """The kind cluster of a lab on this host's Docker engine: `runtime` talks to it (None:
+    connected through `host` when `up` needs it) and `kind` is the kind binary set to drive the
+    same engine (None: not installed; `down` then sweeps by label)."""
 
     name = "kind"
 
-    def __init__(self, runtime: ContainerRuntime | None, kind: KindBinary | None = None,
-                 endpoint: DockerEndpoint | None = None) -> None:
+    def __init__(self, host: HostTools | None = None, *, runtime: ContainerRuntime | None = None,
+                 kind: KindBinary | None = None) -> None:
+        self.host = host
         self.runtime = runtime
         self.kind = kind
-        self.endpoint = endpoint
+        self.endpoint: DockerEndpoint | None = None
 
     def _docker(self) -> ContainerRuntime:
         if self.runtime is None:  # pragma: no cover - every caller connects first
             raise HostError("the kind provider needs the Docker engine")
         return self.runtime
+
+    def _tools(self) -> HostTools:
+        if self.host is None:  # pragma: no cover - core hands its tools to plan and up
+            raise HostError("the kind provider was given no way to reach this host's tools")
+        return self.host
+
+    def ground(self, profile: LabProfile, lab: str, stack: StackSide, *, probe: bool
+               ) -> Ground:
+        """The stack's host facts from a read-only look at Docker (`probe`); without Docker,
+        its host-dependent values are pending and the note says why."""
+        runtime: DockerReader | None = None
+        note = ""
+        if probe:
+            try:
+                runtime = self._tools().reader(timeout=3)
+            except GpulabError as err:
+                note = f"Docker not reachable ({err}); host-dependent values are shown as pending"
+        facts = stack.observe_host_facts(profile, runtime)
+        if runtime is not None and not note:
+            note = str(getattr(facts, "plan_note", "") or "")  # host facts the stack lacks
+        return Ground(facts, [], note)
+
+    def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
+             adapters: LabAdapters | None, preflight: bool) -> Session:
+        """Without `adapters`: the Docker engine (one endpoint for gpulab's client and kind),
+        doctor's host checks unless `preflight` is False, then the real adapters. The stack's
+        steps on the host facts the engine shows."""
+        if adapters is None:
+            tools = self._tools()
+            self.endpoint = tools.endpoint()  # once: gpulab's client and kind use the same engine
+            self.runtime = tools.docker(endpoint=self.endpoint)
+            if preflight:
+                self.refuse(profile, lab, report)
+            adapters = self.adapters(profile, lab)
+        facts = stack.observe_host_facts(profile, adapters.runtime)
+        return Session(stack.build_steps(profile, lab, facts), adapters)
+
+    def built(self, lab: str, adapters: LabAdapters) -> None:
+        """What exists now (Docker's objects for the lab, its kind cluster), kept in the lab
+        folder (gpulab.lab_record)."""
+        from gpulab import lab_record
+
+        lab_record.record_created(lab, created(lab, adapters.runtime))
 
     def refuse(self, profile: LabProfile, lab: str, report: Reporter | None) -> None:
         """`up`'s preflight: doctor's host checks (the node image pulled first, shown as a
@@ -220,10 +267,6 @@ class KindProvider:
 
     def adapters(self, profile: LabProfile, lab: str) -> LabAdapters:
         return lab_adapters(profile, lab, self._docker(), self.endpoint)
-
-    def created(self, lab: str) -> dict[str, list[str]]:
-        """What `up` made, for lab.json (gpulab.lab_record.record_created)."""
-        return created(lab, self._docker())
 
     def management(self, lab: str) -> ManagementRow:
         """The kind cluster and the state of its control-plane node container."""
