@@ -1,6 +1,6 @@
 """Simulated `up` for 1, 2, 4 and 8 tenants: the critical path against running the steps one by one.
 
-The plan is the real one (`build_steps` of the kamaji-hami profile with N tenants); only each
+The plan is the real one (`kind_steps` of the kamaji-hami profile with N tenants); only each
 step's work is replaced by a sleep from a latency model built on the published timings in
 docs/dev/upstream-facts/peers-and-users.md §3 (kind create ~20 s, cert-manager and MetalLB ready within
 ~60-120 s, HAMi mock e2e ~3 min). One simulated second is one millisecond of wall time.
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from gpulab.engine.runner import run_steps
 from gpulab.engine.step import Artifact, StepContext
-from gpulab.stacks import load_profile
-from gpulab.stacks.kamaji_hami.steps import HostFacts, build_steps
+from gpulab.providers.kind import kind_steps
+from gpulab.stacks import for_name, load_profile
+from gpulab.stacks.kamaji_hami.steps import HostFacts
 
 GOAL_RATIO_8_TO_1 = 1.3
 LATENCY = {  # simulated seconds per step kind ("management/<x>" or the tenant step's suffix)
@@ -61,12 +62,12 @@ def simulated_plan(tenants: int, scale: float) -> list[SimulatedStep]:
     profile = profile.model_copy(update={"tenants": [
         base.model_copy(update={"name": f"tenant-{i}"}) for i in range(tenants)]})
     steps = []
-    unknown = sorted({step_kind(s.name) for s in build_steps(profile, "bench", HostFacts())}
-                     - set(LATENCY))
+    plan = kind_steps(profile, "bench", for_name("kamaji-hami"), HostFacts())
+    unknown = sorted({step_kind(s.name) for s in plan} - set(LATENCY))
     if unknown:
         raise SystemExit(f"bench_engine: no latency for step kind(s) {', '.join(unknown)}; "
                          "add them to LATENCY (the plan has changed)")
-    for step in build_steps(profile, "bench", HostFacts()):
+    for step in plan:
         steps.append(SimulatedStep(step.name, step.title, step.requires,
                                    LATENCY[step_kind(step.name)], scale))
     return steps

@@ -89,6 +89,8 @@ class StackSide(Protocol):
 
     def build_steps(self, profile: Any, lab: str, facts: Any) -> list[Step]: ...
 
+    def kind_cluster_config(self, profile: Any, lab: str) -> dict[str, Any]: ...
+
 
 @dataclass
 class Ground:
@@ -123,9 +125,8 @@ class ClusterProvider(Protocol):
     - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
       contexts, once, after what the provider removed itself).
 
-    The `management/cluster` step of existing is the provider's (providers.existing
-    .ExistingCluster); kind's is still built by the stacks (stacks.common.ManagementCluster,
-    from each stack's kind config)."""
+    `management/cluster` is the provider's step: providers.kind.ManagementCluster (from the
+    stack's kind config), providers.existing.ExistingCluster."""
 
     name: str
 

@@ -7,15 +7,17 @@ gpulab (`kind_cli`), the real adapters of a kind lab (`lab_adapters`), doctor's 
 `up`'s preflight (`preflight`, pulling the node image as a step of its own), what Docker holds for
 a lab (`lab_exists`, `created`), status's management row (the control-plane node container) and
 `down` (`KindProvider.teardown`: kind delete, then a sweep by label, then what is left); `plan`'s
-host facts (`ground`) and `up`'s preflight and adapters (`open`). The
-`management/cluster` step itself is still built by the stacks (stacks.common.ManagementCluster,
-from each stack's kind config). Imports no stack.
+host facts (`ground`), `up`'s preflight and adapters (`open`), and step `management/cluster`
+(`ManagementCluster`: `kind create cluster` from the kind config the stack renders, its
+`kind_cluster_config`). Imports no stack.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from gpulab.engine.step import Artifact
 from gpulab.errors import GpulabError, HostError
 from gpulab.providers.base import Ground, ManagementRow, Session, Teardown
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from gpulab.adapters.kind import KindCli
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter
+    from gpulab.engine.step import Step, StepContext
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.providers.base import HostTools, StackSide
@@ -37,8 +40,10 @@ __all__ = [
     "KIND_NODE_LABEL",
     "PULL_STEP",
     "KindProvider",
+    "ManagementCluster",
     "created",
     "kind_cli",
+    "kind_steps",
     "lab_adapters",
     "lab_exists",
     "preflight",
@@ -191,6 +196,62 @@ def created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
     return {kind: sorted(names) for kind, names in found.items()}
 
 
+@dataclass
+class ManagementCluster:
+    """Step `management/cluster`: the kind management cluster from the stack's kind config
+    (kubeconfig saved 0600)."""
+
+    config: dict[str, Any]
+    lab: str
+    name: str = "management/cluster"
+    title: str = "Creating management cluster (kind)"
+    requires: tuple[str, ...] = ()
+
+    @property
+    def cluster(self) -> str:
+        from gpulab.naming import kind_cluster_name
+
+        return kind_cluster_name(self.lab)
+
+    def describe(self) -> list[Artifact]:
+        return [
+            Artifact("kind-cluster", self.cluster, self.config),
+            Artifact("file", "management.kubeconfig", {"mode": "0600"}),
+        ]
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        adapters: LabAdapters = ctx.adapters
+        if self.cluster not in adapters.kind.clusters():
+            return False
+        node = adapters.runtime.get(f"{self.cluster}-control-plane")
+        if node is None or not node.running:
+            raise HostError(
+                f"kind cluster '{self.cluster}' exists but its node is not running",
+                hint=f"docker start {self.cluster}-control-plane, or gpulab down then gpulab up",
+            )
+        self._save_kubeconfig(adapters)
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        adapters: LabAdapters = ctx.adapters
+        ctx.note(f"kind create cluster --name {self.cluster}")
+        adapters.kind.create(self.cluster, self.config)
+        self._save_kubeconfig(adapters)
+
+    def _save_kubeconfig(self, adapters: LabAdapters) -> None:
+        from gpulab.paths import write_secret
+
+        text = adapters.kind.kubeconfig(self.cluster)
+        write_secret(adapters.management_kubeconfig(), text.encode())
+
+
+def kind_steps(profile: LabProfile, lab: str, stack: StackSide, facts: Any) -> list[Step]:
+    """Every step of `up` on kind: `management/cluster` from the stack's kind config, then the
+    stack's steps on `facts`."""
+    return [ManagementCluster(stack.kind_cluster_config(profile, lab), lab),
+            *stack.build_steps(profile, lab, facts)]
+
+
 class KindProvider:
     """The kind cluster of a lab on this host's Docker engine: `runtime` talks to it (None:
     connected through `host` when `up` needs it) and `kind` is the kind binary set to drive the
@@ -229,13 +290,14 @@ class KindProvider:
         facts = stack.observe_host_facts(profile, runtime)
         if runtime is not None and not note:
             note = str(getattr(facts, "plan_note", "") or "")  # host facts the stack lacks
-        return Ground(facts, [], note)
+        return Ground(facts, [ManagementCluster(stack.kind_cluster_config(profile, lab), lab)],
+                      note)
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
              adapters: LabAdapters | None, preflight: bool) -> Session:
         """Without `adapters`: the Docker engine (one endpoint for gpulab's client and kind),
         doctor's host checks unless `preflight` is False, then the real adapters. The stack's
-        steps on the host facts the engine shows."""
+        steps (`kind_steps`) on the host facts the engine shows."""
         if adapters is None:
             tools = self._tools()
             self.endpoint = tools.endpoint()  # once: gpulab's client and kind use the same engine
@@ -244,7 +306,7 @@ class KindProvider:
                 self.refuse(profile, lab, report)
             adapters = self.adapters(profile, lab)
         facts = stack.observe_host_facts(profile, adapters.runtime)
-        return Session(stack.build_steps(profile, lab, facts), adapters)
+        return Session(kind_steps(profile, lab, stack, facts), adapters)
 
     def built(self, lab: str, adapters: LabAdapters) -> None:
         """What exists now (Docker's objects for the lab, its kind cluster), kept in the lab

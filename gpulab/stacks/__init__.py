@@ -61,6 +61,8 @@ class Stack(Protocol):
 
     def verify_previews(self, profile: Any) -> list[Step]: ...
 
+    def kind_cluster_config(self, profile: Any, lab: str) -> dict[str, Any]: ...
+
     def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
 
     def existing_problems(self, profile: Any, facts: Any) -> list[str]: ...
@@ -101,6 +103,7 @@ INTERFACE: dict[str, tuple[str, str]] = {
     "build_steps": ("steps", "build_steps"),
     "observe_host_facts": ("steps", "observe_host_facts"),
     "verify_previews": ("steps", "verify_previews"),
+    "kind_cluster_config": ("render", "kind_cluster_config"),
     "existing_needs": ("steps", "existing_needs"),
     "existing_problems": ("steps", "existing_problems"),
     "join_commands": ("steps", "join_commands"),

@@ -31,7 +31,6 @@ from gpulab.node_options import (
     proxy_env,
     with_host_options,
 )
-from gpulab.paths import write_secret
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -58,7 +57,6 @@ __all__ = [
     "HelmAddon",
     "LabAdapters",
     "LabNamespaces",
-    "ManagementCluster",
     "NodeHostOptions",
     "PreloadImages",
     "Reused",
@@ -161,50 +159,6 @@ def node_ready(node: dict[str, Any]) -> bool:
 
 
 # --------------------------------------------------------------------------- management
-
-
-@dataclass
-class ManagementCluster:
-    """The kind management cluster from a rendered kind config (kubeconfig saved 0600)."""
-
-    config: dict[str, Any]
-    lab: str
-    name: str = "management/cluster"
-    title: str = "Creating management cluster (kind)"
-    requires: tuple[str, ...] = ()
-
-    @property
-    def cluster(self) -> str:
-        return naming.kind_cluster_name(self.lab)
-
-    def describe(self) -> list[Artifact]:
-        return [
-            Artifact("kind-cluster", self.cluster, self.config),
-            Artifact("file", "management.kubeconfig", {"mode": "0600"}),
-        ]
-
-    def satisfied(self, ctx: StepContext) -> bool:
-        adapters = adapters_of(ctx)
-        if self.cluster not in adapters.kind.clusters():
-            return False
-        node = adapters.runtime.get(f"{self.cluster}-control-plane")
-        if node is None or not node.running:
-            raise HostError(
-                f"kind cluster '{self.cluster}' exists but its node is not running",
-                hint=f"docker start {self.cluster}-control-plane, or gpulab down then gpulab up",
-            )
-        self._save_kubeconfig(adapters)
-        return True
-
-    def apply(self, ctx: StepContext) -> None:
-        adapters = adapters_of(ctx)
-        ctx.note(f"kind create cluster --name {self.cluster}")
-        adapters.kind.create(self.cluster, self.config)
-        self._save_kubeconfig(adapters)
-
-    def _save_kubeconfig(self, adapters: LabAdapters) -> None:
-        text = adapters.kind.kubeconfig(self.cluster)
-        write_secret(adapters.management_kubeconfig(), text.encode())
 
 
 @dataclass

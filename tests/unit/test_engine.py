@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from gpulab import core
+from gpulab import core, stacks
 from gpulab.engine.runner import Event, Outcome, run_steps
 from gpulab.engine.step import StepContext
 from gpulab.engine.wait import WaitTimeout, wait_until
 from gpulab.paths import lab_dir
+from gpulab.providers.kind import kind_steps
 from gpulab.stacks.common import CTR_LIST
 from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.steps import JOIN_STATE, build_steps, observe_host_facts
@@ -39,6 +40,12 @@ class Recorder:
 
     def kinds(self, kind: str) -> list[str]:
         return [e.step for e in self.events if e.kind == kind]
+
+
+def _kind_steps(profile, adapters):
+    """What `up` runs on kind: the provider's `management/cluster`, then the stack's steps."""
+    return kind_steps(profile, "kamaji-hami", stacks.for_name("kamaji-hami"),
+                      observe_host_facts(profile, adapters.runtime))
 
 
 def _up(profile, world: FakeWorld, recorder: Recorder | None = None):
@@ -162,8 +169,7 @@ def test_a_failure_anywhere_then_up_again_converges(kamaji_profile, fault: str) 
 def test_failure_injected_at_every_step_is_resumable(kamaji_profile, failing: str) -> None:
     world = FakeWorld()
     adapters = fake_adapters(world, lab_dir("kamaji-hami"))
-    steps = build_steps(kamaji_profile, "kamaji-hami",
-                        observe_host_facts(kamaji_profile, adapters.runtime))
+    steps = _kind_steps(kamaji_profile, adapters)
     target = next(s for s in steps if s.name == failing)
     original = target.apply
 
@@ -187,8 +193,7 @@ def test_failure_injected_at_every_step_is_resumable(kamaji_profile, failing: st
 def test_tenants_are_provisioned_concurrently(kamaji_profile) -> None:
     world = FakeWorld()
     adapters = fake_adapters(world, lab_dir("kamaji-hami"))
-    steps = build_steps(kamaji_profile, "kamaji-hami",
-                        observe_host_facts(kamaji_profile, adapters.runtime))
+    steps = _kind_steps(kamaji_profile, adapters)
     barrier = threading.Barrier(2, timeout=10)
     for step in steps:
         if step.name.endswith("/control-plane"):
@@ -207,8 +212,7 @@ def test_tenants_are_provisioned_concurrently(kamaji_profile) -> None:
 def test_ctrl_c_mid_step_leaves_a_resumable_lab(kamaji_profile) -> None:
     world = FakeWorld()
     adapters = fake_adapters(world, lab_dir("kamaji-hami"))
-    steps = build_steps(kamaji_profile, "kamaji-hami",
-                        observe_host_facts(kamaji_profile, adapters.runtime))
+    steps = _kind_steps(kamaji_profile, adapters)
     target = next(s for s in steps if s.name == "management/kamaji")
     original = target.apply
     release = threading.Event()
@@ -250,8 +254,7 @@ def test_failed_wait_surfaces_in_step_result(kamaji_profile) -> None:
     # HAMi never becomes ready: the hami-scheduler Deployment is missing.
     original = world.kube
 
-    steps = build_steps(kamaji_profile, "kamaji-hami",
-                        observe_host_facts(kamaji_profile, adapters.runtime))
+    steps = _kind_steps(kamaji_profile, adapters)
     ctx = StepContext("kamaji-hami", adapters, sleep=lambda _s: None, timeout_scale=0.001)
     from tests import fakes
 
@@ -428,8 +431,7 @@ def test_metallb_waits_for_the_speaker_too(kamaji_profile) -> None:
     world = FakeWorld()
     world.speaker_never_ready = True
     adapters = fake_adapters(world, lab_dir("kamaji-hami"))
-    steps = build_steps(kamaji_profile, "kamaji-hami",
-                        observe_host_facts(kamaji_profile, adapters.runtime))
+    steps = _kind_steps(kamaji_profile, adapters)
     ctx = StepContext("kamaji-hami", adapters, sleep=lambda _s: None, timeout_scale=0.001)
     result = run_steps(steps, ctx, Recorder())
     failed = {r.name: r for r in result.failures}

@@ -11,13 +11,14 @@ import jsonschema
 import pytest
 import yaml
 
-from gpulab import naming
+from gpulab import naming, stacks
 from gpulab.engine.plan import plan_documents
 from gpulab.errors import ProfileError
+from gpulab.providers.kind import kind_steps
 from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
-from gpulab.stacks.vcluster_kai.steps import HostFacts, build_steps, verify_previews
+from gpulab.stacks.vcluster_kai.steps import HostFacts, verify_previews
 from tests.rendered import render as helm_template
 from tests.schemas import pinned_data, validate_object
 
@@ -341,7 +342,7 @@ def test_unlimited_or_tight_limits_drop_probes(kai_profile: VclusterKaiProfile) 
 
 
 def test_plan_lists_every_object_in_up_order(kai_profile: VclusterKaiProfile) -> None:
-    steps = build_steps(kai_profile, "vcluster-kai", HostFacts())
+    steps = kind_steps(kai_profile, "vcluster-kai", stacks.for_name("vcluster-kai"), HostFacts())
     assert [s.name for s in steps] == [
         "management/cluster", "management/fake-gpus", "management/kai-scheduler",
         "management/reservation-rbac", "management/queues",

@@ -27,7 +27,6 @@ from gpulab.stacks.common import (
     HelmAddon,
     LabAdapters,
     LabNamespaces,
-    ManagementCluster,
     NodeHostOptions,
     PreloadImages,
     Reused,
@@ -1059,7 +1058,6 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
     if getattr(facts, "provider", "kind") == "existing":
         return build_existing_steps(profile, lab, facts)
     steps: list[Step] = [
-        ManagementCluster(render.kind_cluster_config(profile, lab), lab),
         management_images(profile, lab),
         HelmAddon(
             common.helm_release(profile.components.cert_manager),

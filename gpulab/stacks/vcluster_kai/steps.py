@@ -25,7 +25,6 @@ from gpulab.paths import write_secret
 from gpulab.stacks.common import (
     HelmAddon,
     LabNamespaces,
-    ManagementCluster,
     Reused,
     adapters_of,
     crd_established,
@@ -545,7 +544,6 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
         return build_existing_steps(profile, lab, facts)
     pool_nodes = kr.gpu_node_names(profile, lab)
     steps: list[Step] = [
-        ManagementCluster(kr.kind_cluster_config(profile, lab), lab),
         FakeGpus(
             kr.fake_gpu_operator_release(profile),
             name=FAKE_GPUS_STEP,
