@@ -5,6 +5,7 @@
   `cli.py` and `core.py` reach stacks through the registry (`gpulab.stacks.for_name`);
 - only the adapters import docker, kubernetes, pyhelm3 (or run kind/helm);
 - every stack package has the same inner names;
+- providers (`gpulab/providers/`) import no stack, and no stack imports the kind provider;
 - no import cycle anywhere in `gpulab/` (lazy imports inside functions count too: a cycle through
   them is still a knot a reader has to untie).
 """
@@ -88,6 +89,19 @@ def test_stacks_do_not_import_each_other() -> None:
             assert not leaks, f"{module} ({name}) imports {sorted(leaks)}"
 
 
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpulab.providers")))
+def test_providers_import_no_stack(module: str) -> None:
+    """Where the cluster comes from knows nothing of what goes into it: a provider asks the
+    stack through `providers.base.StackSide`, handed in by core."""
+    assert not {i for i in GRAPH[module] if i.startswith("gpulab.stacks")}, module
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpulab.stacks")))
+def test_stacks_do_not_import_the_kind_provider(module: str) -> None:
+    """A stack's plan starts after `management/cluster`, whoever makes the cluster."""
+    assert "gpulab.providers.kind" not in GRAPH[module], module
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_only_adapters_import_docker_kubernetes_pyhelm3(module: str) -> None:
     if module.startswith("gpulab.adapters."):
@@ -160,6 +174,8 @@ def test_the_rules_catch_what_they_forbid() -> None:
         GRAPH.clear()
         GRAPH.update(saved)
     assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
+    assert "gpulab.providers.existing" in GRAPH["gpulab.stacks.kamaji_hami.existing"]
+    assert "gpulab.providers.kind" in GRAPH["gpulab.core"]
 
 
 def test_the_project_stands_alone() -> None:
