@@ -415,11 +415,12 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
 
     from gpulab.naming import LABEL_LAB
     from gpulab.paths import labs_root
+    from gpulab.providers.kind import kind_lab
 
     containers: dict[str, list[Any]] = {}
     if reader is not None:
         for info in reader.containers({}):
-            lab = info.labels.get(LABEL_LAB) or _kind_lab(info.labels)
+            lab = info.labels.get(LABEL_LAB) or kind_lab(info.labels)
             if lab:
                 containers.setdefault(lab, []).append(info)
     root = labs_root()
@@ -493,11 +494,6 @@ def _existing_state(lab: str, kubeconfigs: list[str], members: list[str]) -> str
         return "unreachable"
     wanted = {"management", *members}
     return "ready" if members and wanted <= set(kubeconfigs) else "partial"
-
-
-def _kind_lab(labels: Any) -> str:
-    cluster = str(labels.get("io.x-k8s.kind.cluster", ""))
-    return cluster.removeprefix("gpulab-") if cluster.startswith("gpulab-") else ""
 
 
 def _recorded_members(lab: str) -> tuple[list[str], str]:

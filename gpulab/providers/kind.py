@@ -22,7 +22,7 @@ from gpulab.errors import GpulabError, HostError
 from gpulab.providers.base import Ground, ManagementRow, Session, Teardown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, DockerReader, LabAdapters
@@ -43,6 +43,7 @@ __all__ = [
     "ManagementCluster",
     "created",
     "kind_cli",
+    "kind_lab",
     "kind_steps",
     "lab_adapters",
     "lab_exists",
@@ -165,6 +166,13 @@ def _selectors(lab: str) -> tuple[dict[str, str], dict[str, str]]:
     from gpulab.naming import LABEL_LAB, kind_cluster_name
 
     return {LABEL_LAB: lab}, {KIND_NODE_LABEL: kind_cluster_name(lab)}
+
+
+def kind_lab(labels: Mapping[str, str]) -> str:
+    """The lab whose kind cluster a container is a node of, by kind's label ('' for a kind
+    cluster gpulab did not name: naming.kind_cluster_name)."""
+    cluster = str(labels.get(KIND_NODE_LABEL, ""))
+    return cluster.removeprefix("gpulab-") if cluster.startswith("gpulab-") else ""
 
 
 def lab_exists(lab: str, runtime: ContainerRuntime) -> bool:
