@@ -74,8 +74,18 @@ class KaiReason:
         return self.code in QUEUE_REASONS or any(
             code in self.message for code in QUEUE_REASONS)
 
+    @property
+    def said(self) -> set[str]:
+        """The words a copy of this reason can come in: KAI writes a job's refusal on the pod
+        as "<code>: <message>." (the code alone without a message: JobFitErrorsToMessage,
+        pkg/scheduler/api/common_info/job_errors.go:65-74 at v0.16.8), in the PodGroup's
+        reasons[] code and message apart (job_errors.go:119-125, 211-217)."""
+        return {self.text().removesuffix("."), self.message.removesuffix(".")} - {""}
+
     def text(self) -> str:
-        return f"{self.code}: {self.message}" if self.code else self.message
+        if self.code and self.message:
+            return f"{self.code}: {self.message}"
+        return self.code or self.message or "no reason given"
 
 
 def queue_reasons(pod_group: Mapping[str, Any] | None) -> list[KaiReason]:
@@ -100,7 +110,7 @@ def queue_reasons(pod_group: Mapping[str, Any] | None) -> list[KaiReason]:
 def kai_reasons(host_pod: Mapping[str, Any] | None, pod_group: Mapping[str, Any] | None,
                 events: Sequence[Mapping[str, Any]]) -> list[KaiReason]:
     """Every reason KAI gave: the PodGroup's conditions first (they carry the codes), then the
-    pod's PodScheduled=False condition and Warning `Unschedulable` events, without duplicates."""
+    pod's PodScheduled=False condition and Warning `Unschedulable` events, each message once."""
     out = queue_reasons(pod_group)
     cond = o.condition(host_pod, "PodScheduled")
     if cond is not None and cond.get("status") == "False" and cond.get("message"):
@@ -110,11 +120,11 @@ def kai_reasons(host_pod: Mapping[str, Any] | None, pod_group: Mapping[str, Any]
                 "Unschedulable", "FailedScheduling"):
             continue
         out.append(KaiReason("", o.event_message(event), f"event {event.get('reason')}"))
-    seen: set[KaiReason] = set()
-    unique = []
+    # The same words once, whoever told them (KaiReason.said): the PodGroup's copy, which
+    # carries the code, comes first.
+    unique: list[KaiReason] = []
     for reason in out:
-        if reason not in seen:
-            seen.add(reason)
+        if not any(kept.said & reason.said for kept in unique):
             unique.append(reason)
     return unique
 

@@ -40,6 +40,10 @@ def test_a_reason_is_its_code_and_its_message_with_blanks_folded() -> None:
         "OverLimit", "queue team-a is over its limit", "PodGroup")
     assert reason.text() == "OverLimit: queue team-a is over its limit"
     assert KaiReason("", "no nodes", "event").text() == "no nodes"
+    # A code without a message is the code alone (as KAI writes it on the pod then); nothing
+    # at all says so.
+    assert KaiReason("OverLimit", "", "PodGroup").text() == "OverLimit"
+    assert KaiReason("", "", "event Unschedulable").text() == "no reason given"
     assert repr(reason) == ("KaiReason('OverLimit', 'queue team-a is over its limit', "
                             "'PodGroup')")
 
@@ -195,3 +199,47 @@ def test_the_deprecated_fields_alone_each_give_a_reason() -> None:
     group = _group("junk", {"reason": "OverLimit"}, 7, {"message": "only the message"})
     assert [(r.code, r.message, r.source) for r in queue_reasons(group)] == [
         ("OverLimit", "", "PodGroup"), ("", "only the message", "PodGroup")]
+
+
+# KAI v0.16.8 writes a job's refusal on the pod as "<code>: <message>." (JobFitErrorsToMessage,
+# pkg/scheduler/api/common_info/job_errors.go:44-75; default_status_updater.go:357-374) and
+# keeps code and message apart in the PodGroup's reasons[] (job_errors.go:211-217).
+OVER = ("team-a quota has reached the allowable limit of GPUs. Limit is 1 GPUs, currently 0.33 "
+        "GPUs allocated and workload requested 2 GPUs")
+
+
+def test_the_words_a_reason_can_come_in() -> None:
+    assert KaiReason("OverLimit", OVER, "PodGroup").said == {f"OverLimit: {OVER}", OVER}
+    assert KaiReason("", f"OverLimit: {OVER}.", "event").said == {f"OverLimit: {OVER}"}
+    assert KaiReason("OverLimit", "", "PodGroup").said == {"OverLimit"}
+    assert KaiReason("", "", "event").said == {"no reason given"}
+
+
+def test_one_message_once_whether_coded_or_not() -> None:
+    """The PodGroup's coded reason, the pod's condition in KAI's words and an event with the
+    bare message (an older or hand-made copy) are one reason: the coded one."""
+    group = _group({"reasons": [{"reason": "OverLimit", "message": OVER}]})
+    pod = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                      "message": f"OverLimit: {OVER}."}]}}
+    events = [{"type": "Warning", "reason": "Unschedulable", "message": OVER},
+              {"type": "Warning", "reason": "Unschedulable", "message": f"OverLimit: {OVER}."}]
+    reasons = kai_reasons(pod, group, events)
+    assert [(r.code, r.message, r.source) for r in reasons] == [("OverLimit", OVER, "PodGroup")]
+    assert reasons_text(reasons) == f"OverLimit: {OVER}"
+
+
+def test_a_pod_copy_before_any_code_is_kept_once() -> None:
+    pod = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                      "message": f"OverLimit: {OVER}."}]}}
+    events = [{"type": "Warning", "reason": "Unschedulable", "message": f"OverLimit: {OVER}"}]
+    assert reasons_text(kai_reasons(pod, None, events)) == f"OverLimit: {OVER}."
+
+
+def test_codes_without_messages_are_told_apart_and_match_the_pods_word() -> None:
+    group = _group({"reasons": [{"reason": "OverLimit"}, {"reason": "QueueDoesNotExist"}]})
+    pod = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                      "message": "OverLimit"}]}}
+    events = [{"type": "Warning", "reason": "Unschedulable", "message": ""},
+              {"type": "Warning", "reason": "FailedScheduling", "message": "  "}]
+    reasons = kai_reasons(pod, group, events)
+    assert reasons_text(reasons, limit=3) == "OverLimit; QueueDoesNotExist; no reason given"

@@ -61,6 +61,12 @@ NO_CAPACITY = kw.fit_errors({kw.NOT_ENOUGH_GPUS: 2})
 NOT_FOUND = kw.not_found("{namespace}", "{name}", "{message}")
 
 
+def over_limit_on_pod(queue: str) -> str:
+    """KAI's words on a pod its queue's limit refuses: its PodGroup's only fit error, OverLimit
+    with OVER_LIMIT's message, as JobFitErrorsToMessage writes it."""
+    return kw.job_fit_errors_message([("OverLimit", [OVER_LIMIT.format(queue=queue)])])
+
+
 RUN_ID = "8b1e5c0a94d2"  # the gpulab.dev/run label of the recorded verify run
 
 
@@ -230,10 +236,9 @@ def share_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
 
 def over_limit_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
     message = OVER_LIMIT.format(queue=team.queue_name)
-    # Still the facts doc's text: KAI v0.16.8 puts the job's message on the pod's event and
-    # condition when no node was tried (kai_wire.job_fit_errors_message, "OverLimit: <text>.");
-    # left for now, verdict texts other tests pin quote it.
-    said = message
+    # On the pod's event and condition KAI puts the job's message, "OverLimit: <text>.", as no
+    # node was tried (kai_wire.job_fit_errors_message; default_status_updater.go:357-374).
+    said = over_limit_on_pod(team.queue_name)
     host = host_pod(profile, team, "gpu-over-limit", running=False, message=said)
     group = pod_group(host, team.queue_name, [{
         "reason": "OverLimit", "message": message,

@@ -103,11 +103,12 @@ class FakeKai:
                 message: str, pod_message: str | None = None) -> None:
         """KAI's refusal: the PodGroup's condition (reason, message), the pod's PodScheduled
         condition and Warning event with the per-pod fit error when there is one, else the
-        job's message (kept as the facts doc has it, as the builders do)."""
-        message_on_pod = pod_message or message
+        job's message (default_status_updater.go:357-374)."""
+        job_message = kw.job_fit_errors_message([(reason, [message])])
+        message_on_pod = pod_message or job_message
         entry = {"reason": reason, "message": message}
         group["status"]["schedulingConditions"] = [kw.unschedulable_condition(
-            kw.job_fit_errors_message([(reason, [message])]), [entry], b.TS)]
+            job_message, [entry], b.TS)]
         pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
                                         "reason": "Unschedulable", "message": message_on_pod}]
         if not any(e["involvedObject"]["uid"] == pod["metadata"]["uid"]

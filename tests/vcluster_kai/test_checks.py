@@ -242,7 +242,7 @@ def test_a_pending_share_pod_names_kais_reason(healthy: KaiLabState,
     over_limit = b.over_limit_run(kai_profile, team).pod_group
     assert over_limit is not None
     reasons = over_limit["status"]["schedulingConditions"][0]["reasons"]
-    message = b.OVER_LIMIT.format(queue=team.queue_name)
+    message = b.over_limit_on_pod(team.queue_name)
     host = b.host_pod(kai_profile, team, "gpu-share", running=False, message=message)
     state = run_replace(healthy, NLP, "gpu-share", host=host,
                         pod_group=b.pod_group(host, team.queue_name, reasons),

@@ -44,7 +44,8 @@ OVER_LIMIT_NLP = b.OVER_LIMIT.format(queue=NLP)
 NO_CAPACITY_NLP = b.NOT_FOUND.format(namespace="vcluster-team-nlp", name=CAPACITY_HOST,
                                      message=b.NO_CAPACITY)
 PENDING = "Pending, schedulerName kai-scheduler, node -"
-EVENTS_LIMIT = f"Unschedulable: {OVER_LIMIT_NLP}"
+# What KAI writes on the pod: "OverLimit: <message>." (builders.over_limit_on_pod).
+LIMIT_ON_POD = b.over_limit_on_pod(NLP)
 Build = Callable[[KaiLabState, VclusterKaiProfile], tuple[KaiLabState, VclusterKaiProfile]]
 
 
@@ -362,10 +363,10 @@ def _share_over_limit(state: KaiLabState, profile: VclusterKaiProfile
     assert limit is not None
     reasons = limit["status"]["schedulingConditions"][0]["reasons"]
     host = b.host_pod(profile, profile.teams[0], "gpu-share", running=False,
-                      message=OVER_LIMIT_NLP)
+                      message=LIMIT_ON_POD)
     return run_replace(state, NLP, "gpu-share", host=host,
                        pod_group=b.pod_group(host, NLP, reasons),
-                       events=(b.event(host, "Unschedulable", OVER_LIMIT_NLP),),
+                       events=(b.event(host, "Unschedulable", LIMIT_ON_POD),),
                        outcome="timeout"), profile
 
 
@@ -402,7 +403,7 @@ def _share_pending_without_uid(state: KaiLabState, profile: VclusterKaiProfile
     """The share pod Pending without a PodGroup, read without its uid; KAI's event names a pod
     uid verify cannot compare."""
     host = b.host_pod(profile, profile.teams[0], "gpu-share", running=False)
-    event = b.event(host, "Unschedulable", OVER_LIMIT_NLP)
+    event = b.event(host, "Unschedulable", LIMIT_ON_POD)
     event["involvedObject"]["uid"] = "uid-of-an-earlier-pod"
     del host["metadata"]["uid"]
     return run_replace(state, NLP, "gpu-share", host=host, pod_group=None, events=(event,),
@@ -458,7 +459,7 @@ def _worded_over_limit_of(queue: str) -> Build:
     def build(state: KaiLabState, profile: VclusterKaiProfile
               ) -> tuple[KaiLabState, VclusterKaiProfile]:
         host = _host(state, NLP, "gpu-over-limit")
-        message = b.OVER_LIMIT.format(queue=queue)
+        message = b.over_limit_on_pod(queue)
         host["status"]["conditions"][0]["message"] = message
         group = _group(state, NLP, "gpu-over-limit")
         group["status"] = {"phase": "Pending"}
@@ -918,7 +919,7 @@ ROWS: list[Row] = [
      "due to no GPU reservation", ""),
     ("KAI-05 share pod failed, no word why", "KAI-05", NLP,
      _edit_host("gpu-share", _set("status", {"phase": "Failed"})), "fail",
-     "gpu-share failed on the host:", ""),
+     "gpu-share failed on the host: no reason given", ""),
     ("KAI-05 share pod bound, containers not started", "KAI-05", NLP,
      _edit_host("gpu-share", _both_containers_waiting), "fail",
      f"gpu-share is bound to {W} but app: waiting ContainerCreating, sidecar: waiting "
@@ -927,14 +928,28 @@ ROWS: list[Row] = [
      "reservation RBAC) and RuntimeClass nvidia exists; events: Scheduled: Successfully assigned "
      f"pod vcluster-team-nlp/{SHARE_HOST} to node {W} at node-pool default", ""),
     ("KAI-05 share pod kept Pending by KAI", "KAI-05", NLP, _share_over_limit, "fail",
-     f"KAI keeps gpu-share Pending: OverLimit: {OVER_LIMIT_NLP}; {OVER_LIMIT_NLP}", ""),
+     f"KAI keeps gpu-share Pending: OverLimit: {OVER_LIMIT_NLP}", ""),
+    # The PodGroup's coded reason and a copy of its message without the code: said once.
+    ("KAI-05 a coded reason and its bare copy", "KAI-05", NLP,
+     _both(_share_over_limit, _edit_host("gpu-share", _set("status.conditions", [
+         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+          "message": OVER_LIMIT_NLP}]))), "fail",
+     f"KAI keeps gpu-share Pending: OverLimit: {OVER_LIMIT_NLP}", ""),
+    # A code without a message: the code alone, as KAI writes it on the pod then.
+    ("KAI-05 a code without a message", "KAI-05", NLP,
+     _both(_share_over_limit, _edit_group("gpu-share", lambda g: g["status"][
+         "schedulingConditions"][0].update(reasons=[{"reason": "OverLimit"}])),
+           _edit_host("gpu-share", _set("status.conditions", [
+               {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "OverLimit"}]), events=())), "fail",
+     "KAI keeps gpu-share Pending: OverLimit", ""),
     ("KAI-05 share pod Pending, KAI's word on the pod only", "KAI-05", NLP,
      _share_pending_with_condition_only, "fail",
      f"KAI keeps gpu-share Pending: {b.NO_CAPACITY}", ""),
     # A host pod read without a uid: whose events are whose cannot be told, every one is kept.
     ("KAI-05 share pod without a uid keeps every event", "KAI-05", NLP,
      _share_pending_without_uid, "fail",
-     f"KAI keeps gpu-share Pending: {OVER_LIMIT_NLP}", ""),
+     f"KAI keeps gpu-share Pending: {LIMIT_ON_POD}", ""),
     ("KAI-05 share pod Pending, KAI silent", "KAI-05", NLP,
      _both(_edit_host("gpu-share", _unscheduled), _edit_group("gpu-share", _set("status", {})),
            _replace_run("gpu-share", events=(), waited=0.0, last_seen="Pending, no node yet")),
@@ -974,23 +989,23 @@ ROWS: list[Row] = [
     ("KAI-06 the org queue's limit, on the pod only", "KAI-06", NLP,
      _worded_over_limit_of("ml-org"), "fail",
      f"gpu-over-limit (2 x nvidia.com/gpu) is Pending for queue ml-org's limit, not {LIMIT}: "
-     f"{b.OVER_LIMIT.format(queue='ml-org')}; kubectl get queues.scheduling.run.ai ml-org -o yaml",
+     f"{b.over_limit_on_pod('ml-org')}; kubectl get queues.scheduling.run.ai ml-org -o yaml",
      PENDING),
     ("KAI-06 OverLimit on the pod, no PodGroup", "KAI-06", NLP,
      _replace_run("gpu-over-limit", pod_group=None), "pass", "",
      f"gpu-over-limit (2 x nvidia.com/gpu, {LIMIT}) stays Pending; KAI (pod condition; no "
-     f"PodGroup carried no code): {OVER_LIMIT_NLP}"),
+     f"PodGroup carried no code): {LIMIT_ON_POD}"),
     ("KAI-06 OverLimit on the pod, PodGroup without a condition", "KAI-06", NLP,
      _edit_group("gpu-over-limit", _set("status", {"phase": "Pending"})), "pass", "",
      f"gpu-over-limit (2 x nvidia.com/gpu, {LIMIT}) stays Pending; KAI (pod condition; PodGroup "
-     f"{LIMIT_PG} carried no code): {OVER_LIMIT_NLP}"),
+     f"{LIMIT_PG} carried no code): {LIMIT_ON_POD}"),
     # The CRD's message is optional (KAI v0.16.8 pkg/apis/scheduling/v2alpha2/
     # podgroup_types.go:299-306): a code alone names no queue, so no other queue's limit.
     ("KAI-06 OverLimit without a message", "KAI-06", NLP,
      _edit_group("gpu-over-limit", lambda g: g["status"]["schedulingConditions"][0].update(
          reasons=[{"reason": "OverLimit"}])), "pass", "",
      f"gpu-over-limit (2 x nvidia.com/gpu, {LIMIT}) stays Pending; KAI (PodGroup {LIMIT_PG}): "
-     "OverLimit: "),
+     "OverLimit"),
     # On the pod KAI writes the code, then its messages if any (JobFitErrorsToMessage,
     # pkg/scheduler/api/common_info/job_errors.go:44-71): the code alone without one.
     ("KAI-06 the word OverLimit on the pod only", "KAI-06", NLP, _worded_code_only, "pass", "",

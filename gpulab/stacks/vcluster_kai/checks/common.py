@@ -255,8 +255,8 @@ def explain_run(ctx: Ctx, run: ProbeRun) -> str:
     phase = o.pod_phase(host)
     if phase == "Failed":
         status = host.get("status") or {}
-        return f"{name} failed on the host: {status.get('reason', '')} " \
-               f"{status.get('message', '')}".strip()
+        why = f"{status.get('reason') or ''} {status.get('message') or ''}".strip()
+        return f"{name} failed on the host: {why or 'no reason given'}"
     node = o.pod_node(host)
     if node and phase != "Running":
         problems = o.container_problems(host)
