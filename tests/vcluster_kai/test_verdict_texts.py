@@ -1122,9 +1122,34 @@ ROWS: list[Row] = [
      "uid vc-team-nlp-gpu-over-capacity, queue-foreign uid vc-team-nlp-queue-foreign): it was not "
      "taken while verify's pods existed (after the cleanup, or from another run), so it cannot "
      "show that the other teams' pods are hidden; re-run gpulab verify --tc KAI-08", ""),
-    ("KAI-08 another team not observed", "KAI-08", NLP, _without_team(REC), "pass", "",
+    # Unknown is not absent: a team missing from the observation has pods verify knows no uid
+    # of, so whether team-nlp's listing shows them is unknown, not "no".
+    ("KAI-08 another team not observed", "KAI-08", NLP, _without_team(REC), "skip",
+     "unknown whether team-nlp's vCluster lists the verify pods of team-recommender, because "
+     "team-recommender could not be observed (not in this run or recording): verify knows no "
+     "uid of their pods, and their label alone does not show them hidden",
      f"{LISTED}; {HIDDEN.replace(', 3 of team-recommender', '')}; {REJECTED_VISION}; "
      f"{REJECTED_REC}"),
+    ("KAI-08 two other teams not observed", "KAI-08", NLP,
+     _both(_without_team(REC), _without_team(VISION)), "skip",
+     "unknown whether team-nlp's vCluster lists the verify pods of team-vision and "
+     "team-recommender, because team-vision and team-recommender could not be observed (not in "
+     "this run or recording): verify knows no uid of their pods, and their label alone does not "
+     "show them hidden", f"{LISTED}; {REJECTED_VISION}; {REJECTED_REC}"),
+    # What is known wrong stays a failure, whatever else is unknown.
+    ("KAI-08 another team not observed, a labelled pod of it listed", "KAI-08", NLP,
+     _both(_leaked(lambda pod: pod["metadata"]["labels"].update(
+         {"gpulab.dev/tenant": REC})), _without_team(REC)), "fail",
+     "team-nlp's vCluster lists pod gpulab-verify/gpu-over-capacity labelled "
+     "gpulab.dev/tenant=team-recommender",
+     f"team-nlp's vCluster lists 6 pod(s) in 2 namespace(s); "
+     f"{HIDDEN.replace(', 3 of team-recommender', '')}; {REJECTED_VISION}; {REJECTED_REC}"),
+    # Credentials not presented are an error before the unknown listing.
+    ("KAI-08 another team not observed, no credential probe", "KAI-08", NLP,
+     _both(_without_team(REC), _replace_team(credential_probes=None)), "error",
+     "team-nlp's credentials were not presented to team-vision's vCluster in this run or "
+     "recording; team-nlp's credentials were not presented to team-recommender's vCluster in "
+     "this run or recording", f"{LISTED}; {HIDDEN.replace(', 3 of team-recommender', '')}"),
     ("KAI-08 another team's pod, listed without a namespace", "KAI-08", NLP,
      _leaked(lambda pod: pod["metadata"].pop("namespace")), "fail",
      "team-nlp's vCluster lists pod /gpu-over-capacity labelled gpulab.dev/tenant=team-vision",

@@ -47,8 +47,8 @@ class Ctx:
     def error(self, reason: str, evidence: str = "") -> CheckResult:
         return CheckResult(self.check, self.team, "error", evidence=evidence, reason=reason)
 
-    def skipped(self, reason: str) -> CheckResult:
-        return CheckResult(self.check, self.team, "skip", reason=reason)
+    def skipped(self, reason: str, evidence: str = "") -> CheckResult:
+        return CheckResult(self.check, self.team, "skip", evidence=evidence, reason=reason)
 
     def unobserved(self, what: str) -> CheckResult:
         """The data is missing: the vCluster API was down (see KAI-01), or it was not observed."""
