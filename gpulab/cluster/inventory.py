@@ -278,9 +278,14 @@ def _component(name: str, workloads: Iterable[Mapping[str, Any]], detail: str = 
 
 
 def _image_tag(workload: Mapping[str, Any], marker: str) -> str:
+    """The tag of the first image naming `marker` ('' when none does): `latest` when it has none
+    (Docker's default), its digest when it is pinned by digest alone. A registry's port is no
+    tag, nor is the digest of an image pinned by both."""
     for image in workload.get("images") or ():
         if marker in image:
-            return image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else "latest"
+            name, _, digest = image.partition("@")
+            last = name.rsplit("/", 1)[-1]
+            return last.partition(":")[2] or digest or "latest"
     return ""
 
 
@@ -328,8 +333,11 @@ def _hami_webhook(snapshot: ClusterSnapshot) -> Component:
     for config in snapshot.webhooks or ():
         for hook in config.get("webhooks") or ():
             if hook.get("name") == HAMI_WEBHOOK:
+                # a ServiceReference has both (kubernetes/api admissionregistration/v1/types.go:
+                # 1524-1530 at kubernetes-1.36.3); without one the webhook is called by URL
                 service = hook.get("service") or {}
-                to = f"service {service.get('namespace', '')}/{service.get('name', '')}"
+                to = (f"service {service['namespace']}/{service['name']}" if service else
+                      "a URL, not a Service")
                 return Component("HAMi webhook", True, f"{config['name']} ({to})", "",
                                  f"failurePolicy {hook.get('failurePolicy') or 'Fail'}")
     return Component("HAMi webhook", unknown=_unread(snapshot, "MutatingWebhookConfiguration"))
@@ -357,9 +365,9 @@ def _quantity(value: Any) -> Decimal:
     """A resource quantity as a number (`2`, `500m`, `0.5`); 0 when unreadable, not finite
     (`NaN`, `Infinity`: an annotation is not validated) or beyond an int64 (what a Kubernetes
     quantity can hold)."""
-    text = str(value if value is not None else "").strip()
+    text = str(value).strip()  # None: "None", unreadable
     try:
-        number = Decimal(text[:-1]) / 1000 if text.endswith("m") else Decimal(text or "0")
+        number = Decimal(text[:-1]) / 1000 if text.endswith("m") else Decimal(text)
     except InvalidOperation:
         return Decimal(o.int_quantity(text) or 0)
     return number if number.is_finite() and number.adjusted() < 19 else Decimal(0)
@@ -372,7 +380,7 @@ def _queue(obj: Mapping[str, Any], pool_label: str) -> Queue:
     return Queue(str(obj.get("name", "")), str(spec.get("parentQueue") or ""),
                  _number(gpu.get("limit")) if isinstance(gpu, dict) else None,
                  str((obj.get("labels") or {}).get(pool_label, "")),
-                 float(_quantity(allocated)) if allocated is not None else 0.0)
+                 float(_quantity(allocated)))
 
 
 def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:

@@ -52,7 +52,20 @@ NODE_POOL_LABEL = "kai.scheduler/node-pool"  # pkg/common/constants/constants.go
 # a node with MemoryPressure, NoSchedule (website taint-and-toleration.md, "Taint Nodes by
 # Condition").
 MEMORY_PRESSURE_TAINT = {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}
+# api core/v1/well_known_taints.go:21 (kubernetes-1.36.3): the taint on a node that is not
+# ready, NoSchedule (TaintNodesByCondition) and NoExecute (the node lifecycle controller); the
+# API server's default tolerations cover the NoExecute one only (rules.DEFAULT_TOLERATIONS).
+NOT_READY_TAINT_KEY = "node.kubernetes.io/not-ready"
 # website content/en/docs/concepts/scheduling-eviction/taint-and-toleration.md: `kubectl taint
 # nodes node1 key1=value1:NoSchedule`, and the PreferNoSchedule effect (which never refuses).
 TAINT_KEY1 = {"key": "key1", "value": "value1", "effect": "NoSchedule"}
 TAINT_PREFER = {"key": "key1", "value": "value1", "effect": "PreferNoSchedule"}
+
+# ---------------------------------------------------------------- kind (fed26882)
+
+# A kind cluster's control plane, named `<cluster>-control-plane`: kubeadm labels it
+# node-role.kubernetes.io/control-plane (pkg/cluster/internal/create/actions/waitforready/
+# waitforready.go:82 waits on that label) and taints it so; kind removes the taint only when the
+# cluster has one node (actions/kubeadminit/init.go:123-147, `control-plane-`).
+CONTROL_PLANE_LABEL = {"node-role.kubernetes.io/control-plane": ""}
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}

@@ -192,3 +192,25 @@ def test_kubeconfig_cross_gateway_removes_its_file(tmp_path: Path) -> None:
     assert seen["mode"] == 0o600
     assert "tenant-a-CERT" in seen["text"] and "172.18.255.201" in seen["text"]
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_each_checks_next_step_is_a_command_for_this_lab_and_tenant(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    """What a failed check tells the user to run next, lab and tenant filled in."""
+    tenant = 'kubectl --kubeconfig "$(gpulab kubeconfig tenant-a --name lab1)"'
+    keep = "gpulab verify --name lab1 --tc {} --keep, then " + tenant
+    assert {c.id: c.next_step("lab1", "tenant-a", kamaji_profile) for c in CHECKS} == {
+        "TC-01": 'kubectl --kubeconfig "$(gpulab kubeconfig management --name lab1)" -n tenants '
+                 "describe tenantcontrolplane tenant-a",
+        "TC-02": f"{tenant} get nodes -o wide; {tenant} -n kube-system get pods -o wide",
+        "TC-03": keep.format("TC-03") + " -n gpulab-verify describe pod gpu-share-1",
+        "TC-04": f"{tenant} get nodes -o yaml (hami.io/* annotations, allocatable)",
+        "TC-05": keep.format("TC-05") + " -n gpulab-verify get pods -o yaml",
+        "TC-06": keep.format("TC-06") + " -n gpulab-verify describe pod gpu-share-4",
+        "TC-07": keep.format("TC-07") + " -n gpulab-verify describe pod gpu-mem-big",
+        "TC-08": f"{tenant} get nodes,pods -A -o wide",
+    }
+    assert [c.pods for c in CHECKS] == [
+        (), (), ("gpu-share-1",), (), ("gpu-share-1", "gpu-share-2", "gpu-share-3"),
+        ("gpu-share-1", "gpu-share-2", "gpu-share-3", "gpu-share-4"), ("gpu-mem-big",),
+        ("gpu-share-1",)]
