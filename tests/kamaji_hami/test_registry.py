@@ -214,3 +214,133 @@ def test_each_checks_next_step_is_a_command_for_this_lab_and_tenant(
         (), (), ("gpu-share-1",), (), ("gpu-share-1", "gpu-share-2", "gpu-share-3"),
         ("gpu-share-1", "gpu-share-2", "gpu-share-3", "gpu-share-4"), ("gpu-mem-big",),
         ("gpu-share-1",)]
+
+
+# --------------------------------------------------------------------------- why a GPU pod is not
+# running: the diagnosis a TC-03/05/06/07 verdict gives (checks/common.explain_gpu_pod)
+
+
+def _explain(profile: KamajiHamiProfile, run: Any, name: str = "gpu-share-1") -> str:
+    from gpulab.stacks.kamaji_hami.checks.common import Ctx, explain_gpu_pod, prepare
+
+    ctx = prepare(b.healthy_state(profile), profile, "tenant-a", "TC-05")
+    assert isinstance(ctx, Ctx)
+    return explain_gpu_pod(ctx, run, name)
+
+
+def _bound(profile: KamajiHamiProfile, status: dict[str, Any], **changes: Any) -> Any:
+    run = b.placed(profile.tenant("tenant-a"), "gpu-share-1")
+    pod = {**run.pod, "status": status}
+    return replace(run, pod=pod, **changes)
+
+
+def test_a_pod_the_kubelet_refused_at_admission_points_at_the_device_plugin(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    host = b.worker("tenant-a")
+    run = _bound(kamaji_profile, {"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                                  "message": "Allocate failed due to device not found"})
+    assert _explain(kamaji_profile, run) == (
+        "gpu-share-1 failed: UnexpectedAdmissionError Allocate failed due to device not found; "
+        f"the kubelet refused it at admission: the device plugin on {host} could not allocate "
+        f"its GPU (kubectl -n kube-system logs of the hami-mock-device-plugin pod on {host})")
+
+
+@pytest.mark.parametrize(("status", "said"), [
+    ({"phase": "Failed"}, "gpu-share-1 failed: no reason given"),
+    ({"phase": "Failed", "reason": "Evicted"}, "gpu-share-1 failed: Evicted"),
+    ({"phase": "Failed", "message": "OOM"}, "gpu-share-1 failed: OOM"),
+])
+def test_a_failed_pod_says_why_it_failed(kamaji_profile: KamajiHamiProfile,
+                                         status: dict[str, Any], said: str) -> None:
+    assert _explain(kamaji_profile, _bound(kamaji_profile, status)) == said
+
+
+def test_a_bound_pod_that_does_not_run_names_its_containers_problem(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.common import VERIFY_IMAGE
+
+    host = b.worker("tenant-a")
+    pulling = _bound(kamaji_profile, {"phase": "Pending", "containerStatuses": [
+        b.waiting("app", "ImagePullBackOff")]})
+    said = _explain(kamaji_profile, pulling)
+    assert said.startswith(f"gpu-share-1 is bound to {host} but not running: ")
+    assert said.endswith(f"; the image {VERIFY_IMAGE} must be pullable or present on {host}")
+    crashing = _bound(kamaji_profile, {"phase": "Pending", "containerStatuses": [
+        b.waiting("app", "CrashLoopBackOff")]})
+    assert "must be pullable" not in _explain(kamaji_profile, crashing)
+    started = _bound(kamaji_profile, {"phase": "Pending", "containerStatuses": [b.running("app")]})
+    assert _explain(kamaji_profile, started) == (
+        f"gpu-share-1 is bound to {host} but not running: Pending")
+
+
+def test_a_pod_not_created_or_refused_on_create_says_so(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.verify.state import PodRun
+
+    assert _explain(kamaji_profile, PodRun("gpu-share-2", "TC-05"), "gpu-share-2") == (
+        "gpu-share-2 was not created: a pod before it did not run")
+    assert _explain(kamaji_profile, PodRun("gpu-share-2", "TC-05", last_seen="quota exceeded"),
+                    "gpu-share-2") == "gpu-share-2 was not created: quota exceeded"
+    denied = 'admission webhook "vgpu.hami.io" denied the request: no card'
+    assert _explain(kamaji_profile, PodRun("gpu-share-2", "TC-05", create_error=denied,
+                                           outcome="create-failed"), "gpu-share-2") == (
+        f"the tenant API refused gpu-share-2 (HAMi's admission webhook denied it): {denied}")
+    quota = "pods is forbidden: denied by quota"
+    assert _explain(kamaji_profile, PodRun("gpu-share-2", "TC-05", create_error=quota,
+                                           outcome="create-failed"), "gpu-share-2") == (
+        f"the tenant API refused gpu-share-2 (the create call failed): {quota}")
+
+
+def test_hamis_filter_reasons_are_named_with_what_they_mean(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami import objects as ko
+
+    profile = b.with_gpus(kamaji_profile, "tenant-a",
+                          {"model": "NVIDIA-L4", "count": 2, "memory_mib": 24576, "split": 10})
+    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", "CardInsufficientCore")
+    last = ko.event_message(ko.events_with(run.events, "FilteringFailed")[-1])
+    assert _explain(profile, run, "gpu-share-4") == (
+        f"HAMi found no card for gpu-share-4 (CardInsufficientCore, CardUuidMismatch: {last}); "
+        "the card's cores are taken by other pods; the card the pod is pinned to "
+        "(nvidia.com/use-gpuuuid) is not among the registered devices (see TC-04)")
+
+
+def test_a_pending_pod_with_other_events_shows_them(kamaji_profile: KamajiHamiProfile) -> None:
+    run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
+    pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": ""}, "status": {"phase": "Pending"}}
+    waiting = replace(run, pod=pod, waited=0.0, last_seen="")
+    said = _explain(kamaji_profile, waiting)
+    assert said.startswith("gpu-share-1 is Pending") and "; last seen" not in said
+    assert " after " not in said.split("; events:")[0]
+    said = _explain(kamaji_profile, replace(waiting, waited=12.4, last_seen="Pending"))
+    assert " after 12s; last seen: Pending; events: " in said
+
+
+def test_a_check_that_cannot_look_says_why_for_its_check_and_tenant(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import prepare
+    from gpulab.verify.result import CheckResult
+
+    state = b.healthy_state(kamaji_profile)
+    unknown = prepare(state, kamaji_profile, "tenant-z", "TC-02")
+    assert isinstance(unknown, CheckResult)
+    assert (unknown.id, unknown.tenant, unknown.status) == ("TC-02", "tenant-z", "error")
+    assert unknown.reason == "no tenant 'tenant-z' in profile (tenants: tenant-a, tenant-b)"
+    gone = replace(state, tenants={k: v for k, v in state.tenants.items() if k != "tenant-b"})
+    absent = prepare(gone, kamaji_profile, "tenant-b", "TC-04")
+    assert (absent.id, absent.tenant, absent.status, absent.reason) == (  # type: ignore[union-attr]
+        "TC-04", "tenant-b", "error", "tenant tenant-b is not in this observation or recording")
+    broken = b.tenant_replace(state, "tenant-a", internal_error="KeyError: 'nodes'")
+    failed = prepare(broken, kamaji_profile, "tenant-a", "TC-01")
+    assert (failed.id, failed.tenant, failed.status, failed.reason) == (  # type: ignore[union-attr]
+        "TC-01", "tenant-a", "error", "verify failed while observing tenant-a: KeyError: 'nodes'")
+
+
+def test_a_pod_that_kept_its_scheduler_is_explained_as_the_webhook_not_called(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    spec = kamaji_profile.tenant("tenant-a")
+    run = replace(b.placed(spec, "gpu-share-1"),
+                  created=b.verify_pod(spec, "gpu-share-1", scheduler="default-scheduler"))
+    said = _explain(kamaji_profile, run)
+    assert said.startswith("gpu-share-1 kept schedulerName default-scheduler: HAMi's webhook was "
+                           "not called")
