@@ -344,3 +344,49 @@ def test_a_pod_that_kept_its_scheduler_is_explained_as_the_webhook_not_called(
     said = _explain(kamaji_profile, run)
     assert said.startswith("gpu-share-1 kept schedulerName default-scheduler: HAMi's webhook was "
                            "not called")
+
+
+def test_gpu_pods_not_observed_are_an_error_or_the_tenant_api_down(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    state = b.tenant_replace(b.healthy_state(kamaji_profile), "tenant-a", gpu_pods=None)
+    result = b.judge(state, kamaji_profile, "TC-05")
+    assert (result.status, result.reason) == (
+        "error", "the GPU pods of tenant-a was not observed in this run or recording")
+    down = b.tenant_replace(state, "tenant-a", api_error="connection refused")
+    result = b.judge(down, kamaji_profile, "TC-05")
+    assert (result.status, result.reason) == (
+        "fail", "the tenant API server of tenant-a did not answer, so the GPU pods could not be "
+        "read (see TC-01): connection refused")
+
+
+def test_a_pod_read_from_no_namespace_is_not_verifys(kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import not_verifys_pod
+
+    run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
+    pod = {**run.pod, "metadata": {**run.pod["metadata"], "namespace": ""}}
+    assert not_verifys_pod(replace(run, pod=pod)) == (
+        "the gpu-share-1 that was read is in namespace (none), not verify's gpulab-verify: it is "
+        "not verify's pod")
+
+
+def test_system_pods_are_summarized_each_with_its_containers_problems(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import pods_not_serving, system_pods_summary
+
+    def pod(name: str, phase: str, *containers: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "kube-system"},
+                "status": {"phase": phase, "containerStatuses": list(containers)}}
+
+    crashing = pod("konnectivity-agent-a", "Running", b.waiting("agent", "CrashLoopBackOff"),
+                   b.waiting("proxy", "ImagePullBackOff"))
+    pending = pod("konnectivity-agent-b", "Pending", b.running("agent"))
+    state = b.healthy_state(kamaji_profile)
+    st = b.tenant_replace(state, "tenant-a", system_pods=[crashing, pending]).tenants["tenant-a"]
+    problems = ", ".join(o.container_problems(crashing))
+    assert ", " in problems
+    assert system_pods_summary(st, "konnectivity-agent") == (
+        f"konnectivity-agent-a Running ({problems}); konnectivity-agent-b Pending")
+    assert pods_not_serving(st, "konnectivity-agent") == [
+        f"konnectivity-agent-a Running ({problems})", "konnectivity-agent-b Pending"]
+    unread = b.tenant_replace(state, "tenant-a", system_pods=None).tenants["tenant-a"]
+    assert system_pods_summary(unread, "konnectivity-agent") == "not observed"
