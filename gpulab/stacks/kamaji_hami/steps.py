@@ -1059,44 +1059,41 @@ def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[
         return build_existing_steps(profile, lab, facts)
     steps: list[Step] = [
         management_images(profile, lab),
-        HelmAddon(
-            common.helm_release(profile.components.cert_manager),
-            name="management/cert-manager",
-            title="Installing cert-manager",
-            requires=("management/images",),
-            ready=_cert_manager_ready,
-            ready_what="cert-manager webhook to admit objects",
-        ),
+        cert_manager_addon(profile, requires=("management/images",)),
         MetalLB(profile, facts, lab),
-        HelmAddon(
-            render.kamaji_release(profile),
-            name="management/kamaji",
-            title="Installing Kamaji",
-            requires=("management/cert-manager",),
-            ready=_kamaji_ready,
-            ready_what="Kamaji CRDs and controller",
-        ),
+        kamaji_addon(profile),
     ]
     for tenant in profile.tenants:
         steps += [
             TenantControlPlane(profile, tenant),
-            TenantWorkers(profile, lab, tenant),
-            tenant_images(profile, lab, tenant),
-            JoinWorkers(profile, lab, tenant),
-            KubeProxy(profile, lab, tenant),
-            Calico(profile, lab, tenant),
-            Hami(profile, tenant),
-            MockGpus(profile, lab, tenant),
+            *worker_steps(profile, lab, tenant, TenantWorkers(profile, lab, tenant),
+                          tenant_images(profile, lab, tenant)),
         ]
     return steps
 
 
+def cert_manager_addon(profile: KamajiHamiProfile, *, requires: tuple[str, ...]) -> HelmAddon:
+    """cert-manager's release, ready once its webhook admits objects (kind and existing)."""
+    return HelmAddon(common.helm_release(profile.components.cert_manager),
+                     name="management/cert-manager", title="Installing cert-manager",
+                     requires=requires, ready=_cert_manager_ready,
+                     ready_what="cert-manager webhook to admit objects")
 
 
+def kamaji_addon(profile: KamajiHamiProfile, kind: type[HelmAddon] = HelmAddon) -> HelmAddon:
+    """Kamaji's release after cert-manager, ready with its CRDs and controller."""
+    return kind(render.kamaji_release(profile), name="management/kamaji",
+                title="Installing Kamaji", requires=("management/cert-manager",),
+                ready=_kamaji_ready, ready_what="Kamaji CRDs and controller")
 
 
-
-
+def worker_steps(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec, workers: Step,
+                 *before_join: Step) -> list[Step]:
+    """A tenant's kindest/node workers, from their containers (`workers`) to mock GPUs: the
+    kind lab's order, which `cluster.workers: containers` on an existing cluster reuses."""
+    return [workers, *before_join, JoinWorkers(profile, lab, tenant),
+            KubeProxy(profile, lab, tenant), Calico(profile, lab, tenant), Hami(profile, tenant),
+            MockGpus(profile, lab, tenant)]
 
 
 # --------------------------------------------------------------------------- existing cluster
@@ -1236,7 +1233,6 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
     found, else installed; per tenant its control plane and Calico. No workers: real machines
     join with what `gpulab join` prints. The cluster step itself is the provider's."""
     found: existing.ClusterFound = facts.stack
-    comps = profile.components
     steps: list[Step] = [LabNamespaces(lab, existing.lab_namespaces(profile, found))]
     if found.cert_manager is not None:
         cert = found.cert_manager
@@ -1244,10 +1240,7 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
                             f"cert-manager {cert.version} in {cert.namespace}",
                             {"namespace": cert.namespace, "version": cert.version}))
     else:
-        steps.append(HelmAddon(common.helm_release(comps.cert_manager),
-                               name="management/cert-manager", title="Installing cert-manager",
-                               requires=("management/namespaces",), ready=_cert_manager_ready,
-                               ready_what="cert-manager webhook to admit objects"))
+        steps.append(cert_manager_addon(profile, requires=("management/namespaces",)))
     spec = profile.cluster
     if existing.installs_metallb(profile, found) and spec is not None:
         steps.append(existing.ExistingMetalLB(profile, lab, spec.metallb_range or ""))
@@ -1263,25 +1256,15 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
                             f"Kamaji {kamaji.version} in {kamaji.namespace}",
                             {"namespace": kamaji.namespace, "version": kamaji.version}))
     else:
-        steps.append(ExistingKamaji(render.kamaji_release(profile), name="management/kamaji",
-                                    title="Installing Kamaji",
-                                    requires=("management/cert-manager",),
-                                    ready=_kamaji_ready, ready_what="Kamaji CRDs and controller"))
+        steps.append(kamaji_addon(profile, ExistingKamaji))
     containers = spec is not None and spec.workers == "containers"
     for tenant in profile.tenants:
         steps.append(ExistingControlPlane(profile, tenant, lab=lab, containers=containers))
         if not containers:
             steps.append(TenantCalico(profile, lab, tenant))
             continue
-        steps += [  # the kind lab's tenant steps, on containers of this host
-            ReachControlPlane(profile, tenant),
-            ContainerWorkers(profile, lab, tenant),
-            JoinWorkers(profile, lab, tenant),
-            KubeProxy(profile, lab, tenant),
-            Calico(profile, lab, tenant),
-            Hami(profile, tenant),
-            MockGpus(profile, lab, tenant),
-        ]
+        steps += [ReachControlPlane(profile, tenant),  # the kind lab's steps, on this host
+                  *worker_steps(profile, lab, tenant, ContainerWorkers(profile, lab, tenant))]
     return steps
 
 
