@@ -390,3 +390,190 @@ def test_system_pods_are_summarized_each_with_its_containers_problems(
         f"konnectivity-agent-a Running ({problems})", "konnectivity-agent-b Pending"]
     unread = b.tenant_replace(state, "tenant-a", system_pods=None).tenants["tenant-a"]
     assert system_pods_summary(unread, "konnectivity-agent") == "not observed"
+
+
+# --------------------------------------------------------------------------- joined machines
+
+A100 = "GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21"
+
+
+def _machines(profile: KamajiHamiProfile, *nodes: dict[str, Any] | None, **changes: Any) -> Any:
+    """tenant-a's workers are joined machines: the Ctx of TC-05 on `nodes` (None: not read)."""
+    from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare
+
+    shown = None if nodes == (None,) else tuple(n for n in nodes if n is not None)
+    state = b.tenant_replace(b.healthy_state(profile), "tenant-a", workers="machines",
+                             nodes=shown, **changes)
+    ctx = prepare(state, profile, "tenant-a", "TC-05")
+    assert isinstance(ctx, Ctx)
+    return ctx
+
+
+def _gpu_machine(name: str = "gpu-7", *cards: dict[str, Any]) -> dict[str, Any]:
+    from tests.existing.kamaji_machines import _machine_node, card
+
+    return _machine_node(name, b.LAB, "tenant-a", "v1.36.4",
+                         list(cards) or [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+
+
+def test_on_joined_machines_the_gpu_checks_size_their_pods_from_the_machines_card(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami import render
+    from gpulab.stacks.kamaji_hami.checks.common import gpu_scenario
+
+    ctx = _machines(kamaji_profile, _gpu_machine())
+    assert ctx.workers() == ["gpu-7"]
+    assert ctx.no_machine() is None
+    sizes = gpu_scenario(ctx)
+    assert isinstance(sizes, render.SharingSizes), sizes
+    assert sizes.card_id == A100
+
+
+def test_on_joined_machines_no_node_yet_is_unknown_and_says_how_to_join(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import gpu_scenario
+
+    ctx = _machines(kamaji_profile)
+    assert ctx.workers() == []
+    result = gpu_scenario(ctx)
+    assert (result.id, result.tenant, result.status) == (  # type: ignore[union-attr]
+        "TC-05", "tenant-a", "skip")
+    assert result.reason == (  # type: ignore[union-attr]
+        "unknown, because no machine has joined tenant-a yet (its API lists no node): "
+        f"`gpulab join tenant-a --name {b.LAB}` prints what makes a machine its GPU worker")
+
+
+def test_on_joined_machines_an_unread_node_list_is_not_observed(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import gpu_scenario
+
+    result = gpu_scenario(_machines(kamaji_profile, None))
+    assert (result.id, result.tenant, result.status, result.reason,  # type: ignore[union-attr]
+            result.evidence) == (  # type: ignore[union-attr]
+        "TC-05", "tenant-a", "error",
+        "the node list of tenant-a was not observed in this run or recording", "")
+    refused = gpu_scenario(_machines(kamaji_profile, None, nodes_error="forbidden"))
+    assert (refused.status, refused.reason, refused.evidence) == (  # type: ignore[union-attr]
+        "fail", "the tenant API refused to list nodes: forbidden", "")
+
+
+def test_on_joined_machines_without_a_registered_card_the_gpu_checks_say_unknown(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import gpu_scenario
+
+    node = _gpu_machine()
+    del node["metadata"]["annotations"]["hami.io/node-nvidia-register"]
+    result = gpu_scenario(_machines(kamaji_profile, node))
+    assert (result.status, result.reason) == (  # type: ignore[union-attr]
+        "skip", "unknown, because no node of tenant-a registers a healthy card with HAMi "
+        "(see TC-04), so verify has no card to size its GPU pods from and created none")
+
+
+def test_a_gpu_check_never_sizes_pods_without_a_card(kamaji_profile: KamajiHamiProfile) -> None:
+    node = _gpu_machine()
+    del node["metadata"]["annotations"]["hami.io/node-nvidia-register"]
+    with pytest.raises(ValueError, match=r"^tenant-a has no card to size GPU pods from$"):
+        _machines(kamaji_profile, node).sized_card()
+
+
+# --------------------------------------------------------------------------- verdict fields
+
+
+def test_each_verdict_carries_its_check_and_tenant_and_no_made_up_evidence(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare
+
+    ctx = prepare(b.healthy_state(kamaji_profile), kamaji_profile, "tenant-a", "TC-03")
+    assert isinstance(ctx, Ctx)
+    for result, status in ((ctx.passed("ok"), "pass"), (ctx.failed("bad"), "fail"),
+                           (ctx.error("broken"), "error"), (ctx.skipped("later"), "skip")):
+        assert (result.id, result.tenant, result.status) == ("TC-03", "tenant-a", status)
+    assert (ctx.failed("bad").evidence, ctx.error("broken").evidence) == ("", "")
+
+
+# --------------------------------------------------------------------------- explain_gpu_pod, more
+
+
+def test_a_bound_pod_with_two_problems_names_both(kamaji_profile: KamajiHamiProfile) -> None:
+    host = b.worker("tenant-a")
+    run = _bound(kamaji_profile, {"phase": "Pending", "containerStatuses": [
+        b.waiting("app", "CrashLoopBackOff"), b.waiting("side", "CreateContainerError")]})
+    spec = run.pod["spec"]
+    run = replace(run, pod={**run.pod, "spec": {
+        **spec, "containers": [*spec["containers"], {"name": "side", "image": "busybox"}]}})
+    problems = o.container_problems(run.pod)
+    assert len(problems) == 2
+    assert _explain(kamaji_profile, run) == (
+        f"gpu-share-1 is bound to {host} but not running: {problems[0]}, {problems[1]}")
+
+
+def test_a_running_pod_is_described_not_called_not_running(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
+    said = _explain(kamaji_profile, run)
+    assert said == (f"gpu-share-1 is {o.pod_summary(run.pod)} after 4s; last seen: "
+                    f"{run.last_seen}; events: {o.short_events(run.events)}")
+    assert said.startswith("gpu-share-1 is Running, schedulerName hami-scheduler, node ")
+
+
+def test_a_pending_pod_without_wait_or_last_seen_adds_nothing(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
+    pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": ""}, "status": {"phase": "Pending"}}
+    waiting = replace(run, pod=pod, waited=0.0, last_seen="")
+    events = o.short_events(run.events)
+    assert events != "no events"
+    assert _explain(kamaji_profile, waiting) == (
+        f"gpu-share-1 is Pending, schedulerName hami-scheduler, node -; events: {events}")
+
+
+def test_hamis_filter_failure_is_quoted_even_when_a_later_event_follows(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    profile = b.with_gpus(kamaji_profile, "tenant-a",
+                          {"model": "NVIDIA-L4", "count": 2, "memory_mib": 24576, "split": 10})
+    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", "CardInsufficientCore")
+    last_filter = o.event_message(o.events_with(run.events, "FilteringFailed")[-1])
+    later = b.event("gpu-share-4", "Pulled", "image pulled", kind="Normal")
+    said = _explain(profile, replace(run, events=(*run.events, later)), "gpu-share-4")
+    assert said.startswith(f"HAMi found no card for gpu-share-4 (CardInsufficientCore, "
+                           f"CardUuidMismatch: {last_filter}); ")
+
+
+def test_a_hami_reason_without_a_hint_is_named_alone(kamaji_profile: KamajiHamiProfile) -> None:
+    run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
+    pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": ""}, "status": {"phase": "Pending"}}
+    message = "0/1 nodes are available: 1 NumaNotFit"
+    unfit = b.event("gpu-share-1", "FilteringFailed", message)
+    said = _explain(kamaji_profile, replace(run, pod=pod, events=(unfit,)))
+    assert said == f"HAMi found no card for gpu-share-1 (NumaNotFit: {message})"
+
+
+def test_not_verifys_pod_accepts_verifys_own_pod_without_a_run_id(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import not_verifys_pod
+
+    assert not_verifys_pod(b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")) == ""
+
+
+def test_a_pods_events_are_those_about_its_uid(kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import Ctx, prepare
+
+    spec = kamaji_profile.tenant("tenant-a")
+    run = b.placed(spec, "gpu-share-1")
+    own_uid = run.pod["metadata"]["uid"]
+    earlier = b.events_of_uid(run, "uid-of-an-earlier-pod").events
+    mine = b.events_of_uid(run, own_uid).events
+
+    def ctx_with(r: Any) -> Ctx:
+        ctx = prepare(b.run_replace(b.healthy_state(kamaji_profile), "tenant-a", r),
+                      kamaji_profile, "tenant-a", "TC-05")
+        assert isinstance(ctx, Ctx)
+        return ctx
+
+    # read back without the create answer: the live pod's uid decides
+    seen = ctx_with(replace(run, created=None, events=(*earlier, *mine))).pod_run("gpu-share-1")
+    assert seen is not None and seen.events == mine
+    # no uid anywhere: every event is kept
+    bare = {**run.pod, "metadata": {k: v for k, v in run.pod["metadata"].items() if k != "uid"}}
+    kept = ctx_with(replace(run, created=None, pod=bare, events=earlier)).pod_run("gpu-share-1")
+    assert kept is not None and kept.events == earlier
