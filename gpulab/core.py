@@ -328,7 +328,6 @@ def _helm_on_host() -> Callable[[Path], HelmGateway]:
 # --------------------------------------------------------------------------- down
 
 
-
 def down(lab: str, runtime: ContainerRuntime, kind: KindBinary | None,
          members: Sequence[str] = ()) -> Teardown:
     """Remove everything labelled for the lab (providers.kind), and the contexts `gpulab

@@ -828,7 +828,6 @@ class KubeClient:
         events.sort(key=_event_time)
         return events
 
-
     def open_pod_port(self, name: str, namespace: str, port: int, *,
                       timeout: float = 15) -> Any:
         """A byte stream to `port` of pod `namespace/name` through the API server's

@@ -210,7 +210,6 @@ class ManagementSpec(Strict):
         return value
 
 
-
 PROVIDERS = ("kind", "existing")
 # a node's name: a DNS subdomain (RFC 1123), as the API server validates Node names
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

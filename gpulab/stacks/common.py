@@ -198,8 +198,6 @@ class HelmAddon:
         wait_until(ctx, self.name, self.ready_what, lambda: self.ready(kube), timeout=self.timeout)
 
 
-
-
 CTR_LIST = ["ctr", "--namespace=k8s.io", "images", "ls", "-q"]
 CONTAINERD_CONFIG = ["containerd", "config", "dump"]
 LEFT_TO_NODE = "left-to-node"  # marker lines: images the node pulls itself

@@ -71,7 +71,6 @@ AWAITED_REASON: dict[str, str | None] = {
 LOG_PODS = ("calico-node", "kube-proxy", "konnectivity-agent")
 
 
-
 @dataclass(frozen=True)
 class Gateways:
     """The API servers verify talks to.
@@ -97,19 +96,11 @@ class Timeouts:
     interval: float = 2.0  # between polls
 
 
-
-
 def _no_progress(_tenant: str, _message: str) -> None:
     return None
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-
-
-
-
 
 
 def _pod_events(kube: KubeGateway, pod: Mapping[str, Any] | None) -> tuple[JsonObj, ...]:
@@ -121,27 +112,7 @@ def _pod_events(kube: KubeGateway, pod: Mapping[str, Any] | None) -> tuple[JsonO
     return clean_all(o.events_about(kube.events(NS, o.name(pod)), {uid}))
 
 
-
-
-
-
-
-
-
-
-
-
 # --------------------------------------------------------------------------- credential probes
-
-
-
-
-
-
-
-
-
-
 
 
 # --------------------------------------------------------------------------- phase 1: reads
@@ -378,8 +349,6 @@ def _create_and_wait(
                   outcome=outcome, waited=waited, last_seen=last, notes=tuple(seen.notes))
 
 
-
-
 def _run_gpu_pods(
     obs: _Obs, kube: KubeGateway, spec: TenantSpec, lab: str, wanted: frozenset[str], *,
     timeouts: Timeouts, clock: Clock, complete_binds: bool, say: Callable[[str], None],
@@ -479,8 +448,6 @@ def _cleanup(obs: _Obs) -> None:
 
 
 # --------------------------------------------------------------------------- the lab
-
-
 
 
 def observe_lab(

@@ -51,26 +51,6 @@ WORKER_MEMORY_GIB = 0.3
 _KINDEST_TAG = re.compile(r"^kindest/node:(v\d+\.\d+\.\d+)@sha256:[0-9a-f]{64}$")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 class MetalLBSpec(ManifestComponent):
     """MetalLB in L2 mode; the address pool is derived from the kind network at `up`."""
 
@@ -143,8 +123,6 @@ class ComponentsSpec(Strict):
     kamaji: KamajiSpec
     calico: ManifestComponent
     hami: HamiSpec
-
-
 
 
 class GpuSpec(Strict):

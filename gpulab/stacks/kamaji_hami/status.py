@@ -153,7 +153,6 @@ def _tenant_inside(kube: KubeGateway) -> dict[str, Any]:
     return {"nodes": node_rows, "gpus": cards}
 
 
-
 def status_tables(info: dict[str, Any]) -> list[Table]:
     """One table per tenant, from `lab_status`'s dict."""
     return [_tenant_status(tenant, entry) for tenant, entry in info["tenants"].items()]

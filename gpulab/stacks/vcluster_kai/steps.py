@@ -718,26 +718,7 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
     return steps
 
 
-# --------------------------------------------------------------------------- verify
-
-
-
-
-
-
-
-
-
-
-# --------------------------------------------------------------------------- status
-
-
-
-
-
-
-
-
+# ---------------------------------------------------------------- existing cluster: preflight
 
 
 def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> Any:
