@@ -119,6 +119,31 @@ class Access:
         return f"{self.verb} {what}" + (f" in {self.namespace}" if self.namespace else "")
 
 
+RBAC = "rbac.authorization.k8s.io"
+# What a chart's release creates in its namespace (both stacks' charts; a stack adds its own).
+RELEASE_OBJECTS: tuple[tuple[str, str], ...] = (
+    ("", "services"), ("", "serviceaccounts"), ("", "configmaps"), ("apps", "deployments"),
+    ("apps", "statefulsets"), (RBAC, "roles"), (RBAC, "rolebindings"))
+
+
+def chart_cluster_access() -> list[Access]:
+    """The cluster-wide rights a chart install needs: its CRDs, its RBAC, its webhooks."""
+    access = [Access(verb, "apiextensions.k8s.io", "customresourcedefinitions")
+              for verb in ("create", "delete")]
+    access += [Access("create", RBAC, r) for r in ("clusterroles", "clusterrolebindings")]
+    access += [Access("create", "admissionregistration.k8s.io", r)
+               for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")]
+    return access
+
+
+def release_access(namespace: str, objects: Sequence[tuple[str, str]] = RELEASE_OBJECTS
+                   ) -> list[Access]:
+    """The rights a Helm release in `namespace` needs: its release Secrets (create, get,
+    delete) and `create` of each (group, resource) in `objects`."""
+    access = [Access(verb, "", "secrets", namespace) for verb in ("create", "get", "delete")]
+    return access + [Access("create", group, r, namespace) for group, r in objects]
+
+
 @dataclass(frozen=True)
 class ExistingFacts:
     """What the cluster is, read before anything is created (`plan` and `up`'s preflight)."""

@@ -197,29 +197,27 @@ def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> A
     exist yet, each verb and resource the user must be allowed, and the stack's own reader."""
     from functools import partial
 
-    from gpulab.providers.existing import Access, Needs
+    from gpulab.providers.existing import (
+        RBAC,
+        Access,
+        Needs,
+        chart_cluster_access,
+        release_access,
+    )
 
     comps = profile.components
     owned = tuple(owned_before or ())
     access = [Access(verb, "", "namespaces") for verb in ("create", "delete")]
-    access += [Access(verb, "apiextensions.k8s.io", "customresourcedefinitions")
-               for verb in ("create", "delete")]
-    access += [Access("create", "rbac.authorization.k8s.io", r)
-               for r in ("clusterroles", "clusterrolebindings")]
-    access += [Access("create", "admissionregistration.k8s.io", r)
-               for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")]
+    access += chart_cluster_access()
     tenants = comps.kamaji.tenant_namespace
     access += [Access(verb, "kamaji.clastix.io", "tenantcontrolplanes", tenants)
                for verb in ("create", "get", "delete")]
     access.append(Access("get", "", "secrets", tenants))  # the admin kubeconfigs
     for namespace in (comps.cert_manager.namespace, comps.kamaji.namespace):
-        access += [Access(verb, "", "secrets", namespace) for verb in ("create", "get",
-                                                                         "delete")]
-        access += [Access("create", group, r, namespace) for group, r in (
+        access += release_access(namespace, (
             ("", "services"), ("", "serviceaccounts"), ("", "configmaps"),
             ("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
-            ("rbac.authorization.k8s.io", "roles"),
-            ("rbac.authorization.k8s.io", "rolebindings"))]
+            (RBAC, "roles"), (RBAC, "rolebindings")))
     spec = profile.cluster
     namespaces = lab_namespaces(profile, None)
     if spec is not None and spec.metallb == "allow":

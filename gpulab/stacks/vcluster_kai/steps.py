@@ -725,26 +725,15 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> 
     """What the plan creates on an existing cluster, for the provider's read-only preflight:
     namespaces and queues that must not exist yet, and each verb and resource the user must be
     allowed (KAI's own needs only matter when it is installed: namespaces are asked for both)."""
-    from gpulab.providers.existing import Access, Needs
+    from gpulab.providers.existing import Access, Needs, chart_cluster_access, release_access
 
     kai = profile.components.kai_scheduler
     namespaces = existing_namespaces(profile, False)
     access = [Access(verb, "", "namespaces") for verb in ("create", "delete")]
     access += [Access(verb, "scheduling.run.ai", "queues") for verb in ("create", "delete")]
-    access += [Access(verb, "apiextensions.k8s.io", "customresourcedefinitions")
-               for verb in ("create", "delete")]
-    access += [Access("create", "rbac.authorization.k8s.io", r)
-               for r in ("clusterroles", "clusterrolebindings")]
-    access += [Access("create", "admissionregistration.k8s.io", r)
-               for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")]
+    access += chart_cluster_access()
     for namespace in (kai.namespace, *(t.namespace for t in profile.teams)):
-        access += [Access(verb, "", "secrets", namespace) for verb in ("create", "get",
-                                                                         "delete")]
-        access += [Access("create", group, r, namespace) for group, r in (
-            ("", "services"), ("", "serviceaccounts"), ("", "configmaps"),
-            ("apps", "deployments"), ("apps", "statefulsets"),
-            ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io",
-                                                     "rolebindings"))]
+        access += release_access(namespace)
     owned = tuple(owned_before or ())
     fake = fake_gpu_nodes(profile)
     absent: tuple[tuple[str, str, str], ...] = ()
@@ -752,11 +741,9 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> 
         fgo = profile.components.fake_gpu_operator
         access += [Access(verb, "", "nodes") for verb in ("get", "patch")]
         access += [Access("create", "node.k8s.io", "runtimeclasses")]
-        access += [Access(verb, "", "secrets", fgo.namespace) for verb in ("create", "get",
-                                                                             "delete")]
-        access += [Access("create", group, r, fgo.namespace) for group, r in (
+        access += release_access(fgo.namespace, (
             ("", "services"), ("", "serviceaccounts"), ("", "configmaps"),
-            ("apps", "deployments"), ("apps", "daemonsets"))]
+            ("apps", "deployments"), ("apps", "daemonsets")))
         installed = any(o.get("type") == "helm-release" and o.get("namespace") == fgo.namespace
                         for o in owned)  # this lab's own, from an earlier `up`
         absent = () if installed else FAKE_GPU_CLUSTER_OBJECTS
