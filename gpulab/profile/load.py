@@ -106,9 +106,21 @@ def load_profile(ref: str | None, models: Mapping[str, type[LabProfile]]) -> Loa
         )
     data = read_profile_file(path)
     text, problem = safe_yaml.decode(data)
+    if problem and len(data) > safe_yaml.MAX_BYTES:
+        problem = _too_big(path, len(data))
     if problem:
         raise ProfileError(str(path), [f"{path}: {problem}"])
     return LoadedProfile(parse_profile(text, models, str(path)), path, builtin)
+
+
+def _too_big(path: Path, read: int) -> str:
+    """Why a profile is refused for its size, with the file's own size (only its first
+    MAX_BYTES + 1 bytes were read; a file gone since then keeps that count)."""
+    try:
+        size = max(path.stat().st_size, read)
+    except OSError:
+        size = read
+    return f"is {size} bytes; a profile is at most {safe_yaml.MAX_BYTES} bytes"
 
 
 def read_profile_file(path: Path) -> bytes:

@@ -380,3 +380,19 @@ def test_a_huge_file_is_read_only_up_to_one_byte_past_the_limit(tmp_path: Path) 
     exact = tmp_path / "exact.yaml"
     exact.write_bytes(b"#" * safe_yaml.MAX_BYTES)
     assert load.read_profile_file(exact) == b"#" * safe_yaml.MAX_BYTES
+
+
+def test_a_huge_file_is_refused_with_its_own_size_not_the_bytes_read(tmp_path: Path) -> None:
+    """Only MAX_BYTES + 1 bytes are read; the refusal still tells the file's real size."""
+    path = tmp_path / "huge.yaml"
+    path.write_bytes(b"#" * (safe_yaml.MAX_BYTES * 2))
+    with pytest.raises(ProfileError) as caught:
+        load_profile(str(path))
+    assert caught.value.problems == [f"{path}: is {safe_yaml.MAX_BYTES * 2} bytes; a profile is "
+                                     f"at most {safe_yaml.MAX_BYTES} bytes"]
+    just_over = tmp_path / "over.yaml"
+    just_over.write_bytes(b"#" * (safe_yaml.MAX_BYTES + 1))
+    with pytest.raises(ProfileError) as caught:
+        load_profile(str(just_over))
+    assert caught.value.problems == [f"{just_over}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile "
+                                     f"is at most {safe_yaml.MAX_BYTES} bytes"]
