@@ -984,12 +984,12 @@ ROWS: list[Row] = [
     ("KAI-06 the org queue's limit, coded", "KAI-06", NLP,
      _edit_group("gpu-over-limit", _over_limit_of("ml-org")), "fail",
      f"gpu-over-limit (2 x nvidia.com/gpu) is Pending for queue ml-org's limit, not {LIMIT}: "
-     f"OverLimit: {b.OVER_LIMIT.format(queue='ml-org')}; kubectl get queues.scheduling.run.ai "
+     f"\"OverLimit: {b.OVER_LIMIT.format(queue='ml-org')}\"; kubectl get queues.scheduling.run.ai "
      "ml-org -o yaml", PENDING),
     ("KAI-06 the org queue's limit, on the pod only", "KAI-06", NLP,
      _worded_over_limit_of("ml-org"), "fail",
      f"gpu-over-limit (2 x nvidia.com/gpu) is Pending for queue ml-org's limit, not {LIMIT}: "
-     f"{b.over_limit_on_pod('ml-org')}; kubectl get queues.scheduling.run.ai ml-org -o yaml",
+     f"\"{b.over_limit_on_pod('ml-org')}\"; kubectl get queues.scheduling.run.ai ml-org -o yaml",
      PENDING),
     ("KAI-06 OverLimit on the pod, no PodGroup", "KAI-06", NLP,
      _replace_run("gpu-over-limit", pod_group=None), "pass", "",

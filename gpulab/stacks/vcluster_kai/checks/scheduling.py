@@ -457,7 +457,7 @@ def check_over_limit(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -
     if foreign:
         queue = _over_limit_queue(foreign[0])
         return ctx.failed(f"{run.name} ({what}) is Pending for queue {queue}'s limit, not "
-                          f"{limit}: {foreign[0].text()}; kubectl get queues.scheduling.run.ai "
+                          f"{limit}: \"{foreign[0].text()}\"; kubectl get queues.scheduling.run.ai "
                           f"{queue} -o yaml", o.pod_summary(run.host))
     pg = f"PodGroup {o.name(run.pod_group)}" if run.pod_group else "no PodGroup"
     if coded:
