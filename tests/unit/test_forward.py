@@ -13,6 +13,7 @@ import pytest
 
 from gpulab.adapters.forward import LocalForwarder
 from gpulab.errors import AdapterError
+from tests.local_server import tcp_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -21,35 +22,15 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def echo_server() -> Iterator[tuple[int, list[socket.socket]]]:
     """A TCP server on 127.0.0.1 that sends back what it receives, one thread per client."""
-    server = socket.create_server(("127.0.0.1", 0))
     accepted: list[socket.socket] = []
-    stop = threading.Event()
 
     def serve(conn: socket.socket) -> None:
         with conn:
             while data := conn.recv(65536):
                 conn.sendall(data)
 
-    def accept() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _peer = server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            accepted.append(conn)
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1], accepted
-    finally:
-        stop.set()
-        thread.join(2)
-        server.close()
+    with tcp_server(serve, accepted) as port:
+        yield port, accepted
 
 
 def _roundtrip(port: int, payload: bytes) -> bytes:

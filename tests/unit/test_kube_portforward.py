@@ -19,6 +19,7 @@ import pytest
 
 from gpulab.adapters.kube import KubeClient, RetryPolicy
 from gpulab.errors import AdapterError
+from tests.local_server import tcp_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,9 +64,8 @@ def _read_frame(conn: socket.socket) -> tuple[int, bytes]:
 def api_server(mode: str = "ok") -> Iterator[tuple[str, list[str]]]:
     """`ok`: port-forward that upper-cases; `silent`: accepts and never answers; `forbidden`:
     answers 403 as an API server denying pods/portforward."""
-    server = socket.create_server(("127.0.0.1", 0))
     paths: list[str] = []
-    stop = threading.Event()
+    stop = threading.Event()  # ends a `silent` handler
 
     def handle(conn: socket.socket) -> None:
         with conn:
@@ -104,25 +104,11 @@ def api_server(mode: str = "ok") -> Iterator[tuple[str, list[str]]]:
                 if opcode == 2 and data[:1] == b"\x00":
                     conn.sendall(_frame(b"\x00" + data[1:].upper()))
 
-    def accept() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _peer = server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=handle, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}", paths
-    finally:
-        stop.set()
-        thread.join(2)
-        server.close()
+    with tcp_server(handle) as port:
+        try:
+            yield f"http://127.0.0.1:{port}", paths
+        finally:
+            stop.set()
 
 
 def _client(url: str) -> KubeClient:
