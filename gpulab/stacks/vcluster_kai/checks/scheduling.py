@@ -26,6 +26,8 @@ from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.state import KaiLabState, ProbeRun
     from gpulab.verify.state import JsonObj
@@ -139,11 +141,7 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
     for name in wanted:
         node = listed.get(name)
         if node is None:
-            names = ", ".join(sorted(listed)) or "none"
-            problems.append(
-                f"{team}'s vCluster lists {len(listed)} node(s) ({names}) but not the GPU node "
-                f"{name}: host nodes are synced in only with sync.fromHost.nodes enabled and "
-                f"selector all (gpulab's values)")
+            problems.append(_not_synced(team, listed, name))
             continue
         have = _allocatable(node)
         host = host_nodes.get(name)
@@ -172,6 +170,14 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
                       f"node(s), synced from the host")
 
 
+def _not_synced(team: str, listed: Mapping[str, Any], name: str) -> str:
+    """Why GPU node `name` is missing from the nodes `team`'s vCluster lists."""
+    names = ", ".join(sorted(listed)) or "none"
+    return (f"{team}'s vCluster lists {len(listed)} node(s) ({names}) but not the GPU node "
+            f"{name}: host nodes are synced in only with sync.fromHost.nodes enabled and "
+            f"selector all (gpulab's values)")
+
+
 def _existing_gpu_nodes(ctx: Ctx, lab: KaiLabState, team: str) -> CheckResult:
     """KAI-02 on a cluster gpulab did not make: the host's GPU nodes are every node advertising
     GPUs (GPU Operator, device plugin); each is listed in the vCluster with the GPUs the host's
@@ -186,11 +192,7 @@ def _existing_gpu_nodes(ctx: Ctx, lab: KaiLabState, team: str) -> CheckResult:
     for name in sorted(host_nodes):
         node = listed.get(name)
         if node is None:
-            names = ", ".join(sorted(listed)) or "none"
-            problems.append(
-                f"{team}'s vCluster lists {len(listed)} node(s) ({names}) but not the GPU node "
-                f"{name}: host nodes are synced in only with sync.fromHost.nodes enabled and "
-                f"selector all (gpulab's values)")
+            problems.append(_not_synced(team, listed, name))
             continue
         have, host = _allocatable(node), _allocatable(host_nodes[name])
         if have != host:
