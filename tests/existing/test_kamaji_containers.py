@@ -66,6 +66,14 @@ def test_workers_as_containers_join_the_control_planes_and_down_removes_them(
     workers = sorted(world.containers)
     assert workers == ["gpulab-kamaji-hami-tenant-a-worker", "gpulab-kamaji-hami-tenant-b-worker"]
     assert {s.network for s in world.runs} == {"bridge"}  # no kind network on this host
+    # the tenant's images were pulled once on this host and loaded into its worker, as in the
+    # kind lab (PreloadImages), so a worker does not pull each one through its own network
+    loaded = world.node_images["gpulab-kamaji-hami-tenant-a-worker"]
+    assert {i for i in loaded if "kube-proxy" in i or "mock-device-plugin" in i} == {
+        f"registry.k8s.io/kube-proxy:{profile.tenants[0].kubernetes_version}",
+        f"docker.io/projecthami/mock-device-plugin:"
+        f"{profile.components.hami.mock_device_plugin_tag}"}
+    assert {name for name, _argv in world.imports} == set(workers)
     # each worker joined its tenant and advertises the mock GPUs, as in the kind lab
     node = world.kube("tenant-a").get("v1", "Node", "gpulab-kamaji-hami-tenant-a-worker")
     assert node is not None and node["status"]["allocatable"]["nvidia.com/gpu"] == "10"

@@ -1264,7 +1264,8 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
             steps.append(TenantCalico(profile, lab, tenant))
             continue
         steps += [ReachControlPlane(profile, tenant),  # the kind lab's steps, on this host
-                  *worker_steps(profile, lab, tenant, ContainerWorkers(profile, lab, tenant))]
+                  *worker_steps(profile, lab, tenant, ContainerWorkers(profile, lab, tenant),
+                                tenant_images(profile, lab, tenant))]
     return steps
 
 
