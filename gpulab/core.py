@@ -411,6 +411,7 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
     `unknown`. A lab in an existing cluster is ready | partial | unreachable by its saved
     kubeconfigs and its cluster's API (GET /version, LABS_API_TIMEOUT)."""
     import time
+    from concurrent.futures import ThreadPoolExecutor
 
     from gpulab.naming import LABEL_LAB
     from gpulab.paths import labs_root
@@ -425,28 +426,35 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
     root = labs_root()
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     rows = []
-    for folder in folders:
-        lab = folder.name
-        ref = recorded_profile(lab)
-        members, stack = _recorded_members(lab)
-        kubeconfigs = sorted(p.stem for p in folder.glob("*.kubeconfig"))
-        found = containers.get(lab, [])
-        record = folder / LAB_RECORD
-        since = record.stat().st_mtime if record.exists() else folder.stat().st_mtime
-        cluster = _recorded_cluster(lab)
-        state = (_existing_state(lab, kubeconfigs, members) if cluster["provider"] == "existing"
-                 else _lab_state(found, kubeconfigs, members, reader is not None))
-        rows.append({
-            "name": lab,
-            "profile": ref or "",
-            "stack": stack,
-            "state": state,
-            "tenants": members,
-            "age_seconds": int(time.time() - since),
-            "containers": sorted(f"{c.name} {c.status}" for c in found),
-            "kubeconfigs": [str(folder / f"{name}.kubeconfig") for name in kubeconfigs],
-            "cluster": cluster,
-        })
+    # existing clusters are asked at once (LABS_AT_ONCE), so N unreachable APIs cost one
+    # LABS_API_TIMEOUT, not N
+    with ThreadPoolExecutor(max_workers=LABS_AT_ONCE, thread_name_prefix="gpulab-labs") as pool:
+        for folder in folders:
+            lab = folder.name
+            ref = recorded_profile(lab)
+            members, stack = _recorded_members(lab)
+            kubeconfigs = sorted(p.stem for p in folder.glob("*.kubeconfig"))
+            found = containers.get(lab, [])
+            record = folder / LAB_RECORD
+            since = record.stat().st_mtime if record.exists() else folder.stat().st_mtime
+            cluster = _recorded_cluster(lab)
+            state: Any = (pool.submit(_existing_state, lab, kubeconfigs, members)
+                          if cluster["provider"] == "existing"
+                          else _lab_state(found, kubeconfigs, members, reader is not None))
+            rows.append({
+                "name": lab,
+                "profile": ref or "",
+                "stack": stack,
+                "state": state,
+                "tenants": members,
+                "age_seconds": int(time.time() - since),
+                "containers": sorted(f"{c.name} {c.status}" for c in found),
+                "kubeconfigs": [str(folder / f"{name}.kubeconfig") for name in kubeconfigs],
+                "cluster": cluster,
+            })
+    for row in rows:
+        if not isinstance(row["state"], str):
+            row["state"] = row["state"].result()
     known = {row["name"] for row in rows}
     leftovers = [{"name": lab, "containers": sorted(c.name for c in found),
                   "remove": f"gpulab down --name {lab}"}
@@ -479,6 +487,7 @@ def _recorded_cluster(lab: str) -> dict[str, str]:
 
 
 LABS_API_TIMEOUT = 3.0  # seconds `labs` waits for an existing cluster's API
+LABS_AT_ONCE = 8  # existing clusters `labs` asks at once
 
 
 def _existing_state(lab: str, kubeconfigs: list[str], members: list[str]) -> str:

@@ -224,6 +224,34 @@ def test_labs_leaves_a_password_in_the_server_url_out() -> None:
     assert core._recorded_cluster("lab-pw")["server"] == "https://203.0.113.9:6443"
 
 
+def test_labs_asks_the_existing_clusters_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three labs in existing clusters: their APIs are asked together (each ask waits at a
+    barrier the three must reach), so three unreachable clusters cost one timeout, not three."""
+    import threading
+
+    from gpulab import core, lab_record
+
+    labs = ["lab-a", "lab-b", "lab-c"]
+    for lab in labs:
+        lab_record.record_cluster(lab, {"provider": "existing", "server": f"https://{lab}:6443",
+                                        "context": lab})
+    barrier = threading.Barrier(len(labs), timeout=10)
+    asked: list[str] = []
+
+    def state(lab: str, _kubeconfigs: list[str], _members: list[str]) -> str:
+        asked.append(lab)
+        barrier.wait()  # BrokenBarrierError if the labs were asked one at a time
+        return "unreachable" if lab == "lab-b" else "partial"
+
+    monkeypatch.setattr(core, "read_docker", _no_docker)
+    monkeypatch.setattr(core, "_existing_state", state)
+    listed = CliRunner().invoke(app, ["labs", "-o", "json"])
+    assert listed.exit_code == 0, listed.output
+    assert sorted(asked) == labs
+    assert {r["name"]: r["state"] for r in json.loads(listed.stdout)["labs"]} == {
+        "lab-a": "partial", "lab-b": "unreachable", "lab-c": "partial"}
+
+
 def _no_docker(*_a: Any, **_k: Any) -> Any:
     from gpulab.errors import HostError
 
