@@ -960,6 +960,10 @@ def kubeconfig(
         if not path.is_file():
             raise HostError(f"lab '{lab}' is not up: no kubeconfig saved for {tenant} in "
                             f"{folder}", hint=f"run gpulab up --name {lab}")
+        if tenant != "management" and core.lab_expose(lab) == "port-forward":
+            err.print(f"note: {tenant}'s vCluster is reached by port-forward: its kubeconfig "
+                      f"answers only while `gpulab kubeconfig {tenant} --name {lab} "
+                      "--port-forward` runs", markup=False, highlight=False)
         if merge:
             from gpulab import kubeconfigs, lab_record
 

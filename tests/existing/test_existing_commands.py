@@ -544,6 +544,34 @@ def test_up_says_how_to_reach_each_team_by_port_forward(tmp_path: Path) -> None:
            "127.0.0.1:31445" in text
 
 
+def test_kubeconfig_of_a_port_forward_team_says_it_answers_only_while_forwarded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab import core, lab_record
+    from gpulab.paths import lab_dir
+
+    lab_record.record_cluster(LAB, {"provider": "existing", "expose": "port-forward"})
+    core.record_profile(LAB, load_profile(LAB))
+    lab_dir(LAB).mkdir(parents=True, exist_ok=True)
+    for member in ("management", "team-nlp"):
+        (lab_dir(LAB) / f"{member}.kubeconfig").write_text(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
+            "'https://127.0.0.1:31443'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n"
+            "- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n")
+    target = lab_dir(LAB).parent / "user.kubeconfig"
+    monkeypatch.setenv("KUBECONFIG", str(target))
+    note = (f"note: team-nlp's vCluster is reached by port-forward: its kubeconfig answers only "
+            f"while `gpulab kubeconfig team-nlp --name {LAB} --port-forward` runs")
+    for extra in ([], ["--merge"]):
+        result = CliRunner().invoke(app, ["kubeconfig", "team-nlp", "--name", LAB, *extra])
+        assert result.exit_code == 0, result.output
+        assert note in " ".join(result.stderr.split())
+    management = CliRunner().invoke(app, ["kubeconfig", "management", "--name", LAB])
+    assert management.exit_code == 0 and "port-forward" not in management.stderr
+    lab_record.record_cluster(LAB, {"provider": "existing", "expose": "LoadBalancer"})
+    reached = CliRunner().invoke(app, ["kubeconfig", "team-nlp", "--name", LAB])
+    assert reached.exit_code == 0 and reached.stderr == ""
+
+
 def test_kamaji_hami_refuses_port_forward(tmp_path: Path) -> None:
     # its tenants' workers join each control plane at its LoadBalancer address: a forward
     # through this machine is no address for them
