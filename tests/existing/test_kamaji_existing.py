@@ -439,3 +439,20 @@ def test_cert_manager_crds_without_its_controller_and_denied_rights_are_named(
                                       "there but no controller runs")
         assert problems[-1] == ("not allowed to create tenantcontrolplanes.kamaji.clastix.io in "
                                 "tenants: see docs/own-cluster.md for the RBAC to grant")
+
+
+@pytest.mark.parametrize(("version", "refused"), [
+    ("v1.32.9", True), ("v1.33.0", False), ("v1.36.4", False), ("v1.37.0", True)])
+def test_management_cluster_versions_are_kamajis_floor_and_cert_managers_ceiling(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, refused: bool) -> None:
+    # Kamaji 26.8.2-edge asks for v1.33+ (docs/content/getting-started/kamaji-generic.md:43);
+    # cert-manager 1.21 supports 1.33 -> 1.36 (cert-manager/website content/docs/releases/
+    # README.md:24 at 776e5dba): the cluster's /version decides, before anything is created
+    monkeypatch.setattr("tests.existing.kmock_cluster.VERSION", version)
+    with KamajiCluster(tmp_path).running(TENANTS) as cluster:
+        _facts, _first, problems = core.existing_facts(
+            _profile(), LAB, ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
+    expected = (f"Kubernetes {version} is outside what the pinned Kamaji and cert-manager "
+                "support as a management cluster (v1.33-v1.36)")
+    assert (expected in problems) is refused, problems
+    assert not [p for p in problems if p.startswith("Kubernetes") and p != expected]

@@ -15,8 +15,11 @@ __all__ = ["MANAGEMENT_MINORS", "kamaji_tenant_range", "kamaji_tenant_version_pr
 KAMAJI_MIN_TENANT_MINOR = 30
 # An existing cluster as Kamaji's management cluster: "any regular and conformant Kubernetes
 # v1.33+ cluster" (Kamaji 26.8.2-edge docs/content/getting-started/kamaji-generic.md:43); the
-# pinned cert-manager v1.21 supports v1.33 to v1.36 (its releases table, as noted in
-# docs/dev/upstream-facts/stack-kamaji-hami.md: v1.20 was 1.32-1.35, website PR #2007).
+# pinned cert-manager v1.21 supports Kubernetes 1.33 to 1.36, and is tested on the same: its
+# project's "Supported releases" table (https://cert-manager.io/docs/releases/, source
+# cert-manager/website content/docs/releases/README.md:22-24 at 776e5dba, the 1.21 row added by
+# c17bb3c8 "Finalise v1.21.0 release notes"; 1.20 was 1.32-1.35, :25). The chart itself only
+# sets a floor (deploy/charts/cert-manager Chart.yaml `kubeVersion: >= 1.22.0-0` at v1.21.1).
 MANAGEMENT_MINORS = (33, 36)
 # (first edge build, highest tenant minor it accepts), newest first.
 _KAMAJI_MAX_MINOR: tuple[tuple[tuple[int, int, int], int], ...] = (
