@@ -32,6 +32,7 @@ from gpulab.stacks.kamaji_hami.state import LabState, TenantState
 from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import listing_pod
 from gpulab.verify.state import CredentialProbe, Listing, LogsProbe, PodRun
+from tests import kube_wire as kw
 from tests.kamaji_hami import hami_wire as hw
 
 if TYPE_CHECKING:
@@ -48,21 +49,15 @@ ENDPOINTS = {"tenant-a": "172.18.255.200:6443", "tenant-b": "172.18.255.201:6443
 RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
 PINNED = Path(__file__).resolve().parents[1] / "data" / "pinned"
 RENDERED = Path(__file__).resolve().parents[1] / "data" / "rendered"
-# The write-up's NotReady worker, as `kubectl describe node` showed it (kubelet + containerd's
-# CRI status; the kubelet sources are not pinned here: kubernetes/kubernetes is too large to
-# mirror).
-NOT_READY_MESSAGE = (
-    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
-    "message:Network plugin returns error: cni plugin not initialized"
-)
+# A worker's NotReady message while no CNI is installed: the kubelet's words around
+# containerd's CRI status (kube_wire.network_not_ready, each line cited there).
+NOT_READY_MESSAGE = kw.network_not_ready()
 # hami_wire.node_locked with `{node}` left to fill (nodelock.go:290, NodeLockTimeout 5m).
 LOCK_MESSAGE = hw.node_locked("{node}")
-# The kube-scheduler's wrapping of an extender's refusal, as the write-up recorded it
-# (FitError and the DRA and preemption PostFilter texts; kubernetes/kubernetes is not pinned
-# here); `{reasons}` is HAMi's GenReason for the node (hami_wire.gen_reason).
-FAILED_SCHEDULING = ("0/1 nodes are available: 1 {reasons}. no new claims to deallocate, "
-                     "preemption: 0/1 nodes are available: 1 No preemption victims found for "
-                     "incoming pod.")
+# The kube-scheduler's wrapping of an extender's refusal on a one-node tenant (FitError and
+# the DRA and preemption PostFilter texts, kube_wire.failed_scheduling); `{reasons}` is HAMi's
+# GenReason for the node (hami_wire.gen_reason).
+FAILED_SCHEDULING = kw.failed_scheduling(1, {"{reasons}": 1})
 # k8s.io/apimachinery v0.36.3 pkg/util/rand/rand.go:83: the alphabet of generated name suffixes
 # (a DaemonSet's pods are `<daemonset>-<5 of these>`, a Deployment's
 # `<deployment>-<pod-template-hash>-<5 of these>`).

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import AdapterError
+from tests import kube_wire as kube
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami import hami_wire as wire
 
@@ -305,10 +306,7 @@ class FakeHami:
             if fit is None:
                 total = len(cards)
                 text = wire.gen_reason(reasons, total)
-                self.api.add_event(pod, "FailedScheduling",
-                                   f"0/1 nodes are available: 1 {text}. no new claims to "
-                                   f"deallocate, preemption: 0/1 nodes are available: 1 No "
-                                   f"preemption victims found for incoming pod.")
+                self.api.add_event(pod, "FailedScheduling", kube.failed_scheduling(1, {text: 1}))
                 for reason in sorted(reasons):
                     self.api.add_event(pod, "FilteringFailed",
                                        wire.filter_failed(reason, [node_name]))

@@ -65,6 +65,7 @@ from gpulab.adapters.kube import KubeClient, RetryPolicy
 from gpulab.stacks.kamaji_hami.observe import Gateways
 from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import kubeconfig_cross_gateway
+from tests import kube_wire as kube
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami import hami_wire as wire
 
@@ -464,10 +465,7 @@ class HamiPlayer:
                 self.attempts[uid] = self.attempts.get(uid, 0) + 1
                 if self.attempts[uid] == 1:
                     text = wire.gen_reason(reasons, len(cards))
-                    self._event(pod, "FailedScheduling",
-                                f"0/1 nodes are available: 1 {text}. no new claims to "
-                                f"deallocate, preemption: 0/1 nodes are available: 1 No "
-                                f"preemption victims found for incoming pod.")
+                    self._event(pod, "FailedScheduling", kube.failed_scheduling(1, {text: 1}))
                 for reason in sorted(reasons):
                     self._event(pod, "FilteringFailed", wire.filter_failed(reason, [node_name]))
                 self._event(pod, "FilteringFailed", wire.no_available_node(1))

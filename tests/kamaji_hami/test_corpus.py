@@ -383,7 +383,7 @@ def _unrelated_event(st: dict[str, Any], _other: dict[str, Any]) -> None:
     run = _run(st, "gpu-share-4")
     event = copy.deepcopy(run["events"][0])
     event["involvedObject"]["uid"] = "an-earlier-run"
-    event["message"] = "0/1 nodes are available: 1 CardInsufficientMemory"
+    event["message"] = b.FAILED_SCHEDULING.format(reasons="1/1 CardInsufficientMemory")
     run["events"].append(event)
 
 

@@ -19,6 +19,7 @@ from gpulab.stacks.kamaji_hami.checks.registry import (
 from gpulab.verify.hami import DeviceGrant
 from gpulab.verify.observe import classify_probe_error, cross_kubeconfig
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as hw
 from tests.kamaji_hami.builders import judge, node_replace, run_replace, tenant_replace
 
 if TYPE_CHECKING:
@@ -102,9 +103,8 @@ def test_allocations() -> None:
 
 def test_hami_reasons_from_the_write_up_events() -> None:
     events = [
-        b.event("p", "FailedScheduling", "0/1 nodes are available: 1 1/1 CardInsufficientCore. "
-                "no new claims to deallocate, preemption: 0/1 nodes are available: 1 No "
-                "preemption victims found for incoming pod."),
+        b.event("p", "FailedScheduling", b.FAILED_SCHEDULING.format(
+            reasons=hw.gen_reason({"CardInsufficientCore": 1}, 1))),
         b.event("p", "FilteringFailed", "1 nodes CardInsufficientCore(tenant-a-worker)"),
         b.event("p", "BindingFailed", "node tenant-a-worker has been locked within 5m0s: node "
                 "lock contention"),
@@ -542,7 +542,7 @@ def test_hamis_filter_failure_is_quoted_even_when_a_later_event_follows(
 def test_a_hami_reason_without_a_hint_is_named_alone(kamaji_profile: KamajiHamiProfile) -> None:
     run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
     pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": ""}, "status": {"phase": "Pending"}}
-    message = "0/1 nodes are available: 1 NumaNotFit"
+    message = hw.filter_failed("NumaNotFit", [b.worker("tenant-a")])
     unfit = b.event("gpu-share-1", "FilteringFailed", message)
     said = _explain(kamaji_profile, replace(run, pod=pod, events=(unfit,)))
     assert said == f"HAMi found no card for gpu-share-1 (NumaNotFit: {message})"

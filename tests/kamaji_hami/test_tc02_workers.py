@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpulab.verify.state import LogsProbe
+from tests import kube_wire as kube
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge, node_replace, tenant_replace
 
@@ -151,8 +152,8 @@ def test_pass_evidence_is_each_worker_calico_and_the_tunnel(healthy: LabState,
     assert judge(healthy, profile, "TC-02").evidence == HEALTHY_EVIDENCE
 
 
-@pytest.mark.parametrize("message", ["container runtime network not ready",
-                                     "cni config uninitialized"])
+# The kubelet's words for containerd v2.3.4's CRI status before any CNI config (kube_wire).
+@pytest.mark.parametrize("message", [kube.network_not_ready()])
 def test_a_network_cause_points_at_calico(healthy: LabState, profile: KamajiHamiProfile,
                                           message: str) -> None:
     result = judge(node_replace(healthy, "tenant-a", _not_ready(profile, message)), profile,

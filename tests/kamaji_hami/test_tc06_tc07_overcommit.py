@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpulab.verify.state import PodRun
+from tests import kube_wire as kube
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge, run_replace, with_gpus
 
@@ -119,8 +120,11 @@ def test_memory_check_refused_for_uuid(healthy: LabState, profile: KamajiHamiPro
 def test_webhook_bypassed(healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
     name, _ = CASES[check]
     pod = b.verify_pod(profile.tenant("tenant-a"), name, scheduler=None)
-    events = (b.event(name, "FailedScheduling", "0/1 nodes are available: 1 Insufficient "
-                      "nvidia.com/gpumem.", component="default-scheduler"),)
+    # The default scheduler's own refusal: NodeResourcesFit's "Insufficient <resource>"
+    # (plugins/noderesources/fit.go) for HAMi's resource it does not know.
+    events = (b.event(name, "FailedScheduling",
+                      kube.failed_scheduling(1, {"Insufficient nvidia.com/gpumem": 1}),
+                      component="default-scheduler"),)
     run = replace(_run(healthy, name), created=pod, pod=pod, events=events)
     result = judge(run_replace(healthy, "tenant-a", run), profile, check)
     assert result.status == "fail"
