@@ -336,10 +336,11 @@ def plan(
 
         if cluster is not None and output is not PlanOutput.manifests:
             raise UsageError("--cluster goes with -o manifests")
-        loaded = _load(profile)
+        # what `up` with the same flags would do: a lab's recorded profile and cluster
+        loaded, lab = _resolve_lab(profile, name, for_up=True)
         steps, facts_note = core.plan_steps(
-            loaded.profile, name, probe_host=True,
-            cluster=_cluster_choice(loaded.profile, kubeconfig, context))
+            loaded.profile, lab, probe_host=True,
+            cluster=_up_cluster(loaded.profile, lab, kubeconfig, context))
         if facts_note and output is not PlanOutput.text:
             err.print(f"note: {facts_note}", markup=False)
         if output is PlanOutput.manifests:
@@ -351,7 +352,6 @@ def plan(
         if output is PlanOutput.json:
             typer.echo(plan_json(steps))
             return
-        lab = core.lab_name(loaded.profile, name)
         err.print(f"Plan for lab '{lab}' from {loaded.source}", markup=False)
         if facts_note:
             err.print(f"note: {facts_note}", markup=False)

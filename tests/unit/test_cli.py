@@ -197,6 +197,35 @@ def test_name_alone_finds_the_profile_a_lab_was_built_from(_isolated_home) -> No
     assert same.exit_code == 0, same.stderr
 
 
+def test_plan_with_name_alone_plans_from_the_profile_the_lab_was_built_from(
+        _isolated_home, tmp_path) -> None:
+    """`plan --name LAB` shows what `up --name LAB` would do: the recorded profile (here a file
+    with 2 teams, since moved away), not the default one; a -p that disagrees is refused as
+    `up` refuses it."""
+    import json
+
+    import yaml
+
+    from gpulab import core
+    from gpulab.stacks import load_profile
+
+    source = tmp_path / "two-teams.yaml"
+    document = yaml.safe_load(load_profile("vcluster-kai").source.read_text())
+    document["teams"] = document["teams"][:2]
+    source.write_text(yaml.safe_dump(document))
+    core.record_profile("teams", load_profile(str(source)))
+    source.unlink()
+    planned = runner.invoke(app, ["plan", "--name", "teams", "-o", "json"])
+    assert planned.exit_code == 0, planned.stderr
+    steps = {step["step"] for step in json.loads(planned.stdout)}
+    kept = {t["name"] for t in document["teams"]}
+    assert {f"{team}/vcluster" for team in kept} <= steps
+    assert not [s for s in steps if s.startswith("team-recommender/")], sorted(steps)
+    other = runner.invoke(app, ["plan", "--name", "teams", "-p", "kamaji-hami"])
+    assert other.exit_code == 2
+    assert "lab 'teams' was built from profile" in other.stderr
+
+
 def test_verify_replay_of_a_hand_edited_recording_is_one_line(tmp_path) -> None:
     rec = tmp_path / "rec"
     shutil.copytree(RECORDINGS / "writeup-healthy", rec)
