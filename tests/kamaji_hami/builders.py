@@ -33,6 +33,7 @@ from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import listing_pod
 from gpulab.verify.state import CredentialProbe, Listing, LogsProbe, PodRun
 from tests import kube_wire as kw
+from tests.kamaji_hami import calico_wire as cw
 from tests.kamaji_hami import hami_wire as hw
 
 if TYPE_CHECKING:
@@ -58,6 +59,13 @@ LOCK_MESSAGE = hw.node_locked("{node}")
 # the DRA and preemption PostFilter texts, kube_wire.failed_scheduling); `{reasons}` is HAMi's
 # GenReason for the node (hami_wire.gen_reason).
 FAILED_SCHEDULING = kw.failed_scheduling(1, {"{reasons}": 1})
+# calico-node's log as its last lines read once Felix runs: its once-a-minute summaries of
+# the dataplane loops (calico_wire, Calico v3.31.2); FELIX_LAST is what a logs probe keeps.
+FELIX_LOG = "".join(
+    cw.log_line(datetime(2026, 11, 20, 10, 14 + i, 2, 123000), "info", 57, cw.SUMMARY_FILE,
+                cw.SUMMARY_LINE, cw.loop_summary(loops, 60_100, 3, longest, ["update-routes"]))
+    for i, (loops, longest) in enumerate(((31, 18), (14, 12))))
+FELIX_LAST = FELIX_LOG.splitlines()[-1]
 # k8s.io/apimachinery v0.36.3 pkg/util/rand/rand.go:83: the alphabet of generated name suffixes
 # (a DaemonSet's pods are `<daemonset>-<5 of these>`, a Deployment's
 # `<deployment>-<pod-template-hash>-<5 of these>`).
@@ -495,8 +503,7 @@ def tenant_state(profile: KamajiHamiProfile, spec: TenantSpec) -> TenantState:
         logs_probes=tuple(
             LogsProbe(worker(spec.name, i), "kube-system", daemon_pod_name("calico-node", i),
                       ok=True,
-                      excerpt="felix/health.go 196: Overall health status changed: live=true "
-                              "ready=true")
+                      excerpt=FELIX_LAST)
             for i in range(spec.workers.count)
         ),
         gpu_pods=runs,

@@ -119,7 +119,7 @@ _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 _NAMESPACE = re.compile(r"/api/v1/namespaces/[^/]+")
 _POD_CREATE = re.compile(r"/api/v1/namespaces/[^/]+/pods")
 _POD_LOG = re.compile(r"/api/v1/namespaces/[^/]+/pods/[^/]+/log")
-FELIX = "felix/health.go 196: Overall health status changed: live=true ready=true"
+FELIX = b.FELIX_LAST  # calico-node's last log line (Felix's loop summary, calico_wire)
 _TIMEOUT = 10.0  # seconds for anything handed to the loop or waited for at start/stop
 
 Key = tuple[Any, str | None, str]  # (kmock.resource, namespace, name)
@@ -308,11 +308,14 @@ class Cluster:
                                              f'start: ContainerCreating')
         containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         container = request.params.get("container") or containers[0]
-        last = (FELIX if container == "calico-node"
-                else f"{container} running on {_node_name(pod)}")
+        if container == "calico-node":
+            return Response(status=200, payload=b.FELIX_LOG.encode())
+        # Typed, not copied: the other containers' lines stand for no component's format
+        # (verify's logs probe reads calico-node's).
         return Response(status=200, payload=(
             f"2026-11-20 10:15:00.000 [INFO][1] {container} starting\n"
-            f"2026-11-20 10:15:02.000 [INFO][1] {last}\n").encode())
+            f"2026-11-20 10:15:02.000 [INFO][1] {container} running on "
+            f"{_node_name(pod)}\n").encode())
 
 
 # --------------------------------------------------------------------------- HAMi
