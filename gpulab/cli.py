@@ -299,6 +299,15 @@ ClusterContextOpt = Annotated[
 ]
 
 
+FakeGpuNodeOpt = Annotated[
+    list[str] | None, typer.Option("--fake-gpu-node", metavar="<node>",
+                                   help="With an existing cluster (vcluster-kai): a node that "
+                                        "gets fake GPUs from fake-gpu-operator, as "
+                                        "cluster.fake_gpu_nodes; repeat for more. Recorded in "
+                                        "lab.json; `down` removes the labels it set.")
+]
+
+
 def _cluster_choice(profile: LabProfile, kubeconfig: Path | None, context: str | None) -> Any:
     from gpulab.providers import choose
 
@@ -311,6 +320,7 @@ def plan(
     name: NameOpt = None,
     kubeconfig: ClusterKubeconfigOpt = None,
     context: ClusterContextOpt = None,
+    fake_gpu_node: FakeGpuNodeOpt = None,
     output: Annotated[
         PlanOutput, typer.Option("--output", "-o", parser=_plan_output,
                                  help="text (steps), yaml or json (steps with every object), "
@@ -338,6 +348,7 @@ def plan(
             raise UsageError("--cluster goes with -o manifests")
         # what `up` with the same flags would do: a lab's recorded profile and cluster
         loaded, lab = _resolve_lab(profile, name, for_up=True)
+        loaded = _fake_gpu_nodes(loaded, lab, fake_gpu_node, kubeconfig, context)
         steps, facts_note = core.plan_steps(
             loaded.profile, lab, probe_host=True,
             cluster=_up_cluster(loaded.profile, lab, kubeconfig, context))
@@ -519,6 +530,7 @@ def up(
     name: NameOpt = None,
     kubeconfig: ClusterKubeconfigOpt = None,
     context: ClusterContextOpt = None,
+    fake_gpu_node: FakeGpuNodeOpt = None,
     verbose: VerboseOpt = False,
     json_events: Annotated[
         bool, typer.Option("--json", help="One JSON event per line on stdout.")
@@ -544,6 +556,7 @@ def up(
             raise UsageError("--json (one event per line) and -o (a summary at the end) both "
                              "write stdout: choose one")
         loaded, lab = _resolve_lab(profile, name, for_up=True)
+        loaded = _fake_gpu_nodes(loaded, lab, fake_gpu_node, kubeconfig, context)
         again = f"gpulab up{_flags(profile, name)}"
         if not json_events:
             gone = "" if loaded.builtin or loaded.source.exists() else \
@@ -592,6 +605,14 @@ def up(
                            "already-up" if result.all_skipped else "built", 0)
 
     _guard(body)
+
+
+def _fake_gpu_nodes(loaded: LoadedProfile, lab: str, nodes: list[str] | None,
+                    kubeconfig: Path | None, context: str | None) -> LoadedProfile:
+    from gpulab.providers import with_fake_gpu_nodes
+
+    return with_fake_gpu_nodes(loaded, lab, nodes,
+                               existing=kubeconfig is not None or context is not None)
 
 
 def _up_cluster(profile: LabProfile, lab: str, kubeconfig: Path | None, context: str | None

@@ -353,3 +353,124 @@ def test_down_reads_a_node_again_when_it_changed_under_the_patch() -> None:
     assert [rv for _l, rv in node.patches] == ["1", "2"]
     assert result.removed == ["label run.ai/simulated-gpu-node-pool=default of node cpu-2"]
     assert result.leftovers == [] and result.kept == []
+
+
+# --------------------------------------------------------------------------- --fake-gpu-node
+
+
+def _cli_up_on(cluster: ExistingCluster, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """`gpulab up` through the CLI, its cluster reached as the flags say; only the adapters
+    are kmock's (its KubeClient, the fake helm). Returns the profiles core.up was given."""
+    from gpulab.paths import lab_dir
+
+    real_up = core.up
+    given: list[Any] = []
+
+    def up(profile: Any, lab: str, report: Any, **kw: Any) -> Any:
+        given.append(profile)
+        return real_up(profile, lab, report, **{**kw, "adapters": cluster.adapters(lab_dir(lab)),
+                                                "sleep": lambda _s: None})
+
+    monkeypatch.setattr(core, "up", up)
+    return given
+
+
+def test_fake_gpu_node_flag_builds_records_continues_and_down_removes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        before = cluster.state()
+        given = _cli_up_on(cluster, monkeypatch)
+        flags = ["--kubeconfig", str(cluster.kubeconfig), "--fake-gpu-node", "cpu-2",
+                 "--fake-gpu-node", "cpu-3"]
+        plan = CliRunner().invoke(app, ["plan", "-p", "vcluster-kai", *flags, "-o", "json"])
+        assert plan.exit_code == 0, plan.output
+        assert "up would refuse" not in plan.stderr  # without the flags: no GPU, refused
+        steps = {s["step"]: s for s in json.loads(plan.stdout)}
+        labels = [a["name"] for a in steps["management/fake-gpu-labels"]["artifacts"]]
+        assert "cpu-2 run.ai/simulated-gpu-node-pool=default" in labels and len(labels) == 12
+
+        up = CliRunner().invoke(app, ["up", "-p", "vcluster-kai", *flags])
+        assert up.exit_code == 0, up.output
+        assert given[0].cluster.fake_gpu_nodes == ["cpu-2", "cpu-3"]
+        for name in ("cpu-2", "cpu-3"):
+            assert (cluster.node(name) or {})["metadata"]["labels"][kr.POOL_LABEL] == "default"
+        assert (cluster.node("cpu-1") or {})["metadata"]["labels"].get(kr.POOL_LABEL) is None
+        record = lab_record.read(LAB)
+        assert record is not None and record.document is not None
+        assert record.document["cluster"]["fake_gpu_nodes"] == ["cpu-2", "cpu-3"]
+        assert {o["node"] for o in record.owned if o["type"] == "node-label"} == \
+            {"cpu-2", "cpu-3"}
+
+        again = CliRunner().invoke(app, ["up", "--name", LAB])  # the record's nodes, its cluster
+        assert again.exit_code == 0, again.output
+        assert "is already up; nothing to do" in again.stderr
+        assert given[1].cluster.fake_gpu_nodes == ["cpu-2", "cpu-3"]
+
+        other = CliRunner().invoke(app, ["up", "--name", LAB, "--fake-gpu-node", "cpu-1"])
+        assert other.exit_code == 2
+        assert other.stderr.count("\n") == 1, other.stderr
+        assert "lab 'vcluster-kai' was built with fake GPUs on cpu-2, cpu-3 (lab.json), not " \
+               "on cpu-1 (gpulab up --name vcluster-kai continues it as built; gpulab down " \
+               "--name vcluster-kai first to put them elsewhere)" in other.stderr
+        none = CliRunner().invoke(app, ["up", "-p", "vcluster-kai", "--kubeconfig",
+                                        str(cluster.kubeconfig)])
+        assert none.exit_code == 2
+        assert "built with fake GPUs on cpu-2, cpu-3 (lab.json), and this run names none" \
+            in none.stderr
+        assert len(given) == 2  # refused before anything was read or built
+
+        teardown = _down(cluster)
+        assert teardown.leftovers == []
+        assert _nodes_without_status(cluster.state()) == _nodes_without_status(before)
+        _log(cluster, tmp_path)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["-p", "vcluster-kai", "--fake-gpu-node", "cpu-1"],
+     "--fake-gpu-node goes with a cluster you already have (--kubeconfig FILE [--context "
+     "NAME]): on kind the GPU workers are the lab's own (gpu_pool.nodes)"),
+    (["-p", "kamaji-hami", "--kubeconfig", "K", "--fake-gpu-node", "cpu-1"],
+     "--fake-gpu-node: only for stack vcluster-kai (fake-gpu-operator): kamaji-hami's GPUs are "
+     "its tenants' workers"),
+    (["-p", "vcluster-kai", "--kubeconfig", "K", "--fake-gpu-node", "CPU_1"],
+     "--fake-gpu-node: 'CPU_1' is not a node name"),
+    (["-p", "vcluster-kai", "--kubeconfig", "K", "--fake-gpu-node", "n1", "--fake-gpu-node",
+      "n1"], "--fake-gpu-node: n1 named more than once"),
+    (["-p", "PROFILE", "--kubeconfig", "K", "--fake-gpu-node", "cpu-1"],
+     "--fake-gpu-node cpu-1 and the profile's cluster.fake_gpu_nodes (cpu-2, cpu-3) name other "
+     "nodes (name them in one place)"),
+])
+@pytest.mark.parametrize("command", ["up", "plan"])
+def test_fake_gpu_node_flag_refused_with_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, argv: list[str],
+        expected: str) -> None:
+    import yaml
+
+    from gpulab.stacks import load_profile as load
+
+    document = yaml.safe_load(load("vcluster-kai").source.read_text())
+    document["cluster"] = {"provider": "existing", "fake_gpu_nodes": ["cpu-2", "cpu-3"]}
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(document))
+    argv = [str(mine) if a == "PROFILE" else str(tmp_path / "k") if a == "K" else a
+            for a in argv]
+    monkeypatch.setattr(core, "up", lambda *_a, **_k: pytest.fail("up ran"))
+    monkeypatch.setattr(core, "plan_steps", lambda *_a, **_k: pytest.fail("plan read"))
+    result = CliRunner().invoke(app, [command, *argv])
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_kamaji_hami_profile_naming_fake_gpu_nodes_is_refused() -> None:
+    from gpulab.errors import ProfileError
+    from gpulab.stacks import parse_profile
+
+    text = load_profile("kamaji-hami").source.read_text()
+    text += "cluster:\n  provider: existing\n  fake_gpu_nodes: [n1]\n"
+    with pytest.raises(ProfileError) as err:
+        parse_profile(text, "mine.yaml")
+    assert any(p.endswith("cluster.fake_gpu_nodes: only for stack vcluster-kai "
+                          "(fake-gpu-operator): kamaji-hami's GPUs are its tenants' workers "
+                          "(tenants[].gpus on kind, joined machines on an existing cluster)")
+               for p in err.value.problems), err.value.problems

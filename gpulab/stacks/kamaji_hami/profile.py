@@ -296,6 +296,10 @@ class KamajiHamiProfile(LabProfile):
             if len(set(ids)) != len(ids):
                 problems.append(((*at, "gpus"), "two GPU entries produce the same device ids; "
                                  "give each model its own id_prefix"))
+        if self.cluster is not None and self.cluster.fake_gpu_nodes:
+            problems.append((("cluster", "fake_gpu_nodes"), "only for stack vcluster-kai "
+                             "(fake-gpu-operator): kamaji-hami's GPUs are its tenants' workers "
+                             "(tenants[].gpus on kind, joined machines on an existing cluster)"))
         return problems
 
     def member_names(self) -> list[str]:
