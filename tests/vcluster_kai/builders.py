@@ -234,6 +234,26 @@ def share_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
                                                   f"{GPU_NODE}; PodGroup {group['metadata']['name']}")
 
 
+def over_limit_details(team: TeamSpec) -> dict[str, Any]:
+    """KAI's queueDetails for the over-limit probe as OVER_LIMIT tells it: the team's queue
+    (the profile's quotas and limits, in KAI's units: GPUs, millicores, megabytes) holding the share
+    pod's 0.33 GPU and asked for the probe's 2 GPUs more; the probe pods ask no CPU or memory, and with
+    KAI's default priority class `train` (50, below 100) the jobs are preemptible
+    (pkg/common/podgroup/preemptible.go:10-26)."""
+    res = team.queue.resources
+    shared, asked = 0.33, 2.0
+
+    def mib(amount: float) -> float:  # proportion.go:49, 339-340: KAI's "mebibytes" is
+        return max(-1.0, amount * 1000 * 1000)  # 1000 * 1000; -1 (unlimited) kept
+
+    return kw.quota_details(
+        team.queue_name, requested=(shared + asked, 0, 0),
+        deserved=(res.gpu.quota, res.cpu.quota, mib(res.memory.quota)),
+        allocated=(shared, 0, 0), allocated_non_preemptible=(0, 0, 0),
+        limits=(res.gpu.limit, res.cpu.limit, mib(res.memory.limit)),
+        pod_group_requested=(asked, 0, 0), preemptible=True)
+
+
 def over_limit_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
     message = OVER_LIMIT.format(queue=team.queue_name)
     # On the pod's event and condition KAI puts the job's message, "OverLimit: <text>.", as no
@@ -242,10 +262,7 @@ def over_limit_run(profile: VclusterKaiProfile, team: TeamSpec) -> ProbeRun:
     host = host_pod(profile, team, "gpu-over-limit", running=False, message=said)
     group = pod_group(host, team.queue_name, [{
         "reason": "OverLimit", "message": message,
-        "details": {"queueDetails": {"name": team.queue_name,
-                                     "queueResourceLimits": {kr.GPU_RESOURCE: "1"},
-                                     "queueAllocatedResources": {kr.GPU_RESOURCE: "330m"},
-                                     "podGroupRequestedResources": {kr.GPU_RESOURCE: "2"}}}}])
+        "details": {"queueDetails": over_limit_details(team)}}])
     return ProbeRun("gpu-over-limit", "KAI-06", created=virtual_pod(profile, team,
                                                                     "gpu-over-limit"),
                     host_name=host["metadata"]["name"], host=host, pod_group=group,

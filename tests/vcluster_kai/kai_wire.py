@@ -157,3 +157,62 @@ def top_owner_metadata(name: str, uid: str) -> str:
 
 
 TOP_OWNER_METADATA = "kai.scheduler/top-owner-metadata"
+
+
+_SI_SUFFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def si_quantity(value: int, *, milli: bool = False) -> str:
+    """resource.NewQuantity(value, DecimalSI) (or NewMilliQuantity) as text: k8s.io/apimachinery
+    v0.36.3 pkg/api/resource/quantity.go:425-458 (CanonicalizeBytes: zero is "0", else the
+    mantissa with its exponent a multiple of 3 and the DecimalSI suffix of that exponent)."""
+    if value == 0:
+        return "0"
+    exponent = -3 if milli else 0
+    while value % 1000 == 0 and exponent < 18:
+        value //= 1000
+        exponent += 3
+    return f"{value}{_SI_SUFFIXES[exponent]}"
+
+
+Resources = tuple[float, float, float]  # (GPUs, millicores, memory bytes), as KAI counts them
+
+
+def resource_list(resources: Resources) -> dict[str, str]:
+    """ResourceRequirementsFromQuantities(...).ToResourceList() (plugins/proportion/utils/
+    utils.go:23-29, api/resource_info/resource_requirment.go:34-39, 74-88 and
+    base_resources.go:107-116): cpu as int64 millicores, memory as int64 bytes, and under
+    nvidia.com/gpu a fraction below one as milli-GPUs, else the whole devices
+    (NewGpuResourceRequirementWithGpus, gpu_resource_requirment.go:44-58: int64 of the GPUs
+    from one up, none for zero or KAI's -1 "unlimited")."""
+    gpus, milli_cpu, memory = resources
+    if 0 < gpus < 1:
+        gpu = si_quantity(int(gpus * 1000), milli=True)
+    else:
+        gpu = si_quantity(int(gpus) if gpus >= 1 else 0)
+    return {"cpu": si_quantity(int(milli_cpu), milli=True), "memory": si_quantity(int(memory)),
+            GPU: gpu}
+
+
+def quota_details(queue: str, *, requested: Resources, deserved: Resources,
+                  allocated: Resources, allocated_non_preemptible: Resources, limits: Resources,
+                  pod_group_requested: Resources, preemptible: bool) -> dict[str, Any]:
+    """`details.queueDetails` of an OverLimit explanation (plugins/proportion/capacity_policy/
+    max_allowed_check.go:16-48; field names from apis/scheduling/v2alpha2/podgroup_types.go:
+    319-350): the queue's name (its QueueAttributes.UID, the Queue object's name:
+    api/queue_info/queue_info.go:58) and eight resource lists (resource_list), the pod group's
+    non-preemptible request empty (all zero) when the job is preemptible. The queue's shares
+    are what the proportion plugin holds (proportion.go:318-412): deserved and limits from the
+    Queue's spec (memory times 1000 * 1000, -1 kept), allocated from its running jobs,
+    requested from running and pending ones."""
+    return {
+        "name": queue,
+        "queueRequestedResources": resource_list(requested),
+        "queueDeservedResources": resource_list(deserved),
+        "queueAllocatedNonPreemptibleResources": resource_list(allocated_non_preemptible),
+        "podGroupRequestedResources": resource_list(pod_group_requested),
+        "podGroupRequestedNonPreemptibleResources": resource_list(
+            (0, 0, 0) if preemptible else pod_group_requested),
+        "queueAllocatedResources": resource_list(allocated),
+        "queueResourceLimits": resource_list(limits),
+    }
