@@ -129,7 +129,7 @@ def measure(teams: int, nodes: int, folder: Path) -> dict[str, Any]:
             raise SystemExit("bench_existing_scale: up failed: "
                              + "; ".join(str(f.error) for f in result.failures))
         status_seconds, status_requests, info = requests_to(
-            cluster, lambda: core.status(lab, None, profile, cluster.client))
+            cluster, lambda: core.status(lab, core.lab_provider(lab), profile, cluster.client))
         if len(info["gpu_nodes"]) != nodes or len(info["tenants"]) != teams:
             raise SystemExit("bench_existing_scale: status did not see every node and team")
         return {"teams": teams, "nodes": nodes, "preflight": preflight, "plan": plan_seconds,

@@ -731,7 +731,7 @@ def down(
             with _locked(lab, f"down{_flags(profile, name)}"):
                 result = core.down_existing(lab, record, kubeconfig=kubeconfig,
                                             context=context)
-            return _down_report(lab, result, _chosen_output(output, json_out), kind_found=True)
+            return _down_report(lab, result, _chosen_output(output, json_out))
         if kubeconfig is not None or context is not None:
             raise UsageError("--kubeconfig and --context go with a lab in an existing cluster")
 
@@ -745,13 +745,10 @@ def down(
             lab, members = name, []
             err.print(f"note: the profile recorded in {record.path} is not valid for this "
                       "gpulab; removing the lab by its record and labels", markup=False)
-        endpoint = core.docker_endpoint()  # kind must remove what gpulab sees: the same engine
-        runtime = core.connect_runtime(endpoint=endpoint)
-        kind = core.kind_cli(endpoint)
+        provider = core.lab_provider(lab)  # kind: Docker and kind, before the lab is locked
         with _locked(lab, f"down{_flags(profile, name)}"):
-            result = core.down(lab, runtime, kind, members)
-        return _down_report(lab, result, _chosen_output(output, json_out),
-                            kind_found=kind is not None)
+            result = core.down(lab, provider, members)
+        return _down_report(lab, result, _chosen_output(output, json_out))
 
     _guard(body)
 
@@ -772,7 +769,7 @@ def _existing_record(profile: str | None, name: str | None) -> Any:
     return (lab, record) if record is not None and record.provider == "existing" else None
 
 
-def _down_report(lab: str, result: Any, chosen: Output, *, kind_found: bool) -> int:
+def _down_report(lab: str, result: Any, chosen: Output) -> int:
     """`down`'s report: what went, what was kept, and exit 1 when something is left."""
     if chosen is not Output.text:
         _data({"lab": lab, "removed": result.removed, "kept": result.kept,
@@ -784,9 +781,8 @@ def _down_report(lab: str, result: Any, chosen: Output, *, kind_found: bool) -> 
             err.print(f" - removed {item}", markup=False)
         for item in result.kept:
             err.print(f" = kept {item}", markup=False)
-        if not kind_found:
-            err.print("note: kind not found; removed the cluster's containers by label",
-                      markup=False)
+        for note in result.notes:  # how the provider went about it
+            err.print(f"note: {note}", markup=False)
     if result.leftovers:
         err.print(f"error: still present after down: {', '.join(result.leftovers)}",
                   markup=False)
@@ -809,8 +805,7 @@ def status(
         from gpulab import core
 
         loaded, lab = _resolve_lab(profile, name)
-        existing = _existing_record(None, lab)
-        info = core.status(lab, None if existing else core.connect_runtime(), loaded.profile)
+        info = core.status(lab, core.lab_provider(lab), loaded.profile)
         if not info["exists"]:
             raise core.no_lab(lab)
         mgmt = info["management"]
@@ -1494,19 +1489,12 @@ def logs(
         from gpulab import core
 
         loaded, lab = _resolve_lab(profile, name)
-        existing = _existing_record(None, lab)  # in a cluster gpulab did not make: no Docker
-        runtime = None if existing else core.connect_runtime()
-        if runtime is not None and not core.lab_exists(lab, runtime):  # no bundle of nothing
+        provider = core.lab_provider(lab)  # in a cluster gpulab did not make: no Docker
+        if not provider.exists(lab):  # no bundle of nothing
             raise core.no_lab(lab)
         target = folder or Path(f"gpulab-logs-{lab}-{time.strftime('%Y%m%d-%H%M%S')}")
         err.print(f"collecting diagnostics for lab '{lab}' ...", markup=False)
-        if existing is not None:
-            path = core.collect_logs_existing(lab, target, existing[1],
-                                              loaded.profile.member_names(), tar=tar,
-                                              profile=loaded.profile)
-        else:
-            assert runtime is not None
-            path = core.collect_logs(lab, target, runtime, tar=tar)
+        path = core.collect_logs(lab, target, provider, loaded.profile, tar=tar)
         errors = target / "errors.txt"
         if errors.exists():
             err.print(f"some collectors failed, see {errors}", markup=False)

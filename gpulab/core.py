@@ -10,8 +10,9 @@ from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
 from gpulab.profile.base import dns_label
 from gpulab.providers.base import HostTools, Teardown
 
-# kind's own pieces live in providers.kind; the CLI (doctor, down, logs) reaches them here
-from gpulab.providers.kind import kind_cli, lab_adapters, lab_exists, preflight
+# kind's own pieces live in providers.kind; the CLI's doctor reaches them here, and the kind
+# provider reaches this host through core's names (_host), which tests replace
+from gpulab.providers.kind import kind_cli, lab_adapters, preflight
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
         KubeGateway,
         LabAdapters,
     )
-    from gpulab.adapters.base import KindProvider as KindBinary
     from gpulab.adapters.docker_endpoint import DockerEndpoint
     from gpulab.adapters.kube import KubeClient
     from gpulab.cluster.kubeconfig import ClusterAccess
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.providers.base import ClusterChoice
+    from gpulab.providers.base import ClusterChoice, ClusterProvider
     from gpulab.providers.existing import ExistingCluster, ExistingFacts
     from gpulab.stacks import Stack
     from gpulab.verify.observe import CrossTenantGateway
@@ -47,16 +47,15 @@ __all__ = [
     "check_ids",
     "cluster_members",
     "collect_logs",
-    "collect_logs_existing",
     "connect_runtime",
     "docker_endpoint",
     "down",
     "inspect_clusters",
     "kind_cli",
     "lab_adapters",
-    "lab_exists",
     "lab_expose",
     "lab_name",
+    "lab_provider",
     "labs",
     "management_api_problem",
     "no_lab",
@@ -147,7 +146,25 @@ def plan_steps(
 def _host() -> HostTools:
     """This host's tools as core reaches them, for the providers."""
     return HostTools(endpoint=docker_endpoint, docker=connect_runtime, reader=read_docker,
-                     helm=_helm_on_host)
+                     helm=_helm_on_host, kind=kind_cli)
+
+
+def lab_provider(lab: str, *, kubeconfig: Path | None = None, context: str | None = None
+                 ) -> ClusterProvider:
+    """The provider of a lab that exists (or may: its leftovers), for `status`, `logs` and
+    `down`: by its record, an existing cluster reached as recorded (`kubeconfig`/`context`
+    instead, when given); else kind, connected to this host's Docker engine (HostError when it
+    does not answer) with the kind binary driving the same engine."""
+    from gpulab import lab_record
+    from gpulab.providers import ClusterChoice, for_choice
+    from gpulab.providers.existing import choice_of
+
+    record = lab_record.read(lab)
+    if record is not None and record.provider == "existing":
+        return for_choice(choice_of(record, kubeconfig, context), _host())
+    provider = for_choice(ClusterChoice("kind"), _host())
+    provider.connect()
+    return provider
 
 
 # --------------------------------------------------------------------------- lab record
@@ -328,17 +345,14 @@ def _helm_on_host() -> Callable[[Path], HelmGateway]:
 # --------------------------------------------------------------------------- down
 
 
-def down(lab: str, runtime: ContainerRuntime, kind: KindBinary | None,
-         members: Sequence[str] = ()) -> Teardown:
-    """Remove everything labelled for the lab (providers.kind), and the contexts `gpulab
-    kubeconfig --merge` added for it (those its record lists; for a lab recorded by an older
-    gpulab, also the `gpulab-LAB-MEMBER` contexts of `members` in the user's kubeconfig); works
-    on half-built labs and after crashes."""
+def down(lab: str, provider: ClusterProvider, members: Sequence[str] = ()) -> Teardown:
+    """Remove what the lab's provider made for it (kind: everything labelled for the lab, see
+    lab_provider), and the contexts `gpulab kubeconfig --merge` added for it (those its record
+    lists; for a lab recorded by an older gpulab, also the `gpulab-LAB-MEMBER` contexts of
+    `members` in the user's kubeconfig); works on half-built labs and after crashes."""
     from gpulab import lab_record
-    from gpulab.providers import ClusterChoice, for_choice
 
     record = lab_record.read(lab)  # before the lab's folder goes
-    provider = for_choice(ClusterChoice("kind"), runtime=runtime, kind=kind)
     return provider.teardown(lab, record, lambda: _forget(lab, record, members))
 
 
@@ -544,27 +558,24 @@ def _lab_state(found: list[Any], kubeconfigs: list[str], members: list[str],
 
 def status(
     lab: str,
-    runtime: ContainerRuntime | None,
+    provider: ClusterProvider,
     profile: LabProfile,
     kube: Callable[[Path], KubeGateway] | None = None,
 ) -> dict[str, Any]:
     """What exists for the lab, in its stack's shape (`stack`, `management`, `tenants`,
-    `exists`: the lab has a folder or something in Docker); `management.api_error` says why
-    its management API cannot be used ('' when it answers); `kube` builds a client per
+    `exists`: the lab has a folder or something its provider made); the management row and
+    the lab's own containers are the provider's (lab_provider); `management.api_error` says
+    why its management API cannot be used ('' when it answers); `kube` builds a client per
     kubeconfig (tests pass fakes)."""
     from gpulab.paths import lab_dir
-    from gpulab.providers import ClusterChoice, for_choice
     from gpulab.stacks import for_profile
 
-    # no Docker engine: the lab is in an existing cluster (the CLI connects only for kind labs)
-    provider = for_choice(ClusterChoice("kind" if runtime is not None else "existing"),
-                          runtime=runtime)
     forwarding = None
     if kube is None and lab_expose(lab) == "port-forward":  # the vClusters through the API
         forwarding = _forwarding(_status_client, lab_dir(lab) / "management.kubeconfig", profile)
     kube = forwarding or kube or _status_client
     try:
-        info = dict(for_profile(profile).lab_status(lab, runtime, profile, kube,
+        info = dict(for_profile(profile).lab_status(lab, provider.machines(), profile, kube,
                                                     provider.management(lab)))
         info["exists"] = bool(info.get("exists")) or lab_dir(lab).is_dir()
         info["timings"] = recorded_timings(lab)
@@ -661,50 +672,14 @@ def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None
 # --------------------------------------------------------------------------- logs
 
 
-def collect_logs(lab: str, folder: Path, runtime: ContainerRuntime, *, tar: bool) -> Path:
-    """Write the diagnostics bundle; returns the folder (or tarball) path."""
-    from gpulab.adapters.kube import KubeClient, RetryPolicy
-    from gpulab.diagnostics import collect, tarball
-    from gpulab.paths import lab_dir
-    from gpulab.tools import find_tool
+def collect_logs(lab: str, folder: Path, provider: ClusterProvider, profile: LabProfile, *,
+                 tar: bool, kube: Callable[[Path], KubeGateway] | None = None) -> Path:
+    """Write the diagnostics bundle of what the lab has, as its provider collects it (kind: the
+    nodes and every cluster; existing: only what gpulab created there); returns the folder (or
+    tarball) path."""
+    from gpulab.diagnostics import tarball
 
-    helm_binary = find_tool("helm")
-
-    def helm(path: Path) -> HelmGateway:
-        from gpulab.adapters.helm import PyHelm3Gateway
-
-        return PyHelm3Gateway(path, executable=helm_binary or "helm")
-
-    def kube(path: Path) -> KubeGateway:
-        return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
-
-    collect(lab, folder, runtime=runtime, kube=kube, helm=helm if helm_binary else None,
-            lab_files=lab_dir(lab))
-    return tarball(folder) if tar else folder
-
-
-def collect_logs_existing(lab: str, folder: Path, record: LabRecord, members: Sequence[str],
-                          *, tar: bool, kube: Callable[[Path], KubeGateway] | None = None,
-                          profile: LabProfile | None = None) -> Path:
-    """The bundle of a lab in a cluster gpulab did not make: only what its record says gpulab
-    created there, every read within diagnostics.EXISTING_DEADLINE (no Docker, no helm); the
-    vClusters of a port-forward lab (`profile`'s teams) through forwards of the cluster's API."""
-    from gpulab.adapters.kube import KubeClient, RetryPolicy
-    from gpulab.diagnostics import collect_existing, tarball
-    from gpulab.paths import lab_dir
-
-    def client(path: Path) -> KubeGateway:
-        return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
-
-    factory = kube or client
-    forwarding = _forwarding(factory, lab_dir(lab) / "management.kubeconfig", profile) \
-        if profile is not None and lab_expose(lab) == "port-forward" else None
-    try:
-        collect_existing(lab, folder, owned=record.owned, members=members,
-                         kube=forwarding or factory, lab_files=lab_dir(lab))
-    finally:
-        if forwarding is not None:
-            forwarding.close()
+    provider.logs(lab, folder, profile, kube=kube)
     return tarball(folder) if tar else folder
 
 

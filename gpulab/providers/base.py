@@ -31,6 +31,7 @@ class Teardown:
     removed: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how it was done (kind: no kind binary)
 
 
 @dataclass(frozen=True)
@@ -68,13 +69,15 @@ class ManagementRow:
 class HostTools:
     """How a provider reaches this host's tools; core hands in its own functions (the names
     the CLI and tests use): the Docker endpoint, the engine (`docker(endpoint=...)`), a
-    read-only view of it (`reader(timeout=...)`) and Helm (`helm()`: a gateway factory, or
-    HostError when helm is not installed)."""
+    read-only view of it (`reader(timeout=...)`), Helm (`helm()`: a gateway factory, or
+    HostError when helm is not installed) and the kind binary driving an endpoint
+    (`kind(endpoint)`, None when kind is not installed)."""
 
     endpoint: Callable[[], Any]
     docker: Callable[..., Any]
     reader: Callable[..., Any]
     helm: Callable[[], Callable[[Path], Any]]
+    kind: Callable[[Any], Any]
 
 
 class StackSide(Protocol):
@@ -121,7 +124,13 @@ class ClusterProvider(Protocol):
     - `open`: `up`'s refusals before anything is created (`preflight`), then the adapters and
       every step to run (the provider's own first, then the stack's on the ground found);
       `built`: after a run that built something (kind records what Docker holds for the lab);
-    - `management`: status's management row;
+    - `connect`: what an existing lab's commands (status, logs, down) need from this host
+      first (kind: the Docker engine and the kind binary driving it; HostError when Docker
+      does not answer);
+    - `exists`: the lab has something here (a folder, or what the provider made for it);
+    - `management`: status's management row; `machines`: the container engine status lists the
+      lab's own containers from (None: the cluster's API says what the lab has);
+    - `logs`: the diagnostics bundle of what the lab has, written into a folder;
     - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
       contexts, once, after what the provider removed itself).
 
@@ -138,7 +147,16 @@ class ClusterProvider(Protocol):
 
     def built(self, lab: str, adapters: LabAdapters) -> None: ...
 
+    def connect(self) -> None: ...
+
+    def exists(self, lab: str) -> bool: ...
+
     def management(self, lab: str) -> ManagementRow: ...
+
+    def machines(self) -> Any: ...  # gpulab.adapters.base.ContainerRuntime | None
+
+    def logs(self, lab: str, folder: Path, profile: LabProfile, *,
+             kube: Callable[[Path], Any] | None = None) -> None: ...
 
     def teardown(self, lab: str, record: Any,  # gpulab.lab_record.LabRecord | None (its
                  forget: Callable[[], list[str]]) -> Teardown: ...  # import would be a cycle)

@@ -810,6 +810,47 @@ class ExistingProvider:
     def built(self, lab: str, adapters: LabAdapters) -> None:
         """Nothing more to record: each step recorded its creations before it acted."""
 
+    def connect(self) -> None:
+        """Nothing from this host: each command reaches the cluster itself."""
+
+    def exists(self, lab: str) -> bool:
+        """The lab has a folder (its record is in it)."""
+        from gpulab.paths import lab_dir
+
+        return lab_dir(lab).is_dir()
+
+    def machines(self) -> None:
+        """None: status reads what the lab has from the cluster's API."""
+
+    def logs(self, lab: str, folder: Path, profile: LabProfile, *,
+             kube: Callable[[Path], Any] | None = None) -> None:
+        """gpulab.diagnostics.collect_existing: only what the lab's record says gpulab created
+        in the cluster, every read within diagnostics.EXISTING_DEADLINE (no Docker, no helm);
+        the vClusters of a port-forward lab through forwards of the cluster's API. `kube`: a
+        client per kubeconfig (default 15 s a request, no retries)."""
+        from gpulab import lab_record
+        from gpulab.adapters.kube import KubeClient, RetryPolicy
+        from gpulab.diagnostics import collect_existing
+        from gpulab.paths import lab_dir
+        from gpulab.providers.forward import ForwardingKube, forwarded_teams
+
+        def client(path: Path) -> Any:
+            return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
+
+        record = lab_record.read(lab)
+        owned = record.owned if record is not None else ()
+        expose = str(record.cluster.get("expose") or "") if record is not None else ""
+        factory = kube or client
+        forwarding = ForwardingKube(factory, lab_dir(lab) / "management.kubeconfig",
+                                    forwarded_teams(profile)) \
+            if expose == "port-forward" else None
+        try:
+            collect_existing(lab, folder, owned=owned, members=profile.member_names(),
+                             kube=forwarding or factory, lab_files=lab_dir(lab))
+        finally:
+            if forwarding is not None:
+                forwarding.close()
+
     def management(self, lab: str) -> ManagementRow:
         """The cluster as the lab's record names it; in use while the lab's kubeconfig is
         saved."""

@@ -5,8 +5,9 @@ labelled for the lab.
 It owns what is kind's or Docker's about a lab: the kind binary set to drive the same engine as
 gpulab (`kind_cli`), the real adapters of a kind lab (`lab_adapters`), doctor's host checks as
 `up`'s preflight (`preflight`, pulling the node image as a step of its own), what Docker holds for
-a lab (`lab_exists`, `created`), status's management row (the control-plane node container) and
-`down` (`KindProvider.teardown`: kind delete, then a sweep by label, then what is left); `plan`'s
+a lab (`lab_exists`, `created`), status's management row (the control-plane node container),
+`logs` (`KindProvider.logs`) and `down` (`KindProvider.teardown`: kind delete, then a sweep by
+label, then what is left), each after `connect` (Docker and kind on one endpoint); `plan`'s
 host facts (`ground`), `up`'s preflight and adapters (`open`), and step `management/cluster`
 (`ManagementCluster`: `kind create cluster` from the kind config the stack renders, its
 `kind_cluster_config`). Imports no stack.
@@ -338,6 +339,46 @@ class KindProvider:
     def adapters(self, profile: LabProfile, lab: str) -> LabAdapters:
         return lab_adapters(profile, lab, self._docker(), self.endpoint)
 
+    def connect(self) -> None:
+        """Unless given: the Docker engine (HostError when it does not answer) and the kind
+        binary set to drive the same engine (None: not installed), from one endpoint."""
+        if self.runtime is None:
+            tools = self._tools()
+            self.endpoint = tools.endpoint()  # kind must act on what gpulab sees: one engine
+            self.runtime = tools.docker(endpoint=self.endpoint)
+            self.kind = tools.kind(self.endpoint)
+
+    def exists(self, lab: str) -> bool:
+        """The lab has a folder, or Docker holds something labelled for it (a leftover)."""
+        return lab_exists(lab, self._docker())
+
+    def machines(self) -> ContainerRuntime:
+        """The Docker engine: the lab's nodes and workers are its containers."""
+        return self._docker()
+
+    def logs(self, lab: str, folder: Path, profile: LabProfile, *,
+             kube: Callable[[Path], Any] | None = None) -> None:
+        """gpulab.diagnostics.collect: the nodes' containers and journals, and each cluster
+        the lab's kubeconfigs reach (`kube`: a client per kubeconfig; default 15 s a request,
+        no retries), with helm's releases when helm is installed."""
+        from gpulab.adapters.kube import KubeClient, RetryPolicy
+        from gpulab.diagnostics import collect
+        from gpulab.paths import lab_dir
+        from gpulab.tools import find_tool
+
+        helm_binary = find_tool("helm")
+
+        def helm(path: Path) -> Any:
+            from gpulab.adapters.helm import PyHelm3Gateway
+
+            return PyHelm3Gateway(path, executable=helm_binary or "helm")
+
+        def client(path: Path) -> Any:
+            return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
+
+        collect(lab, folder, runtime=self._docker(), kube=kube or client,
+                helm=helm if helm_binary else None, lab_files=lab_dir(lab))
+
     def management(self, lab: str) -> ManagementRow:
         """The kind cluster and the state of its control-plane node container."""
         from gpulab.naming import kind_cluster_name
@@ -356,7 +397,9 @@ class KindProvider:
         runtime, kind = self._docker(), self.kind
         result = Teardown()
         cluster = kind_cluster_name(lab)
-        if kind is not None and cluster in kind.clusters():
+        if kind is None:
+            result.notes.append("kind not found; removed the cluster's containers by label")
+        elif cluster in kind.clusters():
             kind.delete(cluster)
             result.removed.append(f"kind cluster {cluster}")
         for labels in _selectors(lab):

@@ -524,8 +524,8 @@ def test_up_without_a_reachable_node_goes_by_port_forward(
         dialled.clear()  # logs reads each vCluster through a forward too
         record = lab_record.read(LAB)
         assert record is not None
-        bundle = core.collect_logs_existing(LAB, tmp_path / "bundle", record, TEAMS, tar=False,
-                                            kube=_plain_http(cluster), profile=_profile())
+        bundle = core.collect_logs(LAB, tmp_path / "bundle", core.lab_provider(LAB), _profile(),
+                                   tar=False, kube=_plain_http(cluster))
         assert "gpu-node-1" in (bundle / "clusters/team-nlp/nodes.yaml").read_text()
         assert not (bundle / "errors.txt").exists()
         assert {d.split("/")[0] for d in dialled} == {f"vcluster-{t}" for t in TEAMS}

@@ -7,6 +7,7 @@ from rich.console import Console
 from gpulab import core
 from gpulab.errors import AdapterError
 from gpulab.paths import lab_dir
+from gpulab.providers import ClusterChoice, for_choice
 from gpulab.stacks.kamaji_hami.status import _tenant_status
 from tests.fakes import FakeRuntime, FakeWorld, _cluster_of, fake_adapters
 
@@ -31,9 +32,14 @@ def _kube(world: FakeWorld):
     return lambda path: world.kube(_cluster_of(path))
 
 
+def _on_kind(world: FakeWorld):
+    """The kind provider on the fake Docker engine (what gpulab status connects to)."""
+    return for_choice(ClusterChoice("kind"), runtime=FakeRuntime(world))
+
+
 def test_status_shows_control_planes_nodes_and_card_use(kamaji_profile) -> None:
     world = _lab(kamaji_profile)
-    info = core.status("kamaji-hami", FakeRuntime(world), kamaji_profile, kube=_kube(world))
+    info = core.status("kamaji-hami", _on_kind(world), kamaji_profile, kube=_kube(world))
     a = info["tenants"]["tenant-a"]
     assert a["control_plane"] == {"status": "Ready", "version": "v1.36.4",
                                   "endpoint": "172.18.255.200:6443"}
@@ -50,7 +56,7 @@ def test_status_shows_control_planes_nodes_and_card_use(kamaji_profile) -> None:
 
 def test_status_renders_bars(kamaji_profile) -> None:
     world = _lab(kamaji_profile)
-    info = core.status("kamaji-hami", FakeRuntime(world), kamaji_profile, kube=_kube(world))
+    info = core.status("kamaji-hami", _on_kind(world), kamaji_profile, kube=_kube(world))
     console = Console(width=200, record=True)
     console.print(_tenant_status("tenant-a", info["tenants"]["tenant-a"]))
     text = console.export_text()
@@ -72,6 +78,6 @@ def test_unreachable_tenant_api_is_reported_not_fatal(kamaji_profile) -> None:
             return Down()
         return world.kube(_cluster_of(path))
 
-    info = core.status("kamaji-hami", FakeRuntime(world), kamaji_profile, kube=kube)
+    info = core.status("kamaji-hami", _on_kind(world), kamaji_profile, kube=kube)
     assert "connection failed" in info["tenants"]["tenant-b"]["api_error"]
     assert info["tenants"]["tenant-a"]["gpus"]

@@ -238,3 +238,25 @@ def test_a_recorded_profile_this_gpulab_refuses_still_lets_down_remove_the_lab(
     assert f"note: the profile recorded in {path} is not valid for this gpulab" in down.stderr
     assert f"removed context gpulab-lab2-tenant-b from {kube}" in down.stderr
     assert _contexts(kube) == ["mine"] and not lab_dir("lab2").exists()
+
+
+def test_down_without_kind_removes_the_nodes_by_label_and_says_so(
+        world: FakeWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`down` of a kind lab reaches Docker and kind through the lab's provider: with kind gone
+    from the host, the cluster's node containers are removed by kind's label, and the note says
+    how; with kind there, kind deletes the cluster and no note is printed."""
+    assert runner.invoke(app, ["up", "--name", "nokind"]).exit_code == 0
+    assert "gpulab-nokind-control-plane" in world.containers
+    monkeypatch.setattr(core, "kind_cli", lambda *_a, **_k: None)
+    down = runner.invoke(app, ["down", "--name", "nokind"])
+    assert down.exit_code == 0, down.stderr
+    assert " - removed container gpulab-nokind-control-plane" in down.stderr
+    assert "note: kind not found; removed the cluster's containers by label" in down.stderr
+    assert "gpulab-nokind-control-plane" not in world.containers
+
+    monkeypatch.setattr(core, "kind_cli", lambda *_a, **_k: FakeKind(world))
+    assert runner.invoke(app, ["up", "--name", "withkind"]).exit_code == 0
+    down = runner.invoke(app, ["down", "--name", "withkind"])
+    assert down.exit_code == 0, down.stderr
+    assert " - removed kind cluster gpulab-withkind" in down.stderr
+    assert "note:" not in down.stderr

@@ -14,6 +14,7 @@ from gpulab.engine.runner import Event, Outcome, RunResult, run_steps
 from gpulab.engine.step import StepContext
 from gpulab.errors import AdapterError
 from gpulab.paths import lab_dir
+from gpulab.providers import ClusterChoice, for_choice
 from gpulab.providers.kind import kind_steps
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
@@ -273,7 +274,8 @@ def test_status_shows_queues_and_teams(kai_profile: VclusterKaiProfile) -> None:
     host.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": "team-nlp-0", "namespace": "vcluster-team-nlp",
         "labels": {"app": "vcluster", "release": "team-nlp"}}, "status": {"phase": "Running"}})
-    info = core.status(LAB, FakeRuntime(world), kai_profile,
+    info = core.status(LAB, for_choice(ClusterChoice("kind"), runtime=FakeRuntime(world)),
+                       kai_profile,
                        kube=lambda path: world.kube(_cluster_of(path)))
     assert info["stack"] == "vcluster-kai" and info["exists"]
     row = next(q for q in info["queues"] if q["name"] == "team-nlp")
@@ -304,7 +306,8 @@ def test_down_removes_the_lab(kai_profile: VclusterKaiProfile) -> None:
 
     world = KaiWorld()
     assert _up(kai_profile, world).ok
-    result = core.down(LAB, FakeRuntime(world), KaiKind(world))
+    result = core.down(LAB, for_choice(ClusterChoice("kind"), runtime=FakeRuntime(world),
+                                       kind=KaiKind(world)))
     assert "kind cluster gpulab-vcluster-kai" in result.removed
     assert any(item.startswith("lab files") for item in result.removed)
     assert result.leftovers == [] and not lab_dir(LAB).exists()
