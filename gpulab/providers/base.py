@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     from gpulab.adapters.base import LabAdapters
@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
 
-__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterProvider", "Ground", "HostTools",
-           "ManagementRow", "Session", "StackSide", "Teardown"]
+__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterNeeds", "ClusterProvider", "Ground",
+           "HostTools", "ManagementRow", "NodePool", "PortNeed", "Session", "StackSide",
+           "Teardown"]
 
 
 @dataclass
@@ -42,6 +43,37 @@ class ClusterChoice:
     expose: str = "auto"  # existing: auto | LoadBalancer | NodePort
     node_address: str | None = None
     helm_parallel: int = 4  # existing: Helm installs at once (teams install concurrently)
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """Worker nodes a stack needs in the cluster, each carrying `labels` from the moment it
+    exists (vcluster-kai's GPU pool)."""
+
+    name: str
+    count: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PortNeed:
+    """A NodePort this host must reach (vcluster-kai: a team's vCluster API), at `host_port`
+    on `address` of this host."""
+
+    name: str
+    node_port: int
+    host_port: int
+    address: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    """What a stack asks of the cluster, pure, from its profile (the stack's `cluster_needs`):
+    node pools and host ports. The provider meets them (kind renders its cluster config from
+    them: providers.kind_config); the stack never says how."""
+
+    pools: tuple[NodePool, ...] = ()
+    ports: tuple[PortNeed, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +124,7 @@ class StackSide(Protocol):
 
     def build_steps(self, profile: Any, lab: str, facts: Any) -> list[Step]: ...
 
-    def kind_cluster_config(self, profile: Any, lab: str) -> dict[str, Any]: ...
+    def cluster_needs(self, profile: Any) -> ClusterNeeds: ...
 
 
 @dataclass

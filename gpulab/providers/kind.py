@@ -9,8 +9,8 @@ a lab (`lab_exists`, `created`), status's management row (the control-plane node
 `logs` (`KindProvider.logs`) and `down` (`KindProvider.teardown`: kind delete, then a sweep by
 label, then what is left), each after `connect` (Docker and kind on one endpoint); `plan`'s
 host facts (`ground`), `up`'s preflight and adapters (`open`), and step `management/cluster`
-(`ManagementCluster`: `kind create cluster` from the kind config the stack renders, its
-`kind_cluster_config`). Imports no stack.
+(`ManagementCluster`: `kind create cluster` from the kind config providers.kind_config renders
+for the stack's `cluster_needs`). Imports no stack.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.engine.step import Artifact
 from gpulab.errors import GpulabError, HostError
 from gpulab.providers.base import Ground, ManagementRow, Session, Teardown
+from gpulab.providers.kind_config import kind_config
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ __all__ = [
     "PULL_STEP",
     "KindProvider",
     "ManagementCluster",
+    "cluster_step",
     "created",
     "kind_cli",
     "kind_lab",
@@ -207,8 +209,8 @@ def created(lab: str, runtime: ContainerRuntime) -> dict[str, list[str]]:
 
 @dataclass
 class ManagementCluster:
-    """Step `management/cluster`: the kind management cluster from the stack's kind config
-    (kubeconfig saved 0600)."""
+    """Step `management/cluster`: the kind management cluster from its kind config
+    (`config`; kubeconfig saved 0600)."""
 
     config: dict[str, Any]
     lab: str
@@ -255,10 +257,14 @@ class ManagementCluster:
 
 
 def kind_steps(profile: LabProfile, lab: str, stack: StackSide, facts: Any) -> list[Step]:
-    """Every step of `up` on kind: `management/cluster` from the stack's kind config, then the
+    """Every step of `up` on kind: `management/cluster` for what the stack needs, then the
     stack's steps on `facts`."""
-    return [ManagementCluster(stack.kind_cluster_config(profile, lab), lab),
-            *stack.build_steps(profile, lab, facts)]
+    return [cluster_step(profile, lab, stack), *stack.build_steps(profile, lab, facts)]
+
+
+def cluster_step(profile: LabProfile, lab: str, stack: StackSide) -> ManagementCluster:
+    """`management/cluster`: the kind cluster that meets the stack's `cluster_needs`."""
+    return ManagementCluster(kind_config(profile, lab, stack.cluster_needs(profile)), lab)
 
 
 class KindProvider:
@@ -299,8 +305,7 @@ class KindProvider:
         facts = stack.observe_host_facts(profile, runtime)
         if runtime is not None and not note:
             note = str(getattr(facts, "plan_note", "") or "")  # host facts the stack lacks
-        return Ground(facts, [ManagementCluster(stack.kind_cluster_config(profile, lab), lab)],
-                      note)
+        return Ground(facts, [cluster_step(profile, lab, stack)], note)
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
              adapters: LabAdapters | None, preflight: bool) -> Session:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.providers.base import ManagementRow
+    from gpulab.providers.base import ClusterNeeds, ManagementRow
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
@@ -61,7 +61,7 @@ class Stack(Protocol):
 
     def verify_previews(self, profile: Any) -> list[Step]: ...
 
-    def kind_cluster_config(self, profile: Any, lab: str) -> dict[str, Any]: ...
+    def cluster_needs(self, profile: Any) -> ClusterNeeds: ...
 
     def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
 
@@ -103,7 +103,7 @@ INTERFACE: dict[str, tuple[str, str]] = {
     "build_steps": ("steps", "build_steps"),
     "observe_host_facts": ("steps", "observe_host_facts"),
     "verify_previews": ("steps", "verify_previews"),
-    "kind_cluster_config": ("render", "kind_cluster_config"),
+    "cluster_needs": ("render", "cluster_needs"),
     "existing_needs": ("steps", "existing_needs"),
     "existing_problems": ("steps", "existing_problems"),
     "join_commands": ("steps", "join_commands"),

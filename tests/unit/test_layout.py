@@ -96,10 +96,16 @@ def test_providers_import_no_stack(module: str) -> None:
     assert not {i for i in GRAPH[module] if i.startswith("gpulab.stacks")}, module
 
 
+def _kind_provider(module: str) -> bool:
+    """The kind provider's modules: providers.kind and its siblings providers.kind_*."""
+    return module == "gpulab.providers.kind" or module.startswith("gpulab.providers.kind_")
+
+
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpulab.stacks")))
 def test_stacks_do_not_import_the_kind_provider(module: str) -> None:
-    """A stack's plan starts after `management/cluster`, whoever makes the cluster."""
-    assert "gpulab.providers.kind" not in GRAPH[module], module
+    """A stack's plan starts after `management/cluster`, whoever makes the cluster; what it
+    needs of the cluster it says in `providers.base`'s words (ClusterNeeds)."""
+    assert not {i for i in GRAPH[module] if _kind_provider(i)}, module
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -176,6 +182,8 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
     assert "gpulab.providers.existing" in GRAPH["gpulab.stacks.kamaji_hami.existing"]
     assert "gpulab.providers.kind" in GRAPH["gpulab.core"]
+    assert _kind_provider("gpulab.providers.kind_config")
+    assert "gpulab.providers.base" in GRAPH["gpulab.stacks.vcluster_kai.render"]
 
 
 def test_the_project_stands_alone() -> None:

@@ -243,11 +243,13 @@ def _with_host_port(profile: Any, port: int) -> Any:
 
 def test_every_team_port_is_a_host_port_kind_publishes(kai_profile) -> None:
     """The neutral accessor doctor reads is exactly what the kind config publishes."""
-    from gpulab.stacks.vcluster_kai.render import vcluster_port_mappings
+    from gpulab.providers.kind_config import kind_config
+    from gpulab.stacks.vcluster_kai.render import cluster_needs
 
+    published = kind_config(kai_profile, "x", cluster_needs(kai_profile))["nodes"][0]
     assert [(p.address, p.port, p.protocol.upper()) for p in kai_profile.host_ports()] == [
         (m["listenAddress"], m["hostPort"], m["protocol"])
-        for m in vcluster_port_mappings(kai_profile)]
+        for m in published["extraPortMappings"]]
     assert all(p.what.startswith("team ") for p in kai_profile.host_ports())
 
 

@@ -15,6 +15,7 @@ from gpulab import naming, stacks
 from gpulab.engine.plan import plan_documents
 from gpulab.errors import ProfileError
 from gpulab.providers.kind import kind_steps
+from gpulab.providers.kind_config import kind_config
 from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
@@ -199,11 +200,16 @@ def test_the_vcluster_schema_rejects_unknown_keys(kai_profile: VclusterKaiProfil
             validate_vcluster_values(bad)
 
 
+def _kind_config(profile: VclusterKaiProfile, lab: str) -> dict[str, Any]:
+    """The kind cluster the kind provider creates for what the stack needs."""
+    return kind_config(profile, lab, kr.cluster_needs(profile))
+
+
 def test_each_vcluster_nodeport_is_published_on_the_hosts_loopback(
         kai_profile: VclusterKaiProfile) -> None:
     """As kind publishes its API server (--publish 127.0.0.1:<host>:<node>/tcp): a node's
     container IP is not routable from rootless Docker, Podman or Docker Desktop hosts."""
-    config = kr.kind_cluster_config(kai_profile, "vcluster-kai")
+    config = _kind_config(kai_profile, "vcluster-kai")
     control_plane, *workers = config["nodes"]
     assert control_plane["extraPortMappings"] == [
         {"containerPort": team.api_node_port, "hostPort": team.host_port,
@@ -224,7 +230,7 @@ def test_a_host_port_other_than_the_nodeport(kai_profile: VclusterKaiProfile) ->
     data["teams"][1]["api_host_port"] = None
     profile = parse_profile(yaml.safe_dump(data))
     assert isinstance(profile, VclusterKaiProfile)
-    mapping = kr.kind_cluster_config(profile, "x")["nodes"][0]["extraPortMappings"][0]
+    mapping = _kind_config(profile, "x")["nodes"][0]["extraPortMappings"][0]
     assert (mapping["containerPort"], mapping["hostPort"]) == (profile.teams[0].api_node_port,
                                                                41443)
 
@@ -252,7 +258,7 @@ def test_host_pod_names(name: str, namespace: str, vcluster: str, expected: str 
 
 
 def test_kind_config_labels_the_gpu_worker_like_kais_ci(kai_profile: VclusterKaiProfile) -> None:
-    config = kr.kind_cluster_config(kai_profile, "vcluster-kai")
+    config = _kind_config(kai_profile, "vcluster-kai")
     theirs = yaml.safe_load((pinned_data() / "kai_v0.16.8_hack_e2e-kind-config.yaml").read_text())
     assert config["apiVersion"] == theirs["apiVersion"] and config["kind"] == theirs["kind"]
     control, worker = config["nodes"]
@@ -274,7 +280,7 @@ def test_more_pool_nodes_get_kinds_names(kai_profile: VclusterKaiProfile) -> Non
     profile = VclusterKaiProfile.model_validate(data)
     assert kr.gpu_node_names(profile, "lab") == [
         "gpulab-lab-worker", "gpulab-lab-worker2", "gpulab-lab-worker3"]
-    assert len(kr.kind_cluster_config(profile, "lab")["nodes"]) == 4
+    assert len(_kind_config(profile, "lab")["nodes"]) == 4
 
 
 def test_reservation_rbac_is_kais_ci_commands(kai_profile: VclusterKaiProfile) -> None:

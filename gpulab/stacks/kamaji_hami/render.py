@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gpulab.adapters.base import ContainerSpec, HelmRelease
-from gpulab.naming import LABEL_LAB, LABEL_MANAGED, LABEL_ROLE, LABEL_TENANT, kind_cluster_name
+from gpulab.naming import LABEL_LAB, LABEL_MANAGED, LABEL_ROLE, LABEL_TENANT
+from gpulab.providers.base import ClusterNeeds
 from gpulab.stacks.common import VERIFY_IMAGE, helm_release
 from gpulab.verify.hami import (
     CORDON_ANNOTATION,
@@ -35,6 +36,7 @@ __all__ = [
     "SharingSizes",
     "VerifyCard",
     "calico_pool_env",
+    "cluster_needs",
     "gpu_capacity",
     "gpu_capacity_patch",
     "gpu_register_annotation",
@@ -42,7 +44,6 @@ __all__ = [
     "hami_mock_rbac",
     "hami_release",
     "kamaji_release",
-    "kind_cluster_config",
     "konnectivity_images",
     "kube_proxy_config",
     "kube_proxy_objects",
@@ -67,20 +68,10 @@ def worker_name(lab: str, tenant: str, index: int) -> str:
     return f"gpulab-{lab}-{tenant}-worker{index if index else ''}"
 
 
-def kind_cluster_config(profile: KamajiHamiProfile, lab: str) -> dict[str, Any]:
-    """kind's cluster config: one control-plane node at the pinned image."""
-    return {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "name": kind_cluster_name(lab),
-        "nodes": [
-            {
-                "role": "control-plane",
-                "image": profile.management.node_image,
-                "labels": {LABEL_LAB: lab},
-            }
-        ],
-    }
+def cluster_needs(profile: KamajiHamiProfile) -> ClusterNeeds:
+    """What the management cluster must have: nothing beyond one node (the tenants' workers
+    are containers beside it, not nodes of it)."""
+    return ClusterNeeds()
 
 
 def kamaji_release(profile: KamajiHamiProfile) -> HelmRelease:

@@ -274,8 +274,8 @@ class VclusterKaiProfile(LabProfile):
         return HostNeeds(memory, base.disk_gib + TEAM_DISK_GIB * teams, base.cpus)
 
     def host_ports(self) -> list[HostPort]:
-        """Each team's vCluster API port on the host's 127.0.0.1 (render.vcluster_port_mappings
-        publishes exactly these through kind)."""
+        """Each team's vCluster API port on the host's 127.0.0.1 (render.cluster_needs asks for
+        exactly these, and kind publishes them)."""
         return [HostPort(VCLUSTER_LISTEN_ADDRESS, team.host_port, "tcp",
                          f"team {team.name}'s vCluster API (teams[{index}]."
                          f"{'api_host_port' if team.api_host_port else 'api_node_port'})")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab import naming
 from gpulab.adapters import base
+from gpulab.providers.base import ClusterNeeds, NodePool, PortNeed
 from gpulab.stacks import common
 from gpulab.stacks.vcluster_kai.profile import VCLUSTER_LISTEN_ADDRESS
 from gpulab.verify import kai
@@ -33,12 +34,12 @@ __all__ = [
     "QUEUE_LABEL",
     "VERIFY_PODS",
     "ProbeSizes",
+    "cluster_needs",
     "fake_gpu_operator_release",
     "gpu_node_labels",
     "gpu_node_names",
     "host_pod_name",
     "kai_scheduler_release",
-    "kind_cluster_config",
     "node_gpus",
     "probe_sizes",
     "queue_objects",
@@ -108,34 +109,16 @@ def gpu_node_labels(profile: VclusterKaiProfile) -> dict[str, str]:
     }
 
 
-def kind_cluster_config(profile: VclusterKaiProfile, lab: str) -> dict[str, Any]:
-    """One control-plane node and the GPU pool's workers, all at the pinned image."""
-    image = profile.management.node_image
-    nodes: list[dict[str, Any]] = [
-        {"role": "control-plane", "image": image, "labels": {naming.LABEL_LAB: lab},
-         "extraPortMappings": vcluster_port_mappings(profile)}
-    ]
-    nodes += [
-        {"role": "worker", "image": image,
-         "labels": {naming.LABEL_LAB: lab, **gpu_node_labels(profile)}}
-        for _ in range(profile.gpu_pool.nodes)
-    ]
-    return {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "name": naming.kind_cluster_name(lab),
-        "nodes": nodes,
-    }
-
-
-def vcluster_port_mappings(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
-    """Each team's vCluster NodePort published on the host's 127.0.0.1, the way kind publishes
-    its own API server (providers/docker/provision.go generatePortMappings → `--publish
-    127.0.0.1:<host>:<node>/tcp`). A node's container IP is not routable from the host on
-    rootless Docker, Podman or Docker Desktop (macOS, Windows); a published loopback port is."""
-    return [{"containerPort": team.api_node_port, "hostPort": team.host_port,
-             "listenAddress": VCLUSTER_LISTEN_ADDRESS, "protocol": "TCP"}
-            for team in profile.teams]
+def cluster_needs(profile: VclusterKaiProfile) -> ClusterNeeds:
+    """The GPU pool's workers, labelled from creation on (`gpu_node_labels`), and each team's
+    vCluster NodePort reachable from this host at the team's port on 127.0.0.1 (the host's
+    only address every Docker setup can reach: a node's container IP is not routable from
+    rootless Docker, Podman or Docker Desktop)."""
+    pool = profile.gpu_pool
+    return ClusterNeeds(
+        pools=(NodePool(pool.name, pool.nodes, gpu_node_labels(profile)),),
+        ports=tuple(PortNeed(team.name, team.api_node_port, team.host_port,
+                             VCLUSTER_LISTEN_ADDRESS) for team in profile.teams))
 
 
 def fake_gpu_operator_release(profile: VclusterKaiProfile, *,
