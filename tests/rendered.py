@@ -22,6 +22,7 @@ PINNED_CHARTS = {
     "kamaji": "kamaji-0.0.0+latest",
     "cert-manager": "cert-manager-v1.21.1",  # stands in for v1.21.2 (SOURCES.md: not reproducible)
     "fake-gpu-operator": "fake-gpu-operator-0.0.74",
+    "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator": "fake-gpu-operator-0.0.74",
     "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler": "kai-scheduler-v0.16.8",
     "kai-scheduler": "kai-scheduler-v0.16.8",
     "vcluster": "vcluster-0.35.3",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import AdapterError, UsageError
+from gpulab.pod_security import ENFORCE_LABEL, allows, enforced
 from gpulab.providers.base import (
     ClusterChoice,
     ClusterIdentity,
@@ -58,6 +59,7 @@ __all__ = [
     "identity_of",
     "observe",
     "owned_entries",
+    "pod_security_problems",
     "teardown",
 ]
 
@@ -164,6 +166,9 @@ class ExistingFacts:
     expose_why: str = ""
     fake_nodes: tuple[FakeNode, ...] = ()  # cluster.fake_gpu_nodes, as found
     objects_found: tuple[str, ...] = ()  # Needs.absent that exist ("RuntimeClass nvidia")
+    # the lab's own namespaces of Needs.pod_security as found: (name, the level their
+    # pod-security.kubernetes.io/enforce label enforces, None when unlabelled)
+    namespace_levels: tuple[tuple[str, str | None], ...] = ()
     stack: Any = None  # what the stack's own reader (Needs.read) found: its add-ons, names
 
     @property
@@ -319,6 +324,26 @@ class Needs:
     fake_labels: tuple[tuple[str, str], ...] = ()  # the labels each of them gets
     absent: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name) that must not exist
     read: Callable[[Any], Any] | None = None  # the stack's own read-only questions (GETs)
+    # (namespace, Pod Security level its pods need, what needs it): each the lab labels when it
+    # creates it (stacks.common.LabNamespaces); one it made before is read again (pod_security)
+    pod_security: tuple[tuple[str, str, str], ...] = ()
+
+
+def pod_security_problems(needs: Needs, facts: ExistingFacts) -> list[str]:
+    """The lab's own namespaces (an earlier `up` made them) whose Pod Security label now
+    refuses the pods gpulab puts there: someone set a stricter level since. Namespaces of
+    others are never used (the stack refuses them); an unlabelled one of the lab's gets its
+    label again (LabNamespaces)."""
+    found = dict(facts.namespace_levels)
+    problems = []
+    for namespace, need, what in needs.pod_security:
+        level = found.get(namespace)
+        if level is not None and not allows(level, need):
+            problems.append(
+                f"namespace {namespace} enforces Pod Security '{level}' ({ENFORCE_LABEL}) and "
+                f"{what} needs '{need}': its pods would be refused; `kubectl label namespace "
+                f"{namespace} {ENFORCE_LABEL}={need} --overwrite`, or `gpulab down` and up again")
+    return problems
 
 
 def _fake_nodes(nodes: list[dict[str, Any]], needs: Needs) -> tuple[FakeNode, ...]:
@@ -419,12 +444,17 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
         kai = None  # the KAI this lab installed (an earlier `up`), not one found there
     present = tuple(f"{kind} {name}" for (_api, kind, name), live in zip(
         needs.absent, _at_once(lambda a: kube.get(*a), needs.absent), strict=True) if live)
+    own = [n for n, _level, _what in needs.pod_security if ("Namespace", n) in ours]
+    levels = tuple((n, enforced(((live or {}).get("metadata") or {}).get("labels")))
+                   for n, live in zip(own, _at_once(lambda n: kube.get("v1", "Namespace", n),
+                                                    own), strict=True) if live)
     return ExistingFacts(identity=identity, version=version, default_storage_class=default,
                          gpu_nodes=_gpu_nodes(nodes), node_address=_node_address(nodes,
                                                                                  node_address),
                          load_balancer=balanced, kai=kai, namespaces_found=namespaces,
                          queues_found=queues, denied=denied, expose=chosen, expose_why=why,
                          fake_nodes=_fake_nodes(nodes, needs), objects_found=present,
+                         namespace_levels=levels,
                          stack=needs.read(kube) if needs.read is not None else None)
 
 
@@ -763,7 +793,8 @@ class ExistingProvider:
         finally:
             client.close()
         return Ground(facts, [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
-                      "", stack.existing_problems(profile, facts))
+                      "", stack.existing_problems(profile, facts)
+                      + pod_security_problems(needs, facts))
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
              adapters: LabAdapters | None, preflight: bool = True) -> Session:

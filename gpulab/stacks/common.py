@@ -16,7 +16,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from gpulab import naming
+from gpulab import naming, pod_security
 from gpulab.adapters.base import HelmRelease, LabAdapters
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
@@ -207,18 +207,25 @@ LEFT_TO_NODE = "left-to-node"  # marker lines: images the node pulls itself
 class LabNamespaces:
     """Provider existing: the namespaces the lab's releases go into, created first with the
     lab's labels (Helm's --create-namespace would leave them unlabelled and behind on
-    uninstall)."""
+    uninstall). `levels`: (namespace, Pod Security level its pods need) for those whose pods
+    would not pass `restricted`; each gets `pod-security.kubernetes.io/enforce: <level>`, so
+    Pod Security admission admits them whatever the cluster's default is (gpulab.pod_security).
+    A namespace of the lab without that label (an older gpulab made it) gets it on the next
+    `up`."""
 
     lab: str
     names: tuple[str, ...]
     name: str = "management/namespaces"
     title: str = "Creating the lab's namespaces"
     requires: tuple[str, ...] = ("management/cluster",)
+    levels: tuple[tuple[str, str], ...] = ()
 
     def objects(self) -> list[dict[str, Any]]:
+        levels = dict(self.levels)
         return [{"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": n, "labels": {naming.LABEL_LAB: self.lab,
-                                                    naming.LABEL_MANAGED: "gpulab"}}}
+                 "metadata": {"name": n, "labels": {
+                     naming.LABEL_LAB: self.lab, naming.LABEL_MANAGED: "gpulab",
+                     **(pod_security.namespace_labels(levels[n]) if n in levels else {})}}}
                 for n in self.names]
 
     def describe(self) -> list[Artifact]:
@@ -227,10 +234,19 @@ class LabNamespaces:
 
     def satisfied(self, ctx: StepContext) -> bool:
         kube = management_kube(ctx)
+        levels = dict(self.levels)
         try:
-            return all(kube.get("v1", "Namespace", n) is not None for n in self.names)
+            for name in self.names:
+                live = kube.get("v1", "Namespace", name)
+                if live is None:
+                    return False
+                level = pod_security.enforced((live.get("metadata") or {}).get("labels"))
+                if name in levels and (level is None or not pod_security.allows(
+                        level, levels[name])):
+                    return False
         except AdapterError:
             return False
+        return True
 
     def apply(self, ctx: StepContext) -> None:
         kube = management_kube(ctx)

@@ -474,3 +474,78 @@ def test_a_kamaji_hami_profile_naming_fake_gpu_nodes_is_refused() -> None:
                           "(fake-gpu-operator): kamaji-hami's GPUs are its tenants' workers "
                           "(tenants[].gpus on kind, joined machines on an existing cluster)")
                for p in err.value.problems), err.value.problems
+
+
+# --------------------------------------------------------------------------- Pod Security
+
+
+def _enforce(cluster: ExistingCluster, namespace: str) -> str | None:
+    from gpulab.pod_security import ENFORCE_LABEL
+
+    found = cluster.host.call(lambda: cluster.host.namespaces.get(namespace))
+    return None if found is None else (found["metadata"].get("labels") or {}).get(ENFORCE_LABEL)
+
+
+def test_namespaces_are_labelled_for_pod_security_and_a_stricter_one_is_refused(
+        tmp_path: Path) -> None:
+    from gpulab.pod_security import ENFORCE_LABEL
+
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        before = cluster.state()
+        assert _up(cluster, _loaded(["cpu-2"])).ok
+        # created with the level their pods need, whatever the cluster's default is
+        assert _enforce(cluster, "gpu-operator") == "privileged"
+        assert _enforce(cluster, "kai-scheduler") == "baseline"
+        assert _enforce(cluster, "kai-resource-reservation") == "baseline"
+        assert {_enforce(cluster, f"vcluster-{t}") for t in TEAMS} == {"baseline"}
+
+        # someone holds the lab's fake-gpu-operator namespace to baseline since: a re-run
+        # refuses before it changes anything, saying why and what to do
+        def stricter() -> None:
+            cluster.host.namespaces["gpu-operator"]["metadata"]["labels"][ENFORCE_LABEL] = \
+                "baseline"
+
+        cluster.host.call(stricter)
+        writes = len(cluster.writes())
+        with pytest.raises(HostError) as err:
+            _up(cluster, _loaded(["cpu-2"]))
+        assert err.value.message == (
+            "preflight: namespace gpu-operator enforces Pod Security 'baseline' "
+            "(pod-security.kubernetes.io/enforce) and fake-gpu-operator's device plugin "
+            "(privileged, hostPath volumes) needs 'privileged': its pods would be refused; "
+            "`kubectl label namespace gpu-operator pod-security.kubernetes.io/enforce="
+            "privileged --overwrite`, or `gpulab down` and up again")
+        assert [w for w in cluster.writes()[writes:]
+                if not w[1].startswith("/apis/authorization.k8s.io/")] == []
+
+        # a namespace of the lab without the label (an older gpulab made it) gets it again
+        def unlabelled() -> None:
+            cluster.host.namespaces["gpu-operator"]["metadata"]["labels"][ENFORCE_LABEL] = \
+                "privileged"
+            del cluster.host.namespaces["vcluster-team-nlp"]["metadata"]["labels"][
+                ENFORCE_LABEL]
+
+        cluster.host.call(unlabelled)
+        again = _up(cluster, _loaded(["cpu-2"]))
+        assert again.ok, [str(f.error) for f in again.failures]
+        assert [r.name for r in again.results if r.outcome.value == "done"] == [
+            "management/namespaces"]
+        assert _enforce(cluster, "vcluster-team-nlp") == "baseline"
+
+        assert _down(cluster).leftovers == []
+        assert _nodes_without_status(cluster.state()) == _nodes_without_status(before)
+        _log(cluster, tmp_path)
+
+
+def test_plan_shows_each_namespaces_pod_security_label(tmp_path: Path) -> None:
+    with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
+        steps, _note = core.plan_steps(_loaded(["cpu-3"]).profile, LAB, probe_host=False,
+                                       cluster=ClusterChoice("existing",
+                                                             kubeconfig=cluster.kubeconfig))
+        namespaces = next(s for s in steps if s.name == "management/namespaces").describe()
+        labels = {a.name: a.body["metadata"]["labels"] for a in namespaces}
+        assert labels["Namespace/gpu-operator"]["pod-security.kubernetes.io/enforce"] == \
+            "privileged"
+        assert labels["Namespace/vcluster-team-nlp"]["pod-security.kubernetes.io/enforce"] == \
+            "baseline"
+        assert labels["Namespace/vcluster-team-nlp"]["gpulab.dev/lab"] == LAB

@@ -456,3 +456,23 @@ def test_management_cluster_versions_are_kamajis_floor_and_cert_managers_ceiling
                 "support as a management cluster (v1.33-v1.36)")
     assert (expected in problems) is refused, problems
     assert not [p for p in problems if p.startswith("Kubernetes") and p != expected]
+
+
+def test_namespaces_up_creates_carry_the_pod_security_level_their_pods_need(
+        tmp_path: Path) -> None:
+    from gpulab.pod_security import ENFORCE_LABEL
+
+    profile = _profile(metallb="allow", metallb_range="10.0.0.240-10.0.0.250")
+    with KamajiCluster(tmp_path, load_balancer=False).running(TENANTS) as cluster:
+        before = cluster.state()
+        assert _up(cluster, profile).ok
+        levels = {name: (ns["metadata"].get("labels") or {}).get(ENFORCE_LABEL)
+                  for name, ns in cluster.host.call(lambda: dict(cluster.host.namespaces))
+                  .items()}
+        assert levels["kamaji-system"] == "baseline"  # Kamaji, kamaji-etcd
+        assert levels["tenants"] == "baseline"  # the control planes Kamaji builds
+        assert levels["cert-manager"] is None  # its pods pass restricted: any default admits
+        assert levels["metallb-system"] == "privileged"  # the manifest's own label, kept
+        assert levels["kube-system"] is None  # not gpulab's: untouched
+        assert _down(cluster).leftovers == []
+        assert cluster.state() == before

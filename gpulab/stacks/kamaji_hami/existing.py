@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpulab import naming
+from gpulab import naming, pod_security
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError
@@ -49,6 +49,7 @@ __all__ = [
     "installs_metallb",
     "kamaji_datastore",
     "lab_namespaces",
+    "lab_pod_security",
     "reaches",
     "read_cluster",
 ]
@@ -192,6 +193,25 @@ def lab_namespaces(profile: KamajiHamiProfile, found: ClusterFound | None) -> tu
     return tuple(dict.fromkeys(names))
 
 
+def lab_pod_security(profile: KamajiHamiProfile, found: ClusterFound | None
+                     ) -> tuple[tuple[str, str, str], ...]:
+    """(namespace, Pod Security level, what needs it) for the namespaces `up` creates whose pods
+    would not pass `restricted` (gpulab.pod_security.needed over the pinned charts rendered
+    with gpulab's values: tests/contract/test_pod_security.py): Kamaji 26.8.2-edge and
+    kamaji-etcd run without a seccomp profile, etcd as root (`baseline`); the tenants' control
+    planes are Deployments Kamaji builds with the TenantControlPlane's security contexts, none
+    by default (internal/builders/controlplane/deployment.go:1235-1237, :427-430, :508-511,
+    :611-614), so `baseline`. cert-manager v1.21's pods pass `restricted` (no label); MetalLB's
+    manifest labels its own namespace `privileged` (metallb-native.yaml v0.16.1:1-8)."""
+    comps = profile.components
+    out = []
+    if found is None or found.kamaji is None:
+        out.append((comps.kamaji.namespace, pod_security.BASELINE, "Kamaji and kamaji-etcd"))
+    out.append((comps.kamaji.tenant_namespace, pod_security.BASELINE,
+                "the tenants' control planes"))
+    return tuple(out)
+
+
 def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> Any:
     """What the plan creates, for the provider's read-only preflight: namespaces that must not
     exist yet, each verb and resource the user must be allowed, and the stack's own reader."""
@@ -223,7 +243,8 @@ def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> A
     if spec is not None and spec.metallb == "allow":
         namespaces = (*namespaces, METALLB_NAMESPACE)
     return Needs(namespaces=namespaces, queues=(), access=tuple(access), owned_before=owned,
-                 read=partial(read_cluster, profile=profile, owned_before=owned))
+                 read=partial(read_cluster, profile=profile, owned_before=owned),
+                 pod_security=lab_pod_security(profile, None))
 
 
 def _older(version: str, major: int) -> bool:

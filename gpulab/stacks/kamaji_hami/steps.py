@@ -1233,7 +1233,9 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
     found, else installed; per tenant its control plane and Calico. No workers: real machines
     join with what `gpulab join` prints. The cluster step itself is the provider's."""
     found: existing.ClusterFound = facts.stack
-    steps: list[Step] = [LabNamespaces(lab, existing.lab_namespaces(profile, found))]
+    levels = tuple((n, level) for n, level, _what in existing.lab_pod_security(profile, found))
+    steps: list[Step] = [LabNamespaces(lab, existing.lab_namespaces(profile, found),
+                                       levels=levels)]
     if found.cert_manager is not None:
         cert = found.cert_manager
         steps.append(Reused("management/cert-manager", "Using the cluster's cert-manager",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from gpulab import pod_security
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, GpulabError
@@ -584,6 +585,30 @@ def existing_namespaces(profile: VclusterKaiProfile, kai_found: bool) -> tuple[s
     return (*fake, *own, *(team.namespace for team in profile.teams))
 
 
+def existing_pod_security(profile: VclusterKaiProfile, kai_found: bool
+                          ) -> tuple[tuple[str, str, str], ...]:
+    """(namespace, Pod Security level, what needs it) for each namespace the lab creates on an
+    existing cluster whose pods would not pass `restricted` (gpulab.pod_security.needed over
+    the pinned charts rendered with gpulab's values: tests/contract/test_pod_security.py):
+    fake-gpu-operator 0.0.74's device plugin and status exporter are privileged with hostPath
+    volumes (templates/device-plugin/_helpers.tpl:43-44,64-76; templates/status-exporter/
+    daemonset.yaml:28, _helpers.tpl:65); KAI v0.16.8's pods (the chart's operator and jobs, the
+    operator's services with `global.securityContext`, pkg/operator/operands/common/common.go
+    :179,230, the binder's reservation pods, pkg/binder/binding/resourcereservation/
+    resource_reservation.go:527-560) and vCluster 0.35.3's StatefulSet need `baseline`. The
+    teams' own pods, synced into `vcluster-<team>`, are held to baseline there too."""
+    kai = profile.components.kai_scheduler
+    fgo = profile.components.fake_gpu_operator.namespace
+    out = [(fgo, pod_security.PRIVILEGED, "fake-gpu-operator's device plugin (privileged, "
+            "hostPath volumes)")] if fake_gpu_nodes(profile) else []
+    if not kai_found:
+        out += [(kai.namespace, pod_security.BASELINE, "KAI Scheduler"),
+                (kai.reservation_namespace, pod_security.BASELINE,
+                 "KAI's GPU reservation pods")]
+    out += [(t.namespace, pod_security.BASELINE, f"vCluster {t.name}") for t in profile.teams]
+    return tuple(out)
+
+
 def fake_gpu_nodes(profile: VclusterKaiProfile) -> tuple[str, ...]:
     """`cluster.fake_gpu_nodes` (provider existing): the nodes that get fake GPUs."""
     spec = profile.cluster
@@ -681,7 +706,9 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
     kai = profile.components.kai_scheduler
     fake = {n.name: profile.gpu_pool.count for n in facts.fake_nodes}
     counts = {**{n.name: n.gpus for n in facts.gpu_nodes if n.name not in fake}, **fake}
-    steps: list[Step] = [LabNamespaces(lab, existing_namespaces(profile, facts.kai is not None))]
+    found = facts.kai is not None
+    levels = tuple((n, level) for n, level, _what in existing_pod_security(profile, found))
+    steps: list[Step] = [LabNamespaces(lab, existing_namespaces(profile, found), levels=levels)]
     gpus_step = "management/gpu-nodes"
     if fake:
         steps += _fake_gpu_steps(profile, facts)
@@ -749,7 +776,8 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> 
         absent = () if installed else FAKE_GPU_CLUSTER_OBJECTS
     return Needs(namespaces=namespaces, queues=queue_names(profile), access=tuple(access),
                  owned_before=owned, fake_nodes=fake,
-                 fake_labels=tuple(kr.gpu_node_labels(profile).items()), absent=absent)
+                 fake_labels=tuple(kr.gpu_node_labels(profile).items()), absent=absent,
+                 pod_security=existing_pod_security(profile, False))
 
 
 def _fake_node_problems(facts: Any) -> list[str]:
