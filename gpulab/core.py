@@ -330,16 +330,22 @@ def lab_expose(lab: str) -> str:
     return str(record.cluster.get("expose") or "") if record is not None else ""
 
 
-def _helm_on_host() -> Callable[[Path], HelmGateway]:
-    """Helm gateways on the helm binary gpulab finds (its cache, then PATH), or HostError."""
+def _helm_on_host(lab: str | None = None) -> Callable[[Path], HelmGateway]:
+    """Helm gateways on the helm binary gpulab finds (its cache, then PATH), or HostError; for
+    `lab`, every chart they install carries the lab's labels (naming.chart_labels)."""
     from gpulab.adapters.helm import PyHelm3Gateway
+    from gpulab.naming import chart_labels
+    from gpulab.paths import HELM_POST_RENDER, lab_dir
     from gpulab.tools import find_tool
 
     binary = find_tool("helm")
     if binary is None:
         raise HostError("helm not found on PATH or in gpulab's cache",
                         hint="run gpulab doctor --install-tools")
-    return lambda path: PyHelm3Gateway(path, executable=binary)
+    if lab is None:
+        return lambda path: PyHelm3Gateway(path, executable=binary)
+    return lambda path: PyHelm3Gateway(path, executable=binary, labels=chart_labels(lab),
+                                       folder=lab_dir(lab) / HELM_POST_RENDER)
 
 
 # --------------------------------------------------------------------------- down

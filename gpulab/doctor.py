@@ -22,7 +22,7 @@ from gpulab.errors import GpulabError
 from gpulab.naming import LABEL_LAB, kind_cluster_name
 from gpulab.netcalc import ipv4_subnets
 from gpulab.paths import labs_root
-from gpulab.tools import HELM_VERSION
+from gpulab.tools import HELM_MAJORS, HELM_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -321,10 +321,12 @@ def _tool(name: str, found: str | None, wanted: str, *, minimum: bool = False) -
     if found is None:
         return Finding(name, "fail", f"{name} not found",
                        f"gpulab doctor --install-tools, or install {name} {wanted}")
-    if minimum:
-        ok = _version_tuple(found) >= _version_tuple(wanted)
+    if minimum:  # helm: the pin or newer, of a major whose post-renderer gpulab knows
+        ok = _version_tuple(found) >= _version_tuple(wanted) and \
+            _version_tuple(found)[:1] in [(m,) for m in HELM_MAJORS]
         return Finding(name, "ok" if ok else "fail", f"{name} {found}",
-                       "" if ok else f"install {name} {wanted} or newer")
+                       "" if ok else f"install {name} {wanted} or newer, of major version "
+                       f"{' or '.join(map(str, HELM_MAJORS))}")
     same = _version_tuple(found) == _version_tuple(wanted)
     return Finding(name, "ok" if same else "warn", f"{name} {found} (profile pins {wanted})",
                    "" if same else f"gpulab doctor --install-tools installs {name} {wanted}")

@@ -7,9 +7,12 @@ from pathlib import Path
 
 from platformdirs import user_cache_path, user_data_path
 
-__all__ = ["cache_dir", "lab_dir", "labs_root", "write_secret"]
+__all__ = ["HELM_POST_RENDER", "cache_dir", "lab_dir", "labs_root", "write_secret"]
 
 ENV_HOME = "GPULAB_HOME"
+# In a lab's folder: the Helm post-renderer that labels what charts create for the lab
+# (gpulab.adapters.helm.post_renderer writes it; `down` removes it with the folder).
+HELM_POST_RENDER = "helm-post-render"
 
 
 def labs_root() -> Path:

@@ -26,10 +26,13 @@ from pathlib import Path
 from gpulab.errors import HostError
 from gpulab.paths import cache_dir
 
-__all__ = ["HELM_VERSION", "TOOL_ENV", "adopt_tool", "check_version", "find_tool",
+__all__ = ["HELM_MAJORS", "HELM_VERSION", "TOOL_ENV", "adopt_tool", "check_version", "find_tool",
            "install_tool", "tool_bin_dir", "tool_version", "where_gpulab_looks"]
 
 HELM_VERSION = "v3.19.2"
+# The helm major versions whose post-renderer gpulab knows (gpulab.adapters.helm: an executable
+# for helm 3, a plugin for helm 4); a newer major is refused, not guessed at.
+HELM_MAJORS = (3, 4)
 _TIMEOUT = 60
 # Digests copied from the release notes; where a release is not listed here, the `.sha256sum`
 # file published next to the download is used instead.
@@ -100,15 +103,16 @@ def _numbers(version: str) -> tuple[int, ...]:
 
 def check_version(name: str, binary: str | Path, wanted: str, given_as: str) -> str:
     """The binary's version when it is the one gpulab needs (kind: the profile's pin exactly;
-    helm: the pin or newer, as doctor checks it), else one HostError line."""
+    helm: the pin or newer of a major in HELM_MAJORS, as doctor checks it), else one HostError
+    line."""
     found = tool_version(name, binary)
     if found is None:
         raise HostError(f"{given_as} does not answer `{name} {' '.join(_VERSION_ARGS[name][0])}`"
                         f" with a version: not a {name} binary gpulab can use",
                         hint=f"give a {name} {wanted} binary")
     if name == "helm":
-        ok = _numbers(found) >= _numbers(wanted)
-        need = f"helm {wanted} or newer"
+        ok = _numbers(found) >= _numbers(wanted) and _numbers(found)[0] in HELM_MAJORS
+        need = f"helm {wanted} or newer, of major version {' or '.join(map(str, HELM_MAJORS))}"
     else:
         ok = _numbers(found) == _numbers(wanted)
         need = f"{name} {wanted}"

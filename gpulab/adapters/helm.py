@@ -7,7 +7,18 @@ it runs in a fresh thread instead (never nested in the caller's loop). Rules thi
 - a release's values go to helm as ONE dict (pyhelm3 concatenates lists across several dicts);
 - the chart is resolved with `get_chart(name, repo=, version=)` and its version must be the pin;
 - `--timeout` is given with a unit (helm refuses a bare number of seconds);
-- `disable_validation` is never used (pyhelm3 0.5.8 builds a broken command line with it).
+- `disable_validation` is never used (pyhelm3 0.5.8 builds a broken command line with it);
+- given a lab's `labels`, every command that renders a chart (`upgrade --install`, `template`)
+  runs gpulab's post-renderer (gpulab.helm_labels), which puts them on every object. pyhelm3
+  0.5.8 has no argument for extra flags (Command.install_or_upgrade, pyhelm3/command.py:528-620,
+  builds the whole argv), so `_LabellingCommand` appends them in `Command.run`, the one method
+  every command goes through (command.py:179). How helm runs a post-renderer differs by major
+  version: helm 3 executes the path given to `--post-renderer` (pkg/postrender/exec.go:37-68 at
+  v3.19.2; `--post-renderer-args` since v3.9.0, cmd/helm/flags.go:118-196), helm 4 only runs a
+  plugin of type `postrenderer/v1` found by name in `$HELM_PLUGINS` (pkg/cmd/flags.go:169-208,
+  pkg/postrenderer/postrenderer.go:38-53 at v4.1.4): `post_renderer` writes both forms into the
+  lab's folder, and helm 4 is run through a wrapper that puts that folder first in
+  `$HELM_PLUGINS` (pyhelm3 starts helm with the caller's environment: command.py:196-201).
 """
 
 from __future__ import annotations
@@ -16,11 +27,14 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import threading
+import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pydantic
 import yaml
@@ -33,16 +47,113 @@ from gpulab.errors import AdapterError, HostError
 from gpulab.paths import cache_dir
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable, Coroutine, Mapping, Sequence
 
     from gpulab.adapters.base import HelmRelease
 
-__all__ = ["PyHelm3Gateway", "chart_reference"]
+__all__ = ["POST_RENDERER", "PyHelm3Gateway", "chart_reference", "post_renderer"]
 
 T = TypeVar("T")
 
 _CHART_NAME = re.compile(r"^[a-z0-9-]+$")
-_INSTALL_HINT = "install helm (v3.8+ or v4) on PATH, or run `gpulab doctor --install-tools`"
+_INSTALL_HINT = "install helm (v3.9+ or v4) on PATH, or run `gpulab doctor --install-tools`"
+POST_RENDERER = "gpulab-labels"  # the post-renderer's folder, and its plugin name for helm 4
+_RENDERS = ("upgrade", "install", "template")  # the helm commands that render a chart
+_ENV_TIMEOUT = 20  # seconds for `helm env HELM_PLUGINS`
+
+
+def post_renderer(folder: Path, python: str = sys.executable) -> Path:
+    """Write the program helm runs as gpulab's post-renderer into `folder`/gpulab-labels (0700):
+    `post-render` (what helm 3's `--post-renderer` names) runs `python` on `post_render.py`,
+    which loads gpulab.helm_labels from this very gpulab (whatever the working directory and
+    sys.path), and `plugin.yaml` makes the same program helm 4's plugin `gpulab-labels`
+    (metadata_v1.go:22-74, runtime_subprocess.go:229-278 at v4.1.4: the command is split on
+    spaces before `${HELM_PLUGIN_DIR}` is expanded, subprocess_commands.go:39-113, so a folder
+    with spaces works). Returns the plugin's folder."""
+    import gpulab
+
+    package = Path(gpulab.__file__).resolve().parent
+    plugin = folder / POST_RENDERER
+    folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the lab's folder
+    plugin.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.chmod(0o700)
+    plugin.chmod(0o700)
+    (plugin / "errors").mkdir(exist_ok=True, mode=0o700)
+    loader = (
+        "# Written by gpulab: helm runs it (through post-render) as gpulab's post-renderer.\n"
+        "import importlib.util\nimport sys\n\n"
+        f"PACKAGE = {str(package)!r}\n"
+        "spec = importlib.util.spec_from_file_location(\n"
+        "    'gpulab', PACKAGE + '/__init__.py', submodule_search_locations=[PACKAGE])\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "sys.modules['gpulab'] = module\n"
+        "spec.loader.exec_module(module)\n\n"
+        "from gpulab.helm_labels import main  # noqa: E402\n\n"
+        "raise SystemExit(main())\n"
+    )
+    _write(plugin / "post_render.py", loader, 0o600)
+    _write(plugin / "post-render", "#!/bin/sh\n"
+           f"exec {shlex.quote(python)} {shlex.quote(str(plugin / 'post_render.py'))} \"$@\"\n",
+           0o700)
+    _write(plugin / "plugin.yaml", "\n".join([
+        f"name: {POST_RENDERER}",
+        "version: 1.0.0",
+        "type: postrenderer/v1",
+        "apiVersion: v1",
+        "runtime: subprocess",
+        "runtimeConfig:",
+        "  platformCommand:",
+        '  - command: "${HELM_PLUGIN_DIR}/post-render"',
+        "",
+    ]), 0o600)
+    return plugin
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    """Replace `path` whole (another thread of this lab may be starting the same program)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.fchmod(fd, mode)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    partial.replace(path)
+
+
+class _LabellingCommand(Command):  # type: ignore[misc]  # pyhelm3 is untyped
+    """pyhelm3's Command that adds `post_render` (the post-renderer's flags) to each command
+    that renders a chart, each time with its own `--error-file` for the post-renderer's one
+    line: helm 4 does not show a post-renderer's stderr (internal/plugin/runtime_subprocess.go:
+    171-190 at v4.1.4) and helm 3 puts it under its own `Error:` line (exec.go:62-65), so the
+    line is added last to the error pyhelm3 raises."""
+
+    def __init__(self, *, post_render: Sequence[str] = (), errors: Path | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.post_render = list(post_render)
+        self.errors = errors
+
+    async def run(self, command: list[Any], input: bytes | None = None) -> bytes:
+        if not self.post_render or self.errors is None or not command \
+                or command[0] not in _RENDERS:
+            return cast("bytes", await super().run(command, input))
+        error_file = self.errors / f"{uuid.uuid4().hex}.txt"
+        try:
+            return cast("bytes", await super().run(
+                [*command, *self.post_render, f"--post-renderer-args=--error-file={error_file}"],
+                input))
+        except helm_errors.Error as err:
+            try:
+                said = error_file.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                said = ""
+            if said:
+                raise type(err)(err.returncode, err.stdout,
+                                (err.stderr or b"") + f"\nError: {said}\n".encode()) from err
+            raise
+        finally:
+            error_file.unlink(missing_ok=True)
 
 
 def chart_reference(release: HelmRelease, helm: str | None = None
@@ -126,15 +237,28 @@ def _resolve_executable(executable: str) -> str:
 
 
 class PyHelm3Gateway:
-    """Helm releases on the cluster of `kubeconfig` (None: helm's own default)."""
+    """Helm releases on the cluster of `kubeconfig` (None: helm's own default). With `labels`
+    (a lab's: gpulab.naming.chart_labels) and `folder` (where the post-renderer is written, in
+    the lab's folder), every chart it installs or renders carries them (HostError, one line,
+    when this helm cannot run a post-renderer gpulab knows: not helm 3.9+ or 4)."""
 
-    def __init__(self, kubeconfig: Path | None, *, executable: str = "helm") -> None:
+    def __init__(self, kubeconfig: Path | None, *, executable: str = "helm",
+                 labels: Mapping[str, str] | None = None, folder: Path | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.executable = _resolve_executable(executable)
-        self._command = Command(executable=self.executable, kubeconfig=kubeconfig)
+        self.labels = dict(labels or {})
+        self._command = _LabellingCommand(executable=self.executable, kubeconfig=kubeconfig)
+        self._client = self._client_of(self._command, self.executable)
+        self.version = str(self._client.version)
+        if self.labels:
+            if folder is None:
+                raise ValueError("labels need the folder the post-renderer is written to")
+            self._label_with(folder)
+
+    def _client_of(self, command: Command, executable: str) -> Client:
         try:
             # Runs `helm version` synchronously and parses it as semver.
-            self._client = Client(self._command, executable=self.executable)
+            return Client(command, executable=executable)
         except (subprocess.CalledProcessError, OSError, ValueError, AssertionError) as err:
             detail = err.stderr.decode(errors="replace") if isinstance(
                 err, subprocess.CalledProcessError) and err.stderr else str(err)
@@ -143,7 +267,51 @@ class PyHelm3Gateway:
                 f"{_last_line(detail) or type(err).__name__}",
                 hint=_INSTALL_HINT,
             ) from err
-        self.version = str(self._client.version)
+
+    def _label_with(self, folder: Path) -> None:
+        """Write the post-renderer into `folder` and give helm the flags that run it."""
+        from gpulab.helm_labels import LabelError, check_labels
+
+        try:
+            check_labels(self.labels)
+        except LabelError as err:
+            raise ValueError(str(err)) from None
+        version = self._client.version
+        if (version.major, version.minor) < (3, 9) or version.major > 4:
+            raise HostError(f"helm {self.version} at {self.executable} cannot run gpulab's "
+                            "post-renderer (which labels what charts create): gpulab knows "
+                            "helm 3.9+ and helm 4", hint=_INSTALL_HINT)
+        unsafe = set(os.pathsep + "*?[\\") & set(str(folder))
+        if version.major == 4 and unsafe:
+            raise HostError(f"the lab's folder {folder} has {''.join(sorted(unsafe))!r} in its "
+                            "path, which helm 4 cannot take in $HELM_PLUGINS",
+                            hint="set GPULAB_HOME to a folder without it")
+        plugin = post_renderer(folder)
+        args = [f"--post-renderer-args={k}={v}" for k, v in self.labels.items()]
+        if version.major == 3:
+            self._command.post_render = ["--post-renderer", str(plugin / "post-render"), *args]
+            self._command.errors = plugin / "errors"
+            return
+        wrapper = folder / "helm"
+        plugins = os.pathsep.join(p for p in (str(folder), self._plugins()) if p)
+        _write(wrapper, "#!/bin/sh\n"
+               f"HELM_PLUGINS={shlex.quote(plugins)}\n"
+               f"export HELM_PLUGINS\nexec {shlex.quote(self.executable)} \"$@\"\n", 0o700)
+        self._command = _LabellingCommand(
+            executable=str(wrapper), kubeconfig=self.kubeconfig,
+            post_render=["--post-renderer", POST_RENDERER, *args], errors=plugin / "errors")
+        self._client = self._client_of(self._command, str(wrapper))  # the wrapper runs helm
+
+    def _plugins(self) -> str:
+        """The plugin folders helm 4 uses now (`$HELM_PLUGINS` or its default), kept after the
+        lab's so the user's own plugins (chart getters) still work."""
+        try:
+            done = subprocess.run([self.executable, "env", "HELM_PLUGINS"], capture_output=True,
+                                  text=True, timeout=_ENV_TIMEOUT, check=True)
+        except (OSError, subprocess.SubprocessError) as err:
+            raise HostError(f"helm at {self.executable} did not answer `helm env HELM_PLUGINS`: "
+                            f"{err}", hint=_INSTALL_HINT) from None
+        return done.stdout.strip()
 
     # ----------------------------------------------------------------------- sync facade
 

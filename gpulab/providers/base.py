@@ -101,14 +101,15 @@ class ManagementRow:
 class HostTools:
     """How a provider reaches this host's tools; core hands in its own functions (the names
     the CLI and tests use): the Docker endpoint, the engine (`docker(endpoint=...)`), a
-    read-only view of it (`reader(timeout=...)`), Helm (`helm()`: a gateway factory, or
-    HostError when helm is not installed) and the kind binary driving an endpoint
+    read-only view of it (`reader(timeout=...)`), Helm (`helm(lab)`: a gateway factory whose
+    installs carry the lab's labels, `helm(None)` one without, or HostError when helm is not
+    installed) and the kind binary driving an endpoint
     (`kind(endpoint)`, None when kind is not installed)."""
 
     endpoint: Callable[[], Any]
     docker: Callable[..., Any]
     reader: Callable[..., Any]
-    helm: Callable[[], Callable[[Path], Any]]
+    helm: Callable[[str | None], Callable[[Path], Any]]
     kind: Callable[[Any], Any]
 
 

@@ -825,7 +825,7 @@ class ExistingProvider:
             runtime = self._tools().docker() if spec is not None and \
                 spec.workers == "containers" else cast("Any", None)
             adapters = LabAdapters(runtime=runtime, kind=cast("Any", None),
-                                   kube=KubeClient, helm=self._tools().helm(),
+                                   kube=KubeClient, helm=self._tools().helm(lab),
                                    fetch=fetch_manifest, lab_dir=lab_dir(lab))
         adapters = replace(adapters, helm=BoundedHelm(adapters.helm, self.choice.helm_parallel))
         steps: list[Step] = [*ground.steps, *(Owning(s) for s in stack.build_steps(
@@ -925,7 +925,7 @@ class ExistingProvider:
             runtime = self.runtime
             if runtime is None and any(e.get("type") == "container" for e in owned):
                 runtime = self._tools().docker()  # worker containers on this host
-            helm = self.helm or self._tools().helm()
+            helm = self.helm or self._tools().helm(None)  # uninstalls only
             result = teardown(owned, client, helm(path), runtime=runtime)
         finally:
             client.close()

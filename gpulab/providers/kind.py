@@ -90,7 +90,8 @@ def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
     from gpulab.adapters.kind import KindCli
     from gpulab.adapters.kube import KubeClient
     from gpulab.manifests import fetch_manifest
-    from gpulab.paths import lab_dir
+    from gpulab.naming import chart_labels
+    from gpulab.paths import HELM_POST_RENDER, lab_dir
     from gpulab.tools import find_tool
 
     kind_binary = find_tool("kind")
@@ -107,7 +108,9 @@ def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
         kind=KindCli(binary=kind_binary, kubeconfig=folder / "management.kubeconfig",
                      env=endpoint.client_env()),
         kube=KubeClient,
-        helm=lambda path: PyHelm3Gateway(path, executable=helm_binary),
+        helm=lambda path: PyHelm3Gateway(path, executable=helm_binary,
+                                         labels=chart_labels(lab),
+                                         folder=folder / HELM_POST_RENDER),
         fetch=fetch_manifest,
         lab_dir=folder,
     )

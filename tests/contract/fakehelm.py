@@ -8,7 +8,8 @@ so an unknown flag or a malformed value (e.g. `--timeout 600`) fails here exactl
 real cluster. Then they are answered from a small release store, `$FAKEHELM_STATE/releases.json`,
 in the JSON shapes of helm v4 (`status` strips the chart, as helm 4 does).
 
-`--repo URL` charts resolve to `$FAKEHELM_CHARTS/<name>` (no network in tests). A file
+`--repo URL` charts resolve to `$FAKEHELM_CHARTS/<name>` (no network in tests). An `upgrade`'s
+post-renderer flags go to the real `template` that renders the release's manifest. A file
 `$FAKEHELM_STATE/fail-upgrade` makes the next `upgrade` fail with its content as stderr.
 """
 
@@ -66,6 +67,12 @@ def local_chart(argv: list[str]) -> list[str]:
     return out
 
 
+def post_render(argv: list[str]) -> list[str]:
+    """The post-renderer flags of an `upgrade`, for the `template` that stands for its render."""
+    out = [f"--post-renderer={v}" for v in [flag(argv, "--post-renderer")] if v]
+    return out + [a for a in argv if a.startswith("--post-renderer-args=")]
+
+
 def load() -> dict[str, list[dict[str, Any]]]:
     path = STATE / "releases.json"
     return json.loads(path.read_text()) if path.exists() else {}
@@ -102,7 +109,7 @@ def upgrade(argv: list[str], stdin: str | None) -> None:
     show = real(local_chart(["show", "chart", argv[2], *source]), None)
     if show.returncode:
         fail(show.stderr.decode())
-    template = real(local_chart(["template", name, argv[2], *source,
+    template = real(local_chart(["template", name, argv[2], *source, *post_render(argv),
                                  "--namespace", str(namespace), "--values", "-"]), stdin)
     if template.returncode:
         fail(template.stderr.decode())
@@ -133,7 +140,7 @@ def main(argv: list[str]) -> None:
         log.write(json.dumps({"argv": argv, "stdin": stdin}) + "\n")
     verb = argv[0] if argv else ""
 
-    if verb in ("version", "show", "template"):
+    if verb in ("version", "show", "template", "env"):
         done = real(local_chart(argv), stdin)
         sys.stdout.buffer.write(done.stdout)
         sys.stderr.buffer.write(done.stderr)

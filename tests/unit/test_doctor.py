@@ -65,6 +65,12 @@ def test_missing_or_old_tools(kamaji_profile) -> None:
     assert found["helm"].status == "fail"
     other_kind = _by_check(diagnose(_snapshot(kind_version="v0.31.0"), kamaji_profile, "x"))
     assert other_kind["kind"].status == "warn"
+    # a helm of a major whose post-renderer gpulab does not know is not "newer", it is refused
+    helm5 = _by_check(diagnose(_snapshot(helm_version="v5.0.0"), kamaji_profile, "x"))["helm"]
+    assert (helm5.status, helm5.fix) == ("fail", "install helm v3.19.2 or newer, of major "
+                                                 "version 3 or 4")
+    helm4 = _by_check(diagnose(_snapshot(helm_version="v4.1.4"), kamaji_profile, "x"))["helm"]
+    assert helm4.status == "ok"
 
 
 def test_name_collision_with_foreign_container(kamaji_profile) -> None:

@@ -196,3 +196,16 @@ def test_a_given_binary_of_the_pinned_version_is_installed_into_the_cache(
     if CI_HELM.is_file():
         assert tools.find_tool("helm") == str(tools.tool_bin_dir() / "helm")
         assert tools.tool_version("helm", tools.tool_bin_dir() / "helm") is not None
+
+
+def test_a_helm_of_a_major_gpulab_does_not_know_is_refused_with_one_line(tmp_path: Path) -> None:
+    """gpulab runs its post-renderer one way on helm 3 and another on helm 4 (adapters/helm.py);
+    a helm 5 is refused, not guessed at, even though it is 'newer' than the pin."""
+    five = _fake(tmp_path / "helm5", "v5.0.0")
+    with pytest.raises(HostError) as info:
+        tools.check_version("helm", five, tools.HELM_VERSION, f"GPULAB_HELM={five}")
+    assert info.value.message == (f"GPULAB_HELM={five} is helm v5.0.0; gpulab needs helm "
+                                  f"{tools.HELM_VERSION} or newer, of major version 3 or 4")
+    for ok in ("v3.19.2", "v3.20.1", "v4.1.4"):
+        assert tools.check_version("helm", _fake(tmp_path / ok, ok), tools.HELM_VERSION,
+                                   "helm") == ok
