@@ -46,3 +46,15 @@ def kind_containerd_config() -> str:
 def mock_device_plugin_go_files() -> list[Path]:
     """mock-device-plugin v1.0.1's config and device type declarations."""
     return sorted(MOCK_DEVICE_PLUGIN.rglob("*.go"))
+
+
+def hami_mig_register_annotation() -> str:
+    """A node's `hami.io/node-nvidia-register` with one card in MIG mode, as HAMi v2.10.0's own
+    TestGetNodeDevices_MigProfilesFromNode (pkg/device/nvidia/device_test.go) writes it: an
+    A100-SXM4-40GB, `mode: "mig"`, its MIG profile 1g.5gb."""
+    source = (UPSTREAM / "hami_v2.10.0_pkg_device_nvidia_device_test.go").read_text(
+        encoding="utf-8")
+    test = source[source.index("func TestGetNodeDevices_MigProfilesFromNode"):]
+    found = re.search(r"RegisterAnnos: `(.*?)`", test)
+    assert found, "TestGetNodeDevices_MigProfilesFromNode has no RegisterAnnos literal"
+    return found.group(1)

@@ -99,8 +99,10 @@ def _hami_device_plugin() -> dict[str, Any]:
 
 
 def join_machine(cluster: KamajiCluster, spec: TenantSpec, lab: str, *, node: str = "gpu-7",
-                 kubelet: str | None = None, cards: list[dict[str, Any]] | None = None) -> None:
-    """What `gpulab join`'s commands leave in the tenant once the machine ran them."""
+                 kubelet: str | None = None, cards: list[dict[str, Any]] | None = None,
+                 pod_index: int = 0) -> None:
+    """What `gpulab join`'s commands leave in the tenant once the machine ran them
+    (`pod_index`: which pod of each kube-system DaemonSet runs there, for a second machine)."""
     kubelet = kubelet or spec.kubernetes_version
     cards = cards if cards is not None else [
         card("GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21", "NVIDIA A100-SXM4-80GB", 81920)]
@@ -112,8 +114,8 @@ def join_machine(cluster: KamajiCluster, spec: TenantSpec, lab: str, *, node: st
         daemonsets = (b._calico_node(), b._kube_proxy(spec), b._konnectivity_agent(),
                       _hami_device_plugin())
         for ds in daemonsets:
-            tenant.put(PODS, b.workload_pod(ds, b.daemon_pod_name(ds["metadata"]["name"], 0),
-                                            node, tenant=t))
+            tenant.put(PODS, b.workload_pod(ds, b.daemon_pod_name(ds["metadata"]["name"],
+                                                                  pod_index), node, tenant=t))
         tenant.put(PODS, b.workload_pod(b._hami_scheduler(), b.HAMI_SCHEDULER_POD, node,
                                         tenant=t))
         tenant.put(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",

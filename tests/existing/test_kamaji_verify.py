@@ -331,3 +331,99 @@ def test_the_gpu_pods_are_sized_from_the_first_healthy_card_found() -> None:
                       "nvidia.com/gpucores": "30"}
     assert pods[0]["metadata"]["annotations"] == {"nvidia.com/use-gpuuuid": L4}
     assert render.machine_card([]) is None
+
+
+# --------------------------------------------------------------------------- what HAMi registered
+
+
+def _mig_node(name: str) -> dict[str, Any]:
+    """A joined machine whose HAMi device plugin runs in MIG mode: its card registered as
+    HAMi v2.10.0's own test writes it (tests/upstream.py), count 7 = its largest profile's
+    instance count, which the kubelet advertises."""
+    import json as _json
+
+    from tests.existing.kamaji_machines import _machine_node
+    from tests.upstream import hami_mig_register_annotation
+
+    raw = hami_mig_register_annotation()
+    node = _machine_node(name, LAB, "tenant-a", "v1.36.4", _json.loads(raw))
+    node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = raw
+    return node
+
+
+def test_a_tenant_whose_cards_are_all_in_mig_mode_is_unknown_saying_why() -> None:
+    from gpulab.stacks.kamaji_hami import render
+
+    profile, state = _machines_state(_mig_node("mig-box"))
+    tc04 = _judge(profile, state, "TC-04")
+    assert tc04.status == "pass", tc04
+    assert ("mig-box registers 1 card(s) with HAMi: GPU-0 NVIDIA-A100-SXM4-40GB 40960 MiB 100 "
+            "cores split 7 MIG (1g.5gb); nvidia.com/gpu=7") in tc04.evidence
+    for check in ("TC-03", "TC-05", "TC-06", "TC-07"):
+        result = _judge(profile, state, check)
+        assert result.status == "skip", (check, result)
+        assert result.reason == (
+            "unknown, because every healthy card the nodes of tenant-a register with HAMi is "
+            "in MIG mode (mig-box GPU-0 (MIG profiles 1g.5gb)): HAMi v2.10.0 grants a pod on a "
+            "MIG card a whole MIG instance, the smallest allowed profile whose memory fits "
+            "(pkg/device/nvidia/device.go:601-644, 645-659), not the memory and cores it asks, "
+            "which TC-05..TC-07 measure; verify created no GPU pod (TC-04 judges the cards' "
+            "registration)"), result.reason
+    assert render.machine_card(state.tenant("tenant-a").nodes) is None  # so no pod is made
+
+
+def test_cordoned_and_unhealthy_cards_are_told_apart() -> None:
+    from tests.existing.kamaji_machines import _machine_node
+
+    cordoned = _machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
+                             [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+    cordoned["metadata"]["annotations"]["hami.io/device-cordon"] = f" {A100}, "
+    profile, state = _machines_state(cordoned, _mig_node("mig-box"))
+    reason = _judge(profile, state, "TC-05").reason
+    assert reason.startswith(
+        "unknown, because every healthy card the nodes of tenant-a register with HAMi is in "
+        f"MIG mode (mig-box GPU-0 (MIG profiles 1g.5gb)) or cordoned (hami.io/device-cordon: "
+        f"gpu-7 {A100}): HAMi v2.10.0 grants a pod on a MIG card a whole MIG instance"), reason
+    assert "; HAMi's Fit skips a cordoned card (pkg/device/nvidia/device.go:698-713, 726, 735)" \
+        in reason
+
+    sick = card(A100, "NVIDIA A100-SXM4-80GB", 81920)
+    sick["health"] = False
+    profile, state = _machines_state(_machine_node("gpu-7", LAB, "tenant-a", "v1.36.4", [sick]))
+    assert _judge(profile, state, "TC-05").reason.startswith(
+        "unknown, because no node of tenant-a registers a healthy card with HAMi (see TC-04)")
+
+
+def test_verify_says_which_registered_cards_its_pods_did_not_exercise(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.kamaji_hami.kmock_lab import NODES
+
+    with KamajiCluster(tmp_path, cert_manager=True).running(TENANTS) as cluster:
+        assert _up(cluster).ok
+        _through(monkeypatch, cluster)
+        profile: Any = load_profile("kamaji-hami").profile
+        spec_a, spec_b = profile.tenants
+        # tenant-a: an A100 machine, and a machine whose plugin runs in MIG mode
+        join_machine(cluster, spec_a, LAB, node="gpu-7",
+                     cards=[card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+        join_machine(cluster, spec_a, LAB, node="mig-box", pod_index=1,
+                     cards=json.loads(_mig_node("mig-box")["metadata"]["annotations"][
+                         "hami.io/node-nvidia-register"]))
+        cluster.vclusters["tenant-a"].call(  # the annotation exactly as upstream writes it
+            lambda: cluster.vclusters["tenant-a"].put(NODES, _mig_node("mig-box")))
+        join_machine(cluster, spec_b, LAB, node="l4-box",
+                     cards=[card(L4, "NVIDIA L4", 23034), card(L4[:-2] + "99", "NVIDIA L4",
+                                                               23034, index=1)])
+        with hami_on(cluster, [spec_a, spec_b]):
+            code, results = _verify()
+    assert code == 0, {k: r["reason"] for k, r in results.items() if r["status"] != "pass"}
+    tc05a = results[("TC-05", "tenant-a")]
+    assert tc05a["status"] == "pass"
+    assert tc05a["evidence"].endswith(
+        f"Running together on gpu-7, card {A100}: 60000/81920 MiB and 90/100 cores in use; "
+        "not exercised by TC-05..TC-07 (unknown whether HAMi shares them), also registered: "
+        "mig-box GPU-0 (MIG profiles 1g.5gb)"), tc05a["evidence"]
+    assert "GPU-0 NVIDIA-A100-SXM4-40GB 40960 MiB 100 cores split 7 MIG (1g.5gb)" in \
+        results[("TC-04", "tenant-a")]["evidence"]
+    assert results[("TC-05", "tenant-b")]["evidence"].endswith(
+        f"also registered: l4-box {L4[:-2] + '99'} NVIDIA L4")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MACHINES",
+    "CardSurvey",
     "SharingSizes",
     "VerifyCard",
     "calico_pool_env",
@@ -49,6 +50,7 @@ __all__ = [
     "kube_proxy_objects",
     "kubelet_config_patches",
     "machine_card",
+    "machine_cards",
     "metallb_objects",
     "mock_device_config",
     "profile_card",
@@ -536,17 +538,58 @@ def registered_cards(node: dict[str, Any]) -> list[VerifyCard] | None:
             if c["health"] is True and c["mode"] != MIG_MODE]
 
 
+@dataclass(frozen=True)
+class CardSurvey:
+    """Every card the nodes of a tenant register with HAMi (as HAMi decodes them), nodes in
+    name order, sorted by what verify can do with it: `usable` (healthy, not MIG, not
+    cordoned: its GPU pods can be sized from one), and, as 'node card-id' texts, the healthy
+    cards in MIG mode (with their MIG profiles' names), the cordoned ones and the unhealthy
+    ones."""
+
+    usable: tuple[VerifyCard, ...] = ()
+    mig: tuple[str, ...] = ()
+    cordoned: tuple[str, ...] = ()
+    unhealthy: tuple[str, ...] = ()
+
+
+def machine_cards(nodes: tuple[dict[str, Any], ...] | list[dict[str, Any]] | None
+                  ) -> CardSurvey:
+    """What HAMi registered on joined machines (CardSurvey). A card in MIG mode is registered
+    with `mode: "mig"` and its MIG profiles (HAMi v2.10.0 pkg/device-plugin/nvidiadevice/
+    nvinternal/plugin/register.go:104,175-202: the whole node's plugin runs in that mode, a
+    card gets all 100 cores and, as `count`, its largest profile's instance count); HAMi then
+    grants a pod a whole MIG instance (pkg/device/nvidia/device.go:601-644,645-659). A card
+    the plugin found no MIG profile for is not registered at all (register.go:192-195)."""
+    usable: list[VerifyCard] = []
+    mig: list[str] = []
+    cordoned_cards: list[str] = []
+    unhealthy: list[str] = []
+    for node in sorted(nodes or (), key=lambda n: str((n.get("metadata") or {}).get("name"))):
+        meta = node.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        notes = meta.get("annotations") or {}
+        cordoned = {u.strip() for u in str(notes.get(CORDON_ANNOTATION) or "").split(",")}
+        for c in decode_register(notes.get(GPU_REGISTER_ANNOTATION)) or ():
+            where = f"{name} {c['id']}"
+            if c["health"] is not True:
+                unhealthy.append(where)
+            elif c["mode"] == MIG_MODE:
+                profiles = [str(p.get("name")) for p in c["migprofiles"] if isinstance(p, dict)]
+                mig.append(f"{where} (MIG profiles {', '.join(profiles) or 'none'})")
+            elif str(c["id"]) in cordoned:
+                cordoned_cards.append(where)
+            else:
+                usable.append(VerifyCard(str(c["id"]), str(c["type"]), int(c["devmem"]),
+                                         int(c["devcore"]), int(c["count"]), name))
+    return CardSurvey(tuple(usable), tuple(mig), tuple(cordoned_cards), tuple(unhealthy))
+
+
 def machine_card(nodes: tuple[dict[str, Any], ...] | list[dict[str, Any]] | None
                  ) -> VerifyCard | None:
     """The card verify uses on joined machines: the first healthy card that is not in MIG mode
     nor cordoned (`hami.io/device-cordon`), of the nodes in name order (None: no such card)."""
-    for node in sorted(nodes or (), key=lambda n: str((n.get("metadata") or {}).get("name"))):
-        notes = (node.get("metadata") or {}).get("annotations") or {}
-        cordoned = {u.strip() for u in str(notes.get(CORDON_ANNOTATION) or "").split(",")}
-        for card in registered_cards(node) or ():
-            if card.device_id not in cordoned:
-                return card
-    return None
+    usable = machine_cards(nodes).usable
+    return usable[0] if usable else None
 
 
 def verify_objects(tenant: TenantSpec, card: VerifyCard | None = None

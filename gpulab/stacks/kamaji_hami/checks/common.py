@@ -9,6 +9,7 @@ from gpulab.naming import LABEL_RUN
 from gpulab.stacks import common
 from gpulab.stacks.kamaji_hami import objects as o
 from gpulab.stacks.kamaji_hami import render
+from gpulab.verify.hami import CORDON_ANNOTATION
 from gpulab.verify.observe import CHECK_LABEL, VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult
 
@@ -23,7 +24,9 @@ __all__ = [
     "Ctx",
     "explain_gpu_pod",
     "gpu_scenario",
+    "no_usable_card",
     "not_verifys_pod",
+    "other_cards",
     "pods_not_serving",
     "prepare",
     "system_pods_summary",
@@ -364,6 +367,44 @@ def prepare_gpu(
     return ctx, sizes
 
 
+def no_usable_card(ctx: Ctx) -> str:
+    """Why verify has no card to size its GPU pods from on joined machines: what HAMi did
+    register instead (render.machine_cards), each an unknown with its reason."""
+    survey = render.machine_cards(ctx.st.nodes)
+    if not survey.mig and not survey.cordoned:
+        return (f"unknown, because no node of {ctx.tenant} registers a healthy card with HAMi "
+                f"(see TC-04), so verify has no card to size its GPU pods from and created "
+                f"none")
+    kinds, why = [], []
+    if survey.mig:
+        kinds.append(f"in MIG mode ({'; '.join(survey.mig)})")
+        why.append("HAMi v2.10.0 grants a pod on a MIG card a whole MIG instance, the smallest "
+                   "allowed profile whose memory fits (pkg/device/nvidia/device.go:601-644, "
+                   "645-659), not the memory and cores it asks, which TC-05..TC-07 measure")
+    if survey.cordoned:
+        kinds.append(f"cordoned ({CORDON_ANNOTATION}: {'; '.join(survey.cordoned)})")
+        why.append("HAMi's Fit skips a cordoned card (pkg/device/nvidia/device.go:698-713, "
+                   "726, 735)")
+    return (f"unknown, because every healthy card the nodes of {ctx.tenant} register with HAMi "
+            f"is {' or '.join(kinds)}: {'; '.join(why)}; verify created no GPU pod (TC-04 "
+            f"judges the cards' registration)")
+
+
+def other_cards(ctx: Ctx) -> str:
+    """On joined machines, the cards HAMi registered that verify's GPU pods did not use
+    ('' when there are none): they share the tenant, but TC-05..TC-07 judged one card."""
+    if not ctx.machines:
+        return ""
+    survey = render.machine_cards(ctx.st.nodes)
+    sized = ctx.card()
+    rest = [f"{c.node} {c.device_id} {c.model}" for c in survey.usable if c != sized]
+    rest += [*survey.mig, *(f"{c} cordoned" for c in survey.cordoned)]
+    if not rest:
+        return ""
+    return (f"; not exercised by TC-05..TC-07 (unknown whether HAMi shares them), also "
+            f"registered: {'; '.join(rest)}")
+
+
 def gpu_scenario(ctx: Ctx) -> render.SharingSizes | CheckResult:
     """The pod sizes the GPU checks expect, or the skip/error/fail verdict when they cannot run.
 
@@ -377,9 +418,7 @@ def gpu_scenario(ctx: Ctx) -> render.SharingSizes | CheckResult:
             return skip
     gpu = ctx.card()
     if gpu is None and ctx.machines:
-        return ctx.skipped(
-            f"unknown, because no node of {ctx.tenant} registers a healthy card with HAMi "
-            f"(see TC-04), so verify has no card to size its GPU pods from and created none")
+        return ctx.skipped(no_usable_card(ctx))
     if gpu is None:
         return ctx.skipped(f"{ctx.tenant} has no GPUs in the profile, so there is nothing for "
                            f"HAMi to schedule")

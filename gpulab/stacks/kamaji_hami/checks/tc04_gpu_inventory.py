@@ -136,6 +136,17 @@ def _registered_problems(ctx: Ctx, node: JsonObj, index: int) -> tuple[list[str]
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
+def _mig(card: JsonObj) -> str:
+    """' MIG (1g.10gb, 7g.80gb)' for a card HAMi registered in MIG mode (its profiles'
+    names: HAMi v2.10.0 register.go:190-202), else ''."""
+    from gpulab.verify.hami import MIG_MODE
+
+    if card.get("mode") != MIG_MODE:
+        return ""
+    names = [str(p.get("name")) for p in card.get("migprofiles") or [] if isinstance(p, dict)]
+    return f" MIG ({', '.join(names) or 'no profile'})"
+
+
 def _machine_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str, bool]:
     """A joined machine: (problems, evidence, whether it is a GPU node). It is one when it
     carries HAMi's device plugin label (gpu=on, what gpulab join asks) or registers cards; it
@@ -174,7 +185,7 @@ def _machine_problems(ctx: Ctx, node: JsonObj) -> tuple[list[str], str, bool]:
     shakes, handshake = _handshake_problems(ctx, node, gpu=True)
     problems += shakes
     shown = ", ".join(f"{c['id']} {c['type']} {c['devmem']} MiB {c['devcore']} cores split "
-                      f"{c['count']}" for c in cards)
+                      f"{c['count']}{_mig(c)}" for c in cards)
     return problems, (f"{node_name} registers {len(cards)} card(s) with HAMi: {shown}; "
                       f"{GPU_RESOURCE}={advertised}; {handshake}"), True
 

@@ -10,6 +10,7 @@ from gpulab.stacks.kamaji_hami.checks.common import (
     Ctx,
     explain_gpu_pod,
     not_verifys_pod,
+    other_cards,
     prepare_gpu,
 )
 from gpulab.verify.observe import VERIFY_NAMESPACE
@@ -119,4 +120,4 @@ def check(lab: LabState, profile: KamajiHamiProfile, tenant: str) -> CheckResult
     problems, evidence = _placement(ctx, sizes)
     if problems:
         return ctx.failed(summarize_problems(problems), evidence)
-    return ctx.passed(evidence)
+    return ctx.passed(evidence + other_cards(ctx))
