@@ -308,6 +308,13 @@ def add_labels(text: str, labels: Mapping[str, str]) -> str:
     """`text` (a YAML stream of Kubernetes objects, as helm renders it) with `labels` in the
     `metadata.labels` of each object; LabelError (one line) when it is not such a stream."""
     check_labels(labels)
+    try:
+        return _labelled(text, labels)
+    except RecursionError:  # libyaml may compose deeper than Python walks the nodes
+        raise LabelError("not YAML gpulab can read: nested too deeply") from None
+
+
+def _labelled(text: str, labels: Mapping[str, str]) -> str:
     docs = _compose(text)
     edits: list[Edit] = []
     whole: list[Node] = []  # documents written again from their nodes
