@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from tests.cluster.command_line import flag
+from tests.kamaji_hami import hami_wire as hw
 
 if TYPE_CHECKING:
     from tests.cluster.builders import ClusterApi
@@ -253,20 +254,20 @@ class FakeHami:
             n, umem, ucores = used.get(card["id"], [0, 0, 0])
             want = memory or card["devmem"]  # no memory asked: 100% of the card
             if not card["health"]:
-                reason = "CardNotHealth"
+                reason = hw.CARD_NOT_HEALTH
             elif card["id"] in cordoned:
-                reason = "CardCordoned"
+                reason = hw.CARD_CORDONED
             elif pinned and self.honour_pinning and card["id"] not in pinned.split(","):
-                reason = "CardUuidMismatch"
+                reason = hw.CARD_UUID_MISMATCH
             elif card["count"] <= n:
-                reason = "CardTimeSlicingExhausted"
+                reason = hw.CARD_TIME_SLICING_EXHAUSTED
             elif card["devmem"] - umem < want:
-                reason = "CardInsufficientMemory"
+                reason = hw.CARD_INSUFFICIENT_MEMORY
             elif card["devcore"] - ucores < cores:
-                reason = "CardInsufficientCore"
+                reason = hw.CARD_INSUFFICIENT_CORE
             elif card["mode"] == "mig" and not any(
                     p.get("memoryMB", 0) >= want for p in card["migprofiles"]):
-                reason = "CardMigTopologyInfeasible"
+                reason = hw.CARD_MIG_TOPOLOGY_INFEASIBLE
             else:
                 fits.append(card)
                 continue
@@ -296,10 +297,8 @@ class FakeHami:
             self._bind(pod, node, node_name, fit, memory or fit["devmem"], cores, ns, name)
             return
         for reason, where in sorted(failures.items()):
-            self.api.add_event(pod, "FilteringFailed",
-                               f"{len(where)} nodes {reason}({','.join(sorted(where))})")
-        self.api.add_event(pod, "FilteringFailed",
-                           f"no available node, {len(nodes)} nodes do not meet")
+            self.api.add_event(pod, hw.FILTERING_FAILED, hw.filter_failed(reason, where))
+        self.api.add_event(pod, hw.FILTERING_FAILED, hw.no_available_node(len(nodes)))
 
     def _locked(self, node: dict[str, Any]) -> bool:
         if not (node["metadata"].get("annotations") or {}).get(LOCK):
@@ -312,15 +311,14 @@ class FakeHami:
 
     def _bind(self, pod: dict[str, Any], node: dict[str, Any], node_name: str,
               card: dict[str, Any], memory: int, cores: int, ns: str, name: str) -> None:
-        allocation = f"{card['id']},NVIDIA,{memory},{cores}:;"
+        allocation = hw.encode_pod_devices([[(card["id"], "NVIDIA", memory, cores)]])
         pod["metadata"].setdefault("annotations", {}).update({
             "hami.io/vgpu-node": node_name, "hami.io/vgpu-devices-to-allocate": allocation})
         self.api.add_event(pod, "FilteringSucceed",
                            f"find fit node({node_name}), 0 nodes not fit, 1 nodes "
                            f"fit({node_name}:0.00)", kind="Normal")
         if self._locked(node):
-            self.api.add_event(pod, "BindingFailed", f"node {node_name} has been locked within "
-                                                     f"5m0s: node lock contention")
+            self.api.add_event(pod, hw.BINDING_FAILED, hw.node_locked(node_name))
             return
         node["metadata"].setdefault("annotations", {})[LOCK] = (
             f"2026-12-01T10:00:00Z,{ns},{name}")

@@ -23,6 +23,7 @@ from gpulab.cluster.run import evaluate, run_verify
 from gpulab.cluster.state import ClusterVerifyState
 from gpulab.errors import AdapterError
 from gpulab.verify.observe import Clock
+from tests import kube_wire as kw
 from tests.cluster import builders as b
 from tests.cluster.fake_hami import FakeHami
 from tests.kamaji_hami.fakes import FakeClock
@@ -252,7 +253,7 @@ def _two(shared: bool = False, accept: bool = False, refuse_listing: bool = Fals
             return apis[server_of]
         probe = b.ClusterApi("probe")
         probe.fail["list_objects"] = AdapterError(
-            f"list Namespace at {servers[server_of]}: 401 Unauthorized")
+            f"list Namespace at {servers[server_of]}: {kw.kube_client_says(kw.unauthorized())}")
         return probe
 
     if refuse_listing:  # tenant-b may list its own pods (discovery), not verify's namespace

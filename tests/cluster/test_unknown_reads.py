@@ -32,6 +32,7 @@ from gpulab.cluster.observe import UNANSWERED
 from gpulab.cluster.run import run_verify
 from gpulab.errors import GpulabError
 from gpulab.verify.observe import Clock
+from tests import kube_wire as kw
 from tests.cluster import builders as b
 from tests.cluster.fake_hami import FakeHami
 from tests.cluster.test_kmock import served
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
 runner = CliRunner()
 MODES = ("403", "404", "500", "timeout")
 STATUS = {  # what an API server answers, as Kubernetes' Status
-    "403": (403, "Forbidden", 'pods is forbidden: User "system:serviceaccount:ci:verify" cannot '
-                              'list resource "pods" at the cluster scope'),
+    "403": (403, "Forbidden", kw.forbidden_message("system:serviceaccount:ci:verify", "list",
+                                                   "pods")),
     "404": (404, "NotFound", "the server could not find the requested resource"),
     "500": (500, "InternalError", "etcdserver: request timed out"),
 }

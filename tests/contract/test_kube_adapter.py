@@ -31,6 +31,7 @@ from gpulab.adapters.kube import (
 from gpulab.errors import AdapterError
 from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.steps import TenantControlPlane
+from tests import kube_wire
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -544,7 +545,8 @@ def test_transient_errors_are_retried_bounded(emulator: Emulator) -> None:
 def test_non_transient_errors_are_not_retried(emulator: Emulator) -> None:
     policy = RetryPolicy(stop=stop_after_attempt(5), wait=wait_none(), sleep=lambda _: None)
     client = emulator.client(retry=policy)
-    emulator.km["get /api/v1/nodes/bad"] << _status(403, "Forbidden", "nodes is forbidden")
+    emulator.km["get /api/v1/nodes/bad"] << Response(
+        status=403, payload=kube_wire.forbidden("ci", "get", "nodes", name="bad"))
 
     with pytest.raises(KubeApiError, match="403 Forbidden"):
         client.get("v1", "Node", "bad")
@@ -555,6 +557,21 @@ def test_non_transient_errors_are_not_retried(emulator: Emulator) -> None:
     client.apply(_node("n1"))
 
     assert [m for m, _, _ in emulator.calls()] == ["GET", "PATCH", "POST", "PATCH"]
+
+
+def test_an_api_servers_refusals_read_as_the_fakes_say(emulator: Emulator) -> None:
+    """The line the client raises for the API server's 401 and 403 Status bodies (kube_wire, from
+    apiserver v0.36.3) ends as kube_wire.kube_client_says, which the fakes of the client use."""
+    client = emulator.client(retry=RetryPolicy.disabled())
+    for name, status in (("nobody", kube_wire.unauthorized()),
+                         ("other", kube_wire.forbidden("ci", "get", "nodes", name="other"))):
+        emulator.km[f"get /api/v1/nodes/{name}"] << Response(status=status["code"],
+                                                             payload=status)
+        with pytest.raises(KubeApiError) as caught:
+            client.get("v1", "Node", name)
+        assert caught.value.message == (
+            f"get Node {name} at {client.server}: {kube_wire.kube_client_says(status)}")
+        assert caught.value.status == status["code"]
 
 
 # --------------------------------------------------------------------------- kubeconfig

@@ -402,7 +402,7 @@ def refused(spec: TenantSpec, name: str, reason: str) -> PodRun:
     created = verify_pod(spec, name)
     live = copy.deepcopy(created)
     cards = sum(g.count for g in spec.gpus)
-    reasons = {reason: 1, **({"CardUuidMismatch": cards - 1} if cards > 1 else {})}
+    reasons = {reason: 1, **({hw.CARD_UUID_MISMATCH: cards - 1} if cards > 1 else {})}
     events = (
         event(name, "FailedScheduling",
               FAILED_SCHEDULING.format(reasons=hw.gen_reason(reasons, cards)), count=1),
@@ -443,8 +443,8 @@ def gpu_runs(spec: TenantSpec) -> tuple[PodRun, ...]:
         placed(spec, "gpu-share-1"),
         placed(spec, "gpu-share-2"),
         placed(spec, "gpu-share-3"),
-        refused(spec, "gpu-share-4", "CardInsufficientCore"),
-        refused(spec, "gpu-mem-big", "CardInsufficientMemory"),
+        refused(spec, "gpu-share-4", hw.CARD_INSUFFICIENT_CORE),
+        refused(spec, "gpu-mem-big", hw.CARD_INSUFFICIENT_MEMORY),
     )
 
 
@@ -484,6 +484,12 @@ def finished_jobs(spec: TenantSpec) -> list[dict[str, Any]]:
     return jobs
 
 
+def rejected_probe(endpoint: str) -> str:
+    """TC-08's probe detail when a tenant's API server refuses another tenant's credentials: its
+    401 Status (kube_wire.unauthorized) in gpulab's client's words (kube_wire.kube_client_says)."""
+    return f"list Namespace list at https://{endpoint}: {kw.kube_client_says(kw.unauthorized())}"
+
+
 def tenant_state(profile: KamajiHamiProfile, spec: TenantSpec) -> TenantState:
     nodes = tuple(node(spec, i) for i in range(spec.workers.count))
     system = tuple(sorted((p for i in range(spec.workers.count) for p in system_pods(spec, i)),
@@ -511,9 +517,7 @@ def tenant_state(profile: KamajiHamiProfile, spec: TenantSpec) -> TenantState:
             listing_pod(p) for p in sorted([*system, *live_pods, *finished_jobs(spec)],
                                            key=_namespaced_name))),
         credential_probes=tuple(
-            CredentialProbe(spec.name, other, "rejected",
-                            f"list Namespace list at https://{ENDPOINTS.get(other, '?')}: "
-                            f"401 Unauthorized")
+            CredentialProbe(spec.name, other, "rejected", rejected_probe(ENDPOINTS.get(other, "?")))
             for other in others
         ),
         timings={"TC-01": 0.4, "TC-02": 0.9, "TC-03": 4.2, "TC-05": 8.1, "TC-06": 15.0,

@@ -283,8 +283,10 @@ class FakeHami:
         for node in nodes:
             node_name = node["metadata"]["name"]
             cards = self._cards(node)
-            if not cards:
-                self.api.add_event(pod, "FilteringFailed", f"1 nodes node unregistered({node_name})")
+            if not cards:  # no event names it: kube-scheduler's FitError does, HAMi says none fit
+                self.api.add_event(pod, "FailedScheduling",
+                                   kube.failed_scheduling(1, {wire.NODE_UNREGISTERED: 1}))
+                self.api.add_event(pod, wire.FILTERING_FAILED, wire.no_available_node(1))
                 continue
             used = self._usage(node_name)
             reasons: dict[str, int] = {}
@@ -292,11 +294,11 @@ class FakeHami:
             for card in reversed(cards):  # HAMi checks cards from last to first
                 umem, ucores = used.get(card["id"], (0, 0))
                 if pinned and self.honour_pinning and card["id"] != pinned:
-                    reason = "CardUuidMismatch"
+                    reason = wire.CARD_UUID_MISMATCH
                 elif card["devmem"] - umem < mem:
-                    reason = "CardInsufficientMemory"
+                    reason = wire.CARD_INSUFFICIENT_MEMORY
                 elif card["devcore"] - ucores < cores:
-                    reason = "CardInsufficientCore"
+                    reason = wire.CARD_INSUFFICIENT_CORE
                 else:
                     fits.append(card)
                     continue
@@ -364,8 +366,7 @@ class FakeLab:
         if self.share_ca:
             return server
         probe = FakeApi(f"{credentials_of}-on-{server_of}")
-        probe.fail["list_objects"] = AdapterError(
-            f"list Namespace list at https://{b.ENDPOINTS[server_of]}: 401 Unauthorized")
+        probe.fail["list_objects"] = AdapterError(b.rejected_probe(b.ENDPOINTS[server_of]))
         return probe
 
 

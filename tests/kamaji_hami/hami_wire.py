@@ -158,6 +158,30 @@ HANDSHAKE = "hami.io/node-handshake"  # pkg/device/nvidia/device.go:41 Handshake
 LOCK_CONTENTION = "node lock contention"
 NODE_LOCK_TIMEOUT_SECONDS = 300
 
+# The reasons of a card that does not fit, as Fit counts them (pkg/device/nvidia/device.go:727-827)
+# and GenReason prints them (pkg/device/common/common.go:25-44, the line of each beside it).
+CARD_TYPE_MISMATCH = "CardTypeMismatch"  # common.go:26
+CARD_UUID_MISMATCH = "CardUuidMismatch"  # common.go:27 CardUUIDMismatch
+CARD_TIME_SLICING_EXHAUSTED = "CardTimeSlicingExhausted"  # common.go:28
+CARD_INSUFFICIENT_MEMORY = "CardInsufficientMemory"  # common.go:30
+CARD_INSUFFICIENT_CORE = "CardInsufficientCore"  # common.go:31
+CARD_NOT_HEALTH = "CardNotHealth"  # common.go:32
+CARD_CORDONED = "CardCordoned"  # common.go:33
+NUMA_NOT_FIT = "NumaNotFit"  # common.go:34
+CARD_MIG_TOPOLOGY_INFEASIBLE = "CardMigTopologyInfeasible"  # common.go:37
+# A node HAMi has not registered: getNodesUsage leaves it out with this text as its failed-node
+# reason (pkg/scheduler/scheduler.go:846-853), which the extender hands to kube-scheduler; no
+# FilteringFailed event names it (recordFilteringFailures only sees the nodes calcScore scored,
+# score.go:348-353, 410-412): the pod gets "no available node" (scheduler.go:1109-1111).
+NODE_UNREGISTERED = "node unregistered"
+
+# The reasons of HAMi's events (pkg/scheduler/event.go:33-43): Warning when the filter or bind
+# failed, Normal when it succeeded (event.go:56-78).
+FILTERING_FAILED = "FilteringFailed"
+FILTERING_SUCCEED = "FilteringSucceed"
+BINDING_FAILED = "BindingFailed"
+BINDING_SUCCEED = "BindingSucceed"
+
 
 def go_time_datetime(when: datetime) -> str:
     """Go's `time.DateTime` layout, "2006-01-02 15:04:05"."""

@@ -445,9 +445,12 @@ class HamiPlayer:
         for _, node in self.cluster.live(NODES):
             node_name = _name(node.raw)
             cards = self._cards(node.raw)
-            if not cards:
+            if not cards:  # no event names it: kube-scheduler's FitError does, HAMi says none fit
                 self.attempts[uid] = self.attempts.get(uid, 0) + 1
-                self._event(pod, "FilteringFailed", f"1 nodes node unregistered({node_name})")
+                if self.attempts[uid] == 1:
+                    self._event(pod, "FailedScheduling",
+                                kube.failed_scheduling(1, {wire.NODE_UNREGISTERED: 1}))
+                self._event(pod, wire.FILTERING_FAILED, wire.no_available_node(1))
                 continue
             used = self._usage(node_name)
             reasons: dict[str, int] = {}
@@ -455,11 +458,11 @@ class HamiPlayer:
             for card in reversed(cards):  # HAMi checks cards from last to first
                 umem, ucores = used.get(card["id"], (0, 0))
                 if pinned and card["id"] != pinned:
-                    reason = "CardUuidMismatch"
+                    reason = wire.CARD_UUID_MISMATCH
                 elif card["devmem"] - umem < mem:
-                    reason = "CardInsufficientMemory"
+                    reason = wire.CARD_INSUFFICIENT_MEMORY
                 elif card["devcore"] - ucores < cores:
-                    reason = "CardInsufficientCore"
+                    reason = wire.CARD_INSUFFICIENT_CORE
                 else:
                     fits.append(card)
                     continue
@@ -521,8 +524,7 @@ class _Player(threading.Thread):
 # --------------------------------------------------------------------------- credentials
 
 
-UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+UNAUTHORIZED = kube.unauthorized()  # the API server's 401 Status (kube_wire, apiserver v0.36.3)
 
 
 class RejectingClient(KubeClient):

@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpulab.stacks import load_profile
+from gpulab.stacks.common import VERIFY_IMAGE
 from gpulab.stacks.kamaji_hami.record import read_recording, write_recording
 from gpulab.stacks.kamaji_hami.run import evaluate
 from gpulab.verify.result import LOOKS_FURTHER
+from tests import kube_wire as kw
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as hw
 from tests.recordings import listed_under_another_name, member_states, read_edited
 
 if TYPE_CHECKING:
@@ -78,14 +81,15 @@ def _share_pending(st: dict[str, Any]) -> None:
 
 def _bound_never_started(st: dict[str, Any]) -> None:
     """gpu-share-1 placed and bound by HAMi, its container never started: phase Pending while
-    bound is "time spent pulling images" (k8s.io/api v0.36.3 core/v1/types.go:3499-3502)."""
+    bound is "time spent pulling images" (k8s.io/api v0.36.3 core/v1/types.go:3499-3502); its
+    image is not on the node and the registry answers that it has no such image."""
     run = _run(st, "gpu-share-1")
     run.update(outcome="timeout", last_seen="Pending, schedulerName hami-scheduler, node "
                                             "gpulab-kamaji-hami-tenant-a-worker")
     run["pod"]["status"] = {"phase": "Pending", "containerStatuses": [{
         "name": "app", "ready": False, "restartCount": 0,
-        "state": {"waiting": {"reason": "ImagePullBackOff",
-                              "message": 'Back-off pulling image "registry.k8s.io/pause:3.10"'}}}]}
+        "state": {"waiting": {"reason": kw.IMAGE_PULL_BACKOFF, "message": kw.image_pull_backoff(
+            VERIFY_IMAGE, kw.image_not_found(VERIFY_IMAGE))}}}]}
 
 
 def _refused_at_admission(st: dict[str, Any]) -> None:
@@ -94,8 +98,9 @@ def _refused_at_admission(st: dict[str, Any]) -> None:
     "reached admission", hack/hami-mig-e2e.sh:621), no container ever started."""
     run = _run(st, "gpu-share-1")
     run.update(outcome="failed")
-    run["pod"]["status"] = {"phase": "Failed", "reason": "UnexpectedAdmissionError",
-                            "message": "Allocate failed due to no devices found"}
+    run["pod"]["status"] = {"phase": "Failed", "reason": kw.UNEXPECTED_ADMISSION_ERROR,
+                            "message": kw.unexpected_admission(
+                                kw.devices_unavailable("nvidia.com/gpu", 1, 0))}
 
 
 def _grant(st: dict[str, Any], name: str, memory: int) -> None:
@@ -323,8 +328,8 @@ BROKEN: list[tuple[str, Any, set[str], str]] = [
     ("share pod on another card than pinned", lambda st, _o: _other_card(st, "gpu-share-3"),
      {"TC-05"}, "gpu-share-3 on GPU-MOCK-1"),
     ("fourth pod refused for another reason",
-     lambda st, _o: [e.update(message=e["message"].replace("CardInsufficientCore",
-                                                            "CardNotHealth"))
+     lambda st, _o: [e.update(message=e["message"].replace(hw.CARD_INSUFFICIENT_CORE,
+                                                            hw.CARD_NOT_HEALTH))
                      for e in _run(st, "gpu-share-4")["events"]], {"TC-06"}, "CardNotHealth"),
     ("big pod placed (memory over-committed)",
      lambda st, _o: _run(st, "gpu-mem-big")["pod"]["spec"].update(
@@ -383,7 +388,8 @@ def _unrelated_event(st: dict[str, Any], _other: dict[str, Any]) -> None:
     run = _run(st, "gpu-share-4")
     event = copy.deepcopy(run["events"][0])
     event["involvedObject"]["uid"] = "an-earlier-run"
-    event["message"] = b.FAILED_SCHEDULING.format(reasons="1/1 CardInsufficientMemory")
+    event["message"] = b.FAILED_SCHEDULING.format(
+        reasons=hw.gen_reason({hw.CARD_INSUFFICIENT_MEMORY: 1}, 1))
     run["events"].append(event)
 
 

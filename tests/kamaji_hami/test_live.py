@@ -19,6 +19,7 @@ from gpulab.stacks.kamaji_hami.run import evaluate, run_verify
 from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import Clock
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as hw
 from tests.kamaji_hami.builders import with_gpus
 from tests.kamaji_hami.fakes import FakeLab, fake_lab
 
@@ -301,8 +302,8 @@ def test_events_of_an_earlier_pod_with_the_same_name_are_ignored(
 
     lab = fake_lab(profile)
     api = lab.tenants["tenant-a"]
-    stale = b.event("gpu-share-4", "FilteringFailed",
-                    f"1 nodes CardInsufficientCore({b.worker('tenant-a')})")
+    stale = b.event("gpu-share-4", hw.FILTERING_FAILED,
+                    hw.filter_failed(hw.CARD_INSUFFICIENT_CORE, [b.worker("tenant-a")]))
     stale["involvedObject"]["uid"] = "uid-of-an-earlier-run"
     api.event_list.append(stale)
     node = api.obj("Node", b.worker("tenant-a"))

@@ -18,6 +18,7 @@ from gpulab.stacks.kamaji_hami.checks.registry import (
 )
 from gpulab.verify.hami import DeviceGrant
 from gpulab.verify.observe import classify_probe_error, cross_kubeconfig
+from tests import kube_wire as kw
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami import hami_wire as hw
 from tests.kamaji_hami.builders import judge, node_replace, run_replace, tenant_replace
@@ -73,7 +74,7 @@ def _breakers(profile: KamajiHamiProfile) -> dict[str, Callable[[LabState], LabS
         "TC-06": lambda s: run_replace(s, "tenant-a", replace(
             b.placed(spec, "gpu-share-1"), name="gpu-share-4", check="TC-06")),
         "TC-07": lambda s: run_replace(s, "tenant-a", b.refused(spec, "gpu-mem-big",
-                                                                "CardInsufficientCore")),
+                                                                hw.CARD_INSUFFICIENT_CORE)),
         "TC-08": lambda s: tenant_replace(s, "tenant-a", listing=replace(
             s.tenants["tenant-b"].listing)),
     }
@@ -102,16 +103,30 @@ def test_allocations() -> None:
 
 
 def test_hami_reasons_from_the_write_up_events() -> None:
+    host = b.worker("tenant-a")
+    score = hw.node_score((1, 30, 20000), (10, 100, 81920))  # a node with one share pod on it
     events = [
         b.event("p", "FailedScheduling", b.FAILED_SCHEDULING.format(
-            reasons=hw.gen_reason({"CardInsufficientCore": 1}, 1))),
-        b.event("p", "FilteringFailed", "1 nodes CardInsufficientCore(tenant-a-worker)"),
-        b.event("p", "BindingFailed", "node tenant-a-worker has been locked within 5m0s: node "
-                "lock contention"),
-        b.event("p", "FilteringSucceed", "find fit node(x) CardInsufficientMemory", kind="Normal"),
+            reasons=hw.gen_reason({hw.CARD_INSUFFICIENT_CORE: 1}, 1))),
+        b.event("p", hw.FILTERING_FAILED, hw.filter_failed(hw.CARD_INSUFFICIENT_CORE, [host])),
+        b.event("p", hw.BINDING_FAILED, hw.node_locked(host)),
+        b.event("p", hw.FILTERING_SUCCEED, hw.filter_succeeded(host, 1, [(host, score)]),
+                kind="Normal"),
+        b.event("p", hw.BINDING_SUCCEED, hw.bind_succeeded([host], b.NS, "p"), kind="Normal"),
     ]
-    assert o.hami_reasons(events) == ["CardInsufficientCore", "node lock contention"]
+    assert o.hami_reasons(events) == [hw.CARD_INSUFFICIENT_CORE, hw.LOCK_CONTENTION]
     assert o.lock_contention(events) is events[2]
+
+
+def test_hami_reasons_come_from_warnings_only() -> None:
+    # MADE UP: none of HAMi's Normal events (FilteringSucceed, BindingSucceed: event.go:56-78)
+    # can name a reason, so this one is a Warning's text marked Normal, to show that a Normal
+    # event is not read as a refusal.
+    made_up = b.event("p", hw.FILTERING_FAILED,
+                      hw.filter_failed(hw.CARD_INSUFFICIENT_MEMORY, [b.worker("tenant-a")]),
+                      kind="Normal")
+    assert o.hami_reasons([made_up]) == []
+    assert o.hami_reasons([{**made_up, "type": "Warning"}]) == [hw.CARD_INSUFFICIENT_MEMORY]
 
 
 def test_int_quantity() -> None:
@@ -119,11 +134,15 @@ def test_int_quantity() -> None:
         81920, 10, 1000, 2048, None, None, None]
 
 
+# What a tenant's API server answers foreign credentials it cannot authenticate, and credentials
+# it authenticates but does not authorize, in gpulab's client's words (kube_wire).
+UNAUTHORIZED = kw.kube_client_says(kw.unauthorized())
+FORBIDDEN = kw.kube_client_says(kw.forbidden("kubernetes-admin", "list", "namespaces"))
+
+
 @pytest.mark.parametrize(("error", "outcome"), [
-    (AdapterError("list Namespace list at https://172.18.255.201:6443: 401 Unauthorized"),
-     "rejected"),
-    (AdapterError("list Namespace list at https://x: 403 Forbidden: namespaces is forbidden"),
-     "forbidden"),
+    (AdapterError(b.rejected_probe("172.18.255.201:6443")), "rejected"),
+    (AdapterError(f"list Namespace list at https://x: {FORBIDDEN}"), "forbidden"),
     (AdapterError("list Namespace list at https://x: connection failed (SSLError: [SSL: "
                   "TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca)"), "rejected"),
     (AdapterError("list Namespace list at https://x: connection failed (SSLError: [SSL: "
@@ -237,10 +256,11 @@ def _bound(profile: KamajiHamiProfile, status: dict[str, Any], **changes: Any) -
 def test_a_pod_the_kubelet_refused_at_admission_points_at_the_device_plugin(
         kamaji_profile: KamajiHamiProfile) -> None:
     host = b.worker("tenant-a")
-    run = _bound(kamaji_profile, {"phase": "Failed", "reason": "UnexpectedAdmissionError",
-                                  "message": "Allocate failed due to device not found"})
+    message = kw.unexpected_admission(kw.devices_unavailable("nvidia.com/gpu", 1, 0))
+    run = _bound(kamaji_profile, {"phase": "Failed", "reason": kw.UNEXPECTED_ADMISSION_ERROR,
+                                  "message": message})
     assert _explain(kamaji_profile, run) == (
-        "gpu-share-1 failed: UnexpectedAdmissionError Allocate failed due to device not found; "
+        f"gpu-share-1 failed: UnexpectedAdmissionError {message}; "
         f"the kubelet refused it at admission: the device plugin on {host} could not allocate "
         f"its GPU (kubectl -n kube-system logs of the hami-mock-device-plugin pod on {host})")
 
@@ -297,7 +317,7 @@ def test_hamis_filter_reasons_are_named_with_what_they_mean(
 
     profile = b.with_gpus(kamaji_profile, "tenant-a",
                           {"model": "NVIDIA-L4", "count": 2, "memory_mib": 24576, "split": 10})
-    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", "CardInsufficientCore")
+    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", hw.CARD_INSUFFICIENT_CORE)
     last = ko.event_message(ko.events_with(run.events, "FilteringFailed")[-1])
     assert _explain(profile, run, "gpu-share-4") == (
         f"HAMi found no card for gpu-share-4 (CardInsufficientCore, CardUuidMismatch: {last}); "
@@ -531,7 +551,7 @@ def test_hamis_filter_failure_is_quoted_even_when_a_later_event_follows(
         kamaji_profile: KamajiHamiProfile) -> None:
     profile = b.with_gpus(kamaji_profile, "tenant-a",
                           {"model": "NVIDIA-L4", "count": 2, "memory_mib": 24576, "split": 10})
-    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", "CardInsufficientCore")
+    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", hw.CARD_INSUFFICIENT_CORE)
     last_filter = o.event_message(o.events_with(run.events, "FilteringFailed")[-1])
     later = b.event("gpu-share-4", "Pulled", "image pulled", kind="Normal")
     said = _explain(profile, replace(run, events=(*run.events, later)), "gpu-share-4")
@@ -542,7 +562,7 @@ def test_hamis_filter_failure_is_quoted_even_when_a_later_event_follows(
 def test_a_hami_reason_without_a_hint_is_named_alone(kamaji_profile: KamajiHamiProfile) -> None:
     run = b.placed(kamaji_profile.tenant("tenant-a"), "gpu-share-1")
     pod = {**run.pod, "spec": {**run.pod["spec"], "nodeName": ""}, "status": {"phase": "Pending"}}
-    message = hw.filter_failed("NumaNotFit", [b.worker("tenant-a")])
+    message = hw.filter_failed(hw.NUMA_NOT_FIT, [b.worker("tenant-a")])
     unfit = b.event("gpu-share-1", "FilteringFailed", message)
     said = _explain(kamaji_profile, replace(run, pod=pod, events=(unfit,)))
     assert said == f"HAMi found no card for gpu-share-1 (NumaNotFit: {message})"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests import kube_wire as kw
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge, tenant_replace
 
@@ -90,7 +91,7 @@ def test_one_healthy_pod_of_a_rollout_is_enough(healthy: LabState,
 def test_unreadable_management_cluster_is_an_error(healthy: LabState,
                                                    profile: KamajiHamiProfile) -> None:
     state = tenant_replace(healthy, "tenant-a", management_error="list Pod list in tenants at "
-                           "https://127.0.0.1:40123: 401 Unauthorized")
+                           f"https://127.0.0.1:40123: {kw.kube_client_says(kw.unauthorized())}")
     result = judge(state, profile, "TC-01")
     assert result.status == "error"
     assert "could not read the management cluster" in result.reason

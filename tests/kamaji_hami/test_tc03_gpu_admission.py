@@ -6,7 +6,9 @@ import copy
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tests import kube_wire as kw
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as hw
 from tests.kamaji_hami.builders import judge, run_replace, tenant_replace, with_gpus
 
 if TYPE_CHECKING:
@@ -74,9 +76,11 @@ def test_lock_contention(healthy: LabState, profile: KamajiHamiProfile) -> None:
 
 def test_node_unregistered(healthy: LabState, profile: KamajiHamiProfile) -> None:
     created = b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1")
-    events = (b.event("gpu-share-1", "FilteringFailed",
-                      f"1 nodes node unregistered({b.worker('tenant-a')})"),
-              b.event("gpu-share-1", "FilteringFailed", "no available node, 1 nodes do not meet"))
+    # HAMi names an unregistered node only in the failed nodes it hands kube-scheduler, which
+    # counts it in FailedScheduling; its own event says that no node fits (hami_wire).
+    events = (b.event("gpu-share-1", "FailedScheduling",
+                      kw.failed_scheduling(1, {hw.NODE_UNREGISTERED: 1})),
+              b.event("gpu-share-1", hw.FILTERING_FAILED, hw.no_available_node(1)))
     run = replace(_first(healthy), pod=created, created=created, events=events,
                   outcome="timeout")
     result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-03")

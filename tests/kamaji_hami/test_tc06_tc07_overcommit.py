@@ -11,14 +11,15 @@ import pytest
 from gpulab.verify.state import PodRun
 from tests import kube_wire as kube
 from tests.kamaji_hami import builders as b
+from tests.kamaji_hami import hami_wire as hw
 from tests.kamaji_hami.builders import judge, run_replace, with_gpus
 
 if TYPE_CHECKING:
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.stacks.kamaji_hami.state import LabState
 
-CASES = {"TC-06": ("gpu-share-4", "CardInsufficientCore"),
-         "TC-07": ("gpu-mem-big", "CardInsufficientMemory")}
+CASES = {"TC-06": ("gpu-share-4", hw.CARD_INSUFFICIENT_CORE),
+         "TC-07": ("gpu-mem-big", hw.CARD_INSUFFICIENT_MEMORY)}
 
 
 def _run(state: LabState, name: str, tenant: str = "tenant-a") -> PodRun:
@@ -82,7 +83,7 @@ def test_missing_reason_event(healthy: LabState, profile: KamajiHamiProfile,
                               check: str) -> None:
     name, reason = CASES[check]
     run = _run(healthy, name)
-    events = (b.event(name, "FilteringFailed", "no available node, 1 nodes do not meet"),)
+    events = (b.event(name, hw.FILTERING_FAILED, hw.no_available_node(1)),)
     result = judge(run_replace(healthy, "tenant-a", replace(run, events=events,
                                                             outcome="timeout", waited=60)),
                    profile, check)
@@ -101,7 +102,7 @@ def test_no_events_at_all(healthy: LabState, profile: KamajiHamiProfile, check: 
 
 
 def test_core_check_refused_for_memory(healthy: LabState, profile: KamajiHamiProfile) -> None:
-    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", "CardInsufficientMemory")
+    run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", hw.CARD_INSUFFICIENT_MEMORY)
     result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-06")
     assert result.status == "fail"
     assert "HAMi refused it for CardInsufficientMemory, not CardInsufficientCore" in result.reason
@@ -109,7 +110,7 @@ def test_core_check_refused_for_memory(healthy: LabState, profile: KamajiHamiPro
 
 
 def test_memory_check_refused_for_uuid(healthy: LabState, profile: KamajiHamiProfile) -> None:
-    run = b.refused(profile.tenant("tenant-a"), "gpu-mem-big", "CardUuidMismatch")
+    run = b.refused(profile.tenant("tenant-a"), "gpu-mem-big", hw.CARD_UUID_MISMATCH)
     result = judge(run_replace(healthy, "tenant-a", run), profile, "TC-07")
     assert result.status == "fail"
     assert "refused it for CardUuidMismatch, not CardInsufficientMemory" in result.reason
@@ -235,7 +236,8 @@ def test_an_event_without_source_is_the_schedulers(healthy: LabState,
 
 def test_a_normal_event_naming_the_reason_is_no_refusal(healthy: LabState,
                                                         profile: KamajiHamiProfile) -> None:
-    events = (b.event("gpu-share-4", "Scheduled", f"1 nodes CardInsufficientCore({W})",
+    # MADE UP: no Normal event names a HAMi reason; a FilteringFailed text under another reason.
+    events = (b.event("gpu-share-4", "Scheduled", hw.filter_failed(hw.CARD_INSUFFICIENT_CORE, [W]),
                       kind="Normal"),)
     result = judge(_core(healthy, events=events, waited=None), profile, "TC-06")
     assert result.status == "fail"
@@ -249,8 +251,8 @@ def test_a_normal_event_naming_the_reason_is_no_refusal(healthy: LabState,
 def test_refused_for_other_reasons_names_them_all(healthy: LabState,
                                                   profile: KamajiHamiProfile) -> None:
     spec = profile.tenant("tenant-a")
-    events = (*b.refused(spec, "gpu-share-4", "CardInsufficientMemory").events,
-              *b.refused(spec, "gpu-share-4", "CardUuidMismatch").events)
+    events = (*b.refused(spec, "gpu-share-4", hw.CARD_INSUFFICIENT_MEMORY).events,
+              *b.refused(spec, "gpu-share-4", hw.CARD_UUID_MISMATCH).events)
     result = judge(_core(healthy, events=events), profile, "TC-06")
     assert result.status == "fail"
     assert result.reason.startswith(

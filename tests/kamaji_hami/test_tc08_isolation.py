@@ -150,8 +150,7 @@ def test_single_tenant_lab(healthy: LabState, profile: KamajiHamiProfile) -> Non
 HEALTHY_A = (
     f"tenant-a's API lists 1 node(s) ({b.worker('tenant-a')}) and 12 pod(s), GPU gpumem 81920, "
     f"gpucores 100; none of the 5 verify pod(s) of tenant-b visible; tenant-b's API server "
-    f"rejected tenant-a's credentials (list Namespace list at https://172.18.255.201:6443: "
-    f"401 Unauthorized)"
+    f"rejected tenant-a's credentials ({b.rejected_probe('172.18.255.201:6443')})"
 )
 LISTED_A = HEALTHY_A.partition("; tenant-b's API server")[0]  # without the probe's outcome
 

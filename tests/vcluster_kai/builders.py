@@ -39,6 +39,7 @@ from gpulab.stacks.vcluster_kai.state import HostState, KaiLabState, ProbeRun, T
 from gpulab.verify import observe as verify_observe
 from gpulab.verify.observe import listing_pod
 from gpulab.verify.state import CredentialProbe, Listing
+from tests import kube_wire as kube
 from tests.kamaji_hami.builders import node_conditions
 from tests.vcluster_kai import kai_wire as kw
 from tests.vcluster_kai import vcluster_wire as vw
@@ -306,6 +307,14 @@ def coredns(team: TeamSpec) -> dict[str, Any]:
             "status": {"phase": "Running"}}
 
 
+def rejected_probe(node_port: int) -> str:
+    """KAI-08's probe detail when a team's vCluster refuses another team's credentials: the 401
+    Status of its API server (vCluster v0.35.3 pkg/server/server.go:385 uses the API server's
+    Unauthorized handler: kube_wire.unauthorized) in gpulab's client's words."""
+    return (f"list Namespace at https://{NODE_IP}:{node_port}: "
+            f"{kube.kube_client_says(kube.unauthorized())}")
+
+
 def team_state(profile: VclusterKaiProfile, team: TeamSpec) -> TeamState:
     runs = [share_run(profile, team)]
     names = {p["metadata"]["name"] for p in kr.verify_objects(profile, team)}
@@ -317,9 +326,7 @@ def team_state(profile: VclusterKaiProfile, team: TeamSpec) -> TeamState:
         runs.append(foreign_run(profile, team))
     listed = [coredns(team), *(r.created for r in runs if r.created)]
     probes = tuple(
-        CredentialProbe(team.name, other.name, "rejected",
-                        f"list Namespace at https://{NODE_IP}:{other.api_node_port}: "
-                        f"401 Unauthorized")
+        CredentialProbe(team.name, other.name, "rejected", rejected_probe(other.api_node_port))
         for other in profile.teams if other.name != team.name)
     return TeamState(
         team=team.name,

@@ -183,8 +183,7 @@ class KaiLab:
             return self.teams[server_of]
         probe = FakeApi(f"{credentials_of}-on-{server_of}")
         port = self.profile.team(server_of).api_node_port
-        probe.fail["list_objects"] = AdapterError(
-            f"list Namespace at https://{b.NODE_IP}:{port}: 401 Unauthorized")
+        probe.fail["list_objects"] = AdapterError(b.rejected_probe(port))
         return probe
 
 

@@ -300,7 +300,7 @@ LIMIT = "queue team-nlp's GPU limit 1"
 LISTED = "team-nlp's vCluster lists 5 pod(s) in 2 namespace(s)"
 HIDDEN = "none of the verify pods of the other teams (3 of team-vision, 3 of team-recommender) visible"
 REJECTED_BY = ("{team}'s vCluster rejected team-nlp's credentials (list Namespace at "
-               "https://172.18.0.2:{port}: 401 Unauthorized)")
+               "https://172.18.0.2:{port}: 401 Unauthorized: Unauthorized)")
 REJECTED_VISION = REJECTED_BY.format(team=VISION, port=31444)
 REJECTED_REC = REJECTED_BY.format(team=REC, port=31445)
 
