@@ -7,6 +7,7 @@ A stack's `observe.py` composes these into its observation; nothing here knows a
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 import traceback
@@ -254,6 +255,11 @@ def default_service_account(kube: KubeGateway, namespace: str, timeout: float, i
             f"kube-controller-manager running?")
 
 
+# The HTTP status of a call gpulab's Kubernetes client saw answered: `<verb> <what> at
+# <server>: <status> <reason>[: <message>]` (gpulab/adapters/kube.py).
+_ANSWERED = re.compile(r" at \S+: (\d{3})(?=[ :(]|$)")
+
+
 def classify_probe_error(err: BaseException) -> ProbeOutcome:
     """How an API server answered foreign credentials.
 
@@ -262,10 +268,15 @@ def classify_probe_error(err: BaseException) -> ProbeOutcome:
     trusting the server) = error, no verdict.
     """
     status = getattr(err, "status", None)
+    if not isinstance(status, int) or not status:  # no attribute, or no HTTP answer (0)
+        answered = _ANSWERED.search(str(err))
+        status = int(answered.group(1)) if answered else None
     text = f"{err} {getattr(err, 'output', '')}".lower()
-    if status == 401 or "401" in text or "unauthorized" in text:
+    # The words only when no status is known: digits anywhere in the text (a port such as
+    # 127.0.0.1:40123) say nothing of the answer.
+    if status == 401 or (status is None and "unauthorized" in text):
         return "rejected"
-    if status == 403 or "403" in text or "forbidden" in text:
+    if status == 403 or (status is None and "forbidden" in text):
         return "forbidden"
     if "alert" in text and ("certificate" in text or "unknown ca" in text):
         return "rejected"

@@ -143,6 +143,11 @@ FORBIDDEN = kw.kube_client_says(kw.forbidden("kubernetes-admin", "list", "namesp
 @pytest.mark.parametrize(("error", "outcome"), [
     (AdapterError(b.rejected_probe("172.18.255.201:6443")), "rejected"),
     (AdapterError(f"list Namespace list at https://x: {FORBIDDEN}"), "forbidden"),
+    # A port or an address that contains 401 or 403 says nothing of the answer.
+    (AdapterError(f"list Namespace list at https://127.0.0.1:40123: {FORBIDDEN}"), "forbidden"),
+    (AdapterError(f"list Namespace list at https://127.0.0.1:40399: {UNAUTHORIZED}"), "rejected"),
+    (AdapterError("list Namespace list at https://127.0.0.1:40123: connection failed (SSLError: "
+                  "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed)"), "error"),
     (AdapterError("list Namespace list at https://x: connection failed (SSLError: [SSL: "
                   "TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca)"), "rejected"),
     (AdapterError("list Namespace list at https://x: connection failed (SSLError: [SSL: "
