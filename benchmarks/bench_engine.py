@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 from gpulab.engine.runner import run_steps
 from gpulab.engine.step import Artifact, StepContext
-from gpulab.providers.kind import kind_steps
+from gpulab.providers.kind import cluster_facts, kind_steps
 from gpulab.stacks import for_name, load_profile
-from gpulab.stacks.kamaji_hami.steps import HostFacts
 
 GOAL_RATIO_8_TO_1 = 1.3
 LATENCY = {  # simulated seconds per step kind ("management/<x>" or the tenant step's suffix)
@@ -62,7 +61,9 @@ def simulated_plan(tenants: int, scale: float) -> list[SimulatedStep]:
     profile = profile.model_copy(update={"tenants": [
         base.model_copy(update={"name": f"tenant-{i}"}) for i in range(tenants)]})
     steps = []
-    plan = kind_steps(profile, "bench", for_name("kamaji-hami"), HostFacts())
+    stack = for_name("kamaji-hami")
+    plan = kind_steps(profile, "bench", stack,
+                      cluster_facts(profile, "bench", stack.cluster_needs(profile), None))
     unknown = sorted({step_kind(s.name) for s in plan} - set(LATENCY))
     if unknown:
         raise SystemExit(f"bench_engine: no latency for step kind(s) {', '.join(unknown)}; "

@@ -18,11 +18,12 @@ if TYPE_CHECKING:
     from gpulab.adapters.base import LabAdapters
     from gpulab.engine.runner import Reporter
     from gpulab.engine.step import Step
+    from gpulab.netcalc import AddressRange
     from gpulab.profile.base import LabProfile
 
-__all__ = ["ClusterChoice", "ClusterIdentity", "ClusterNeeds", "ClusterProvider", "Ground",
-           "HostTools", "ManagementRow", "NodePool", "PortNeed", "Session", "StackSide",
-           "Teardown"]
+__all__ = ["AddressNeed", "AddressRanges", "ClusterChoice", "ClusterFacts", "ClusterIdentity",
+           "ClusterNeeds", "ClusterProvider", "Ground", "HostTools", "ManagementRow", "NodePool",
+           "PortNeed", "Session", "StackSide", "Teardown"]
 
 
 @dataclass
@@ -57,8 +58,8 @@ class NodePool:
 
 @dataclass(frozen=True)
 class PortNeed:
-    """A NodePort this host must reach (vcluster-kai: a team's vCluster API), at `host_port`
-    on `address` of this host."""
+    """An HTTPS NodePort this host must reach (vcluster-kai: a team's vCluster API), at
+    `host_port` on `address` of this host."""
 
     name: str
     node_port: int
@@ -67,13 +68,71 @@ class PortNeed:
 
 
 @dataclass(frozen=True)
+class AddressNeed:
+    """LoadBalancer addresses the stack hands out itself (kamaji-hami's MetalLB pool): `size`
+    addresses ending `offset_from_top` below the top of the cluster network's IPv4 subnet;
+    `what` names them in plan's notes ('MetalLB range')."""
+
+    what: str
+    size: int
+    offset_from_top: int
+
+
+@dataclass(frozen=True)
 class ClusterNeeds:
     """What a stack asks of the cluster, pure, from its profile (the stack's `cluster_needs`):
-    node pools and host ports. The provider meets them (kind renders its cluster config from
-    them: providers.kind_config); the stack never says how."""
+    node pools, host ports, LoadBalancer addresses. The provider meets them (kind renders its
+    cluster config from them: providers.kind_config) and answers `ClusterFacts`; the stack
+    never says how."""
 
     pools: tuple[NodePool, ...] = ()
     ports: tuple[PortNeed, ...] = ()
+    load_balancer: AddressNeed | None = None
+
+
+class AddressRanges(Protocol):
+    """Where the addresses of an `AddressNeed` come from (kind: its Docker network, and the
+    range each lab on the host recorded: providers.kind_network)."""
+
+    def planned(self) -> AddressRange | None:
+        """The range, when it is known before `up` runs (None: pending)."""
+        ...
+
+    @property
+    def pending(self) -> str:
+        """Why it is not known yet ('' when it is, or nothing more is known)."""
+        ...
+
+    def resolve(self, adapters: LabAdapters) -> AddressRange:
+        """The range, during `up` (HostError when it cannot be had)."""
+        ...
+
+    def keep(self, addresses: AddressRange) -> None:
+        """Remember `addresses` as the lab's, once they are in use."""
+        ...
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What the provider answers for a stack's `ClusterNeeds` before the cluster exists (plan
+    shows what is not known yet as pending): each pool's node names (`pool_nodes`), the
+    management nodes (`management_nodes`: where images are preloaded), the URL this host
+    reaches each port need at (`urls`, by its name) and the LoadBalancer addresses
+    (`lb_range`, None when none were needed)."""
+
+    pool_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    management_nodes: tuple[str, ...] = ()
+    urls: Mapping[str, str] = field(default_factory=dict)
+    lb_range: AddressRanges | None = None
+    provider: str = "kind"
+
+    def nodes(self, pool: str) -> tuple[str, ...]:
+        """The nodes of `pool` (a `NodePool`'s name)."""
+        return tuple(self.pool_nodes.get(pool, ()))
+
+    def url_for(self, port: PortNeed) -> str:
+        """Where this host reaches `port`."""
+        return self.urls[port.name]
 
 
 @dataclass(frozen=True)
@@ -116,8 +175,6 @@ class HostTools:
 class StackSide(Protocol):
     """What a provider asks of the lab's stack (a gpulab.stacks.Stack offers it; providers
     import no stack)."""
-
-    def observe_host_facts(self, profile: Any, runtime: Any) -> Any: ...
 
     def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
 

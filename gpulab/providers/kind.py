@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import GpulabError, HostError
-from gpulab.providers.base import Ground, ManagementRow, Session, Teardown
+from gpulab.providers.base import ClusterFacts, Ground, ManagementRow, Session, Teardown
 from gpulab.providers.kind_config import kind_config
 
 if TYPE_CHECKING:
@@ -35,14 +35,16 @@ if TYPE_CHECKING:
     from gpulab.engine.runner import Reporter
     from gpulab.engine.step import Step, StepContext
     from gpulab.lab_record import LabRecord
+    from gpulab.netcalc import AddressRange
     from gpulab.profile.base import LabProfile
-    from gpulab.providers.base import HostTools, StackSide
+    from gpulab.providers.base import ClusterNeeds, HostTools, StackSide
 
 __all__ = [
     "KIND_NODE_LABEL",
     "PULL_STEP",
     "KindProvider",
     "ManagementCluster",
+    "cluster_facts",
     "cluster_step",
     "created",
     "kind_cli",
@@ -259,10 +261,32 @@ class ManagementCluster:
         write_secret(adapters.management_kubeconfig(), text.encode())
 
 
-def kind_steps(profile: LabProfile, lab: str, stack: StackSide, facts: Any) -> list[Step]:
+def kind_steps(profile: LabProfile, lab: str, stack: StackSide, facts: ClusterFacts
+               ) -> list[Step]:
     """Every step of `up` on kind: `management/cluster` for what the stack needs, then the
-    stack's steps on `facts`."""
+    stack's steps on `facts` (`cluster_facts`)."""
     return [cluster_step(profile, lab, stack), *stack.build_steps(profile, lab, facts)]
+
+
+def cluster_facts(profile: LabProfile, lab: str, needs: ClusterNeeds,
+                  runtime: DockerReader | None, *, lb_range: AddressRange | None = None
+                  ) -> ClusterFacts:
+    """What a stack may rely on from the kind cluster that meets `needs`: the names kind gives
+    the pools' nodes and the control-plane node, the URL of each port on this host, and the
+    LoadBalancer range on the kind network as Docker shows it (`runtime` None: pending until
+    `up`; `lb_range` fixes it outright: tests, benchmarks)."""
+    from gpulab.providers.kind_config import control_plane_node, node_names, port_url
+    from gpulab.providers.kind_network import KindAddresses, observe
+
+    need = needs.load_balancer
+    network = profile.management.network
+    addresses = None if need is None else (
+        KindAddresses(need, lab, network, fixed=lb_range) if lb_range is not None
+        else observe(need, lab, network, runtime))
+    return ClusterFacts(pool_nodes=node_names(lab, needs),
+                        management_nodes=(control_plane_node(lab),),
+                        urls={port.name: port_url(port) for port in needs.ports},
+                        lb_range=addresses)
 
 
 def cluster_step(profile: LabProfile, lab: str, stack: StackSide) -> ManagementCluster:
@@ -296,8 +320,8 @@ class KindProvider:
 
     def ground(self, profile: LabProfile, lab: str, stack: StackSide, *, probe: bool
                ) -> Ground:
-        """The stack's host facts from a read-only look at Docker (`probe`); without Docker,
-        its host-dependent values are pending and the note says why."""
+        """The stack's cluster facts from a read-only look at Docker (`probe`); without Docker,
+        the host-dependent ones are pending and the note says why."""
         runtime: DockerReader | None = None
         note = ""
         if probe:
@@ -305,9 +329,11 @@ class KindProvider:
                 runtime = self._tools().reader(timeout=3)
             except GpulabError as err:
                 note = f"Docker not reachable ({err}); host-dependent values are shown as pending"
-        facts = stack.observe_host_facts(profile, runtime)
-        if runtime is not None and not note:
-            note = str(getattr(facts, "plan_note", "") or "")  # host facts the stack lacks
+        needs = stack.cluster_needs(profile)
+        facts = cluster_facts(profile, lab, needs, runtime)
+        if runtime is not None and not note and needs.load_balancer and facts.lb_range \
+                and facts.lb_range.pending:  # what Docker could not tell yet
+            note = f"{needs.load_balancer.what} pending: {facts.lb_range.pending}"
         return Ground(facts, [cluster_step(profile, lab, stack)], note)
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
@@ -322,7 +348,7 @@ class KindProvider:
             if preflight:
                 self.refuse(profile, lab, report)
             adapters = self.adapters(profile, lab)
-        facts = stack.observe_host_facts(profile, adapters.runtime)
+        facts = cluster_facts(profile, lab, stack.cluster_needs(profile), adapters.runtime)
         return Session(kind_steps(profile, lab, stack, facts), adapters)
 
     def built(self, lab: str, adapters: LabAdapters) -> None:

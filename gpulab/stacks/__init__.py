@@ -1,7 +1,7 @@
 """The stack registry: the one place that lists gpulab's stacks.
 
 A stack is a package `gpulab/stacks/<name>/` whose `__init__` offers the `Stack` interface below:
-`PROFILE` (its profile model), `observe_host_facts`, `build_steps`, `verify_previews`, the live
+`PROFILE` (its profile model), `cluster_needs`, `build_steps`, `verify_previews`, the live
 `run_checks`, `parse_checks`/`replay`/`write_recording` for `verify --tc/--replay/--record`, and
 `lab_status`/`status_tables` for `gpulab status`. The CLI and core dispatch through `for_name` /
 `for_profile`; adding a stack is one package plus one line in `STACKS`.
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from rich.table import Table
 
-    from gpulab.adapters.base import ContainerRuntime, DockerReader, KubeGateway
+    from gpulab.adapters.base import ContainerRuntime, KubeGateway
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
@@ -54,8 +54,6 @@ class Stack(Protocol):
     """What a stack package offers; its functions take that stack's own profile type."""
 
     PROFILE: type[LabProfile]
-
-    def observe_host_facts(self, profile: Any, runtime: DockerReader | None) -> Any: ...
 
     def build_steps(self, profile: Any, lab: str, facts: Any) -> list[Step]: ...
 
@@ -101,7 +99,6 @@ class Stack(Protocol):
 # Where a stack package finds each interface name: (its module, attribute); PROFILE is per stack.
 INTERFACE: dict[str, tuple[str, str]] = {
     "build_steps": ("steps", "build_steps"),
-    "observe_host_facts": ("steps", "observe_host_facts"),
     "verify_previews": ("steps", "verify_previews"),
     "cluster_needs": ("render", "cluster_needs"),
     "existing_needs": ("steps", "existing_needs"),

@@ -164,7 +164,7 @@ def test_konnectivity_images_are_the_ones_kamaji_derives(kamaji: KamajiHamiProfi
     for source in sources:
         assert 'return fmt.Sprintf("v0.%d.0", version.Minor)' in source.read_text()
     ctx = StepContext("lab", fake_adapters(FakeWorld(), tmp_path / "lab"))
-    management = steps.management_images(kamaji, "lab").sources(ctx)
+    management = steps.management_images(kamaji, ["gpulab-lab-control-plane"]).sources(ctx)
     for tenant in kamaji.tenants:
         tcp = render.tenant_control_plane(kamaji, tenant)
         konnectivity = tcp["spec"]["addons"]["konnectivity"]

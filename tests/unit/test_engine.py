@@ -15,10 +15,11 @@ from gpulab.engine.runner import Event, Outcome, run_steps
 from gpulab.engine.step import StepContext
 from gpulab.engine.wait import WaitTimeout, wait_until
 from gpulab.paths import lab_dir
-from gpulab.providers.kind import kind_steps
+from gpulab.providers.kind import cluster_facts, kind_steps
 from gpulab.stacks.common import CTR_LIST
 from gpulab.stacks.kamaji_hami import render
-from gpulab.stacks.kamaji_hami.steps import JOIN_STATE, build_steps, observe_host_facts
+from gpulab.stacks.kamaji_hami.render import cluster_needs
+from gpulab.stacks.kamaji_hami.steps import JOIN_STATE, build_steps
 from tests.fakes import FakeRuntime, FakeWorld, fake_adapters
 
 STEP_NAMES = [
@@ -45,7 +46,8 @@ class Recorder:
 def _kind_steps(profile, adapters):
     """What `up` runs on kind: the provider's `management/cluster`, then the stack's steps."""
     return kind_steps(profile, "kamaji-hami", stacks.for_name("kamaji-hami"),
-                      observe_host_facts(profile, adapters.runtime))
+                      cluster_facts(profile, "kamaji-hami", cluster_needs(profile),
+                                    adapters.runtime))
 
 
 def _up(profile, world: FakeWorld, recorder: Recorder | None = None):
@@ -65,7 +67,8 @@ def test_up_builds_everything_in_order(kamaji_profile) -> None:
     done_at = {e.step: i for i, e in enumerate(recorder.events) if e.kind == "done"}
     started_at = {e.step: i for i, e in enumerate(recorder.events) if e.kind == "started"}
     for step in build_steps(kamaji_profile, "kamaji-hami",
-                            observe_host_facts(kamaji_profile, FakeRuntime(world))):
+                            cluster_facts(kamaji_profile, "kamaji-hami",
+                                          cluster_needs(kamaji_profile), FakeRuntime(world))):
         for dep in step.requires:
             assert done_at[dep] < started_at[step.name], (dep, step.name)
     # What was built is what the write-up describes.

@@ -12,11 +12,10 @@ from gpulab import naming, stacks
 from gpulab.engine.plan import plan_documents, plan_json, plan_yaml
 from gpulab.errors import HostError
 from gpulab.netcalc import metallb_range
-from gpulab.providers.kind import kind_steps
+from gpulab.providers.kind import cluster_facts, kind_steps
 from gpulab.stacks import common
 from gpulab.stacks.kamaji_hami import render
 from gpulab.stacks.kamaji_hami.profile import GpuSpec
-from gpulab.stacks.kamaji_hami.steps import HostFacts
 from tests.schemas import validate_object
 
 # Verbatim from the Kamaji + HAMi write-up (step 3), with ${t} = tenant-a and TENANT_VERSION = v1.36.4.
@@ -182,7 +181,8 @@ def test_sharing_needs_four_slots() -> None:
 
 
 def _all_steps(profile, pool=True):
-    facts = HostFacts(metallb_range(KIND_IPAM)) if pool else HostFacts(pool_error="no docker")
+    facts = cluster_facts(profile, "kamaji-hami", render.cluster_needs(profile), None,
+                          lb_range=metallb_range(KIND_IPAM) if pool else None)
     return kind_steps(profile, "kamaji-hami", stacks.for_name("kamaji-hami"), facts)
 
 

@@ -15,10 +15,9 @@ from gpulab.engine.step import StepContext
 from gpulab.errors import AdapterError
 from gpulab.paths import lab_dir
 from gpulab.providers import ClusterChoice, for_choice
-from gpulab.providers.kind import kind_steps
+from gpulab.providers.kind import cluster_facts, kind_steps
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
-from gpulab.stacks.vcluster_kai.steps import observe_host_facts
 from tests.vcluster_kai.fakes import KaiWorld, kai_adapters
 
 LAB = "vcluster-kai"
@@ -50,7 +49,8 @@ def _up(profile: VclusterKaiProfile, world: KaiWorld, recorder: Recorder | None 
 def _steps(profile: VclusterKaiProfile, world: KaiWorld) -> tuple[list, object]:
     adapters = kai_adapters(world, lab_dir(LAB))
     return kind_steps(profile, LAB, stacks.for_name("vcluster-kai"),
-                      observe_host_facts(profile, adapters.runtime)), adapters
+                      cluster_facts(profile, LAB, kr.cluster_needs(profile),
+                                    adapters.runtime)), adapters
 
 
 def test_up_builds_the_lab_in_kais_order(kai_profile: VclusterKaiProfile) -> None:

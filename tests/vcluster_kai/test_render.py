@@ -14,12 +14,12 @@ import yaml
 from gpulab import naming, stacks
 from gpulab.engine.plan import plan_documents
 from gpulab.errors import ProfileError
-from gpulab.providers.kind import kind_steps
+from gpulab.providers.kind import cluster_facts, kind_steps
 from gpulab.providers.kind_config import kind_config
 from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
-from gpulab.stacks.vcluster_kai.steps import HostFacts, verify_previews
+from gpulab.stacks.vcluster_kai.steps import verify_previews
 from tests.rendered import render as helm_template
 from tests.schemas import pinned_data, validate_object
 
@@ -145,7 +145,7 @@ def test_display_name_and_unset_priority(kai_profile: VclusterKaiProfile) -> Non
 def test_vcluster_values_follow_the_write_up_and_validate(kai_profile: VclusterKaiProfile
                                                           ) -> None:
     for team in kai_profile.teams:
-        release = kr.vcluster_release(kai_profile, team)
+        release = _release(kai_profile, team)
         assert (release.name, release.namespace, release.chart, release.repo,
                 release.version) == (team.name, f"vcluster-{team.name}", "vcluster",
                                      "https://charts.loft.sh", "0.35.3")
@@ -172,7 +172,7 @@ def test_every_vcluster_service_port_has_its_own_fixed_node_port(
     NodePort of every team is set, and all differ (issue #20 6c)."""
     seen: dict[int, str] = {}
     for team in kai_profile.teams:
-        release = kr.vcluster_release(kai_profile, team)
+        release = _release(kai_profile, team)
         validate_vcluster_values(release.values)
         objects = helm_template("vcluster", release.name, release.namespace, release.values)
         exposed = [o for o in objects if o["kind"] == "Service"
@@ -188,7 +188,7 @@ def test_every_vcluster_service_port_has_its_own_fixed_node_port(
 
 
 def test_the_vcluster_schema_rejects_unknown_keys(kai_profile: VclusterKaiProfile) -> None:
-    values = kr.vcluster_release(kai_profile, kai_profile.teams[0]).values
+    values = _release(kai_profile, kai_profile.teams[0]).values
     for path in (("experimental", "syncSettings", "setOwners"), ("sync", "fromHost", "node"),
                  ("exportKubeconfig",)):
         bad = copy.deepcopy(values)
@@ -205,6 +205,17 @@ def _kind_config(profile: VclusterKaiProfile, lab: str) -> dict[str, Any]:
     return kind_config(profile, lab, kr.cluster_needs(profile))
 
 
+def _kind_facts(profile: VclusterKaiProfile, lab: str) -> Any:
+    """What the kind provider answers for what the stack needs (no Docker look needed)."""
+    return cluster_facts(profile, lab, kr.cluster_needs(profile), None)
+
+
+def _release(profile: VclusterKaiProfile, team: Any) -> Any:
+    """A team's vCluster release on kind, at the URL the kind provider gives its port."""
+    server = _kind_facts(profile, "vcluster-kai").url_for(kr.team_port(team))
+    return kr.vcluster_release(profile, team, server=server)
+
+
 def test_each_vcluster_nodeport_is_published_on_the_hosts_loopback(
         kai_profile: VclusterKaiProfile) -> None:
     """As kind publishes its API server (--publish 127.0.0.1:<host>:<node>/tcp): a node's
@@ -215,7 +226,7 @@ def test_each_vcluster_nodeport_is_published_on_the_hosts_loopback(
         {"containerPort": team.api_node_port, "hostPort": team.host_port,
          "listenAddress": "127.0.0.1", "protocol": "TCP"} for team in kai_profile.teams]
     assert all("extraPortMappings" not in w for w in workers)
-    server = kr.vcluster_release(kai_profile, kai_profile.teams[0]).values["exportKubeConfig"]
+    server = _release(kai_profile, kai_profile.teams[0]).values["exportKubeConfig"]
     assert server["server"] == f"https://127.0.0.1:{control_plane['extraPortMappings'][0]['hostPort']}"
 
 
@@ -348,7 +359,8 @@ def test_unlimited_or_tight_limits_drop_probes(kai_profile: VclusterKaiProfile) 
 
 
 def test_plan_lists_every_object_in_up_order(kai_profile: VclusterKaiProfile) -> None:
-    steps = kind_steps(kai_profile, "vcluster-kai", stacks.for_name("vcluster-kai"), HostFacts())
+    steps = kind_steps(kai_profile, "vcluster-kai", stacks.for_name("vcluster-kai"),
+                       _kind_facts(kai_profile, "vcluster-kai"))
     assert [s.name for s in steps] == [
         "management/cluster", "management/fake-gpus", "management/kai-scheduler",
         "management/reservation-rbac", "management/queues",

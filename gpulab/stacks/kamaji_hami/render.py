@@ -15,7 +15,7 @@ import yaml
 
 from gpulab.adapters.base import ContainerSpec, HelmRelease
 from gpulab.naming import LABEL_LAB, LABEL_MANAGED, LABEL_ROLE, LABEL_TENANT
-from gpulab.providers.base import ClusterNeeds
+from gpulab.providers.base import AddressNeed, ClusterNeeds
 from gpulab.stacks.common import VERIFY_IMAGE, helm_release
 from gpulab.verify.hami import (
     CORDON_ANNOTATION,
@@ -71,9 +71,12 @@ def worker_name(lab: str, tenant: str, index: int) -> str:
 
 
 def cluster_needs(profile: KamajiHamiProfile) -> ClusterNeeds:
-    """What the management cluster must have: nothing beyond one node (the tenants' workers
-    are containers beside it, not nodes of it)."""
-    return ClusterNeeds()
+    """What the management cluster must have: one node (the tenants' workers are containers
+    beside it, not nodes of it), and addresses MetalLB hands out to the tenants' control
+    planes (`components.metallb`: the pool's size and its offset from the subnet's top)."""
+    metallb = profile.components.metallb
+    return ClusterNeeds(load_balancer=AddressNeed("MetalLB range", metallb.pool_size,
+                                                  metallb.pool_offset_from_top))
 
 
 def kamaji_release(profile: KamajiHamiProfile) -> HelmRelease:

@@ -6,7 +6,6 @@ tenant, concurrently: control plane → workers → join → Calico → HAMi →
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import shlex
 from dataclasses import dataclass
@@ -14,11 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from gpulab import naming
 from gpulab.engine.step import Artifact
 from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError, GpulabError, HostError
-from gpulab.netcalc import AddressRange, ipv4_subnets, metallb_range
 from gpulab.paths import write_secret
 from gpulab.stacks import common
 from gpulab.stacks.common import (
@@ -43,22 +40,22 @@ from gpulab.stacks.common import (
 from gpulab.stacks.kamaji_hami import existing, render
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from gpulab.adapters import base
-    from gpulab.adapters.base import DockerReader, KubeGateway
+    from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
+    from gpulab.netcalc import AddressRange
+    from gpulab.providers.base import AddressRanges, ClusterFacts
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 __all__ = [
-    "HostFacts",
     "LabAdapters",
     "build_steps",
     "existing_needs",
     "existing_problems",
     "join_commands",
-    "observe_host_facts",
     "verify_previews",
 ]
 
@@ -73,75 +70,6 @@ IGNORED_PREFLIGHT = (
     "FileContent--proc-sys-net-bridge-bridge-nf-call-iptables",
 )
 WORKER_KUBECONFIG = "/etc/gpulab/admin.conf"
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """Values that depend on the live host: the kind network's IPAM config (None when Docker
-    could not be asked). `metallb_pool` fixes the pool outright (tests, benchmarks)."""
-
-    metallb_pool: AddressRange | None = None
-    pool_error: str = ""
-    ipam_config: tuple[dict[str, Any], ...] | None = None
-    network: str = ""
-
-    @property
-    def plan_note(self) -> str:
-        """What `plan` shows as pending on a reachable host ('' when nothing is)."""
-        return f"MetalLB range pending: {self.pool_error}" if self.pool_error else ""
-
-
-POOL_FILE = "metallb-pool"
-
-
-def _read_range(path: Path) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address] | None:
-    try:
-        first, last = path.read_text(encoding="utf-8").strip().split("-")
-        return ipaddress.IPv4Address(first), ipaddress.IPv4Address(last)
-    except (OSError, ValueError):
-        return None
-
-
-def lab_pool(
-    profile: KamajiHamiProfile, lab: str, ipam: list[dict[str, Any]], network: str
-) -> AddressRange:
-    """This lab's MetalLB pool: the one it recorded, else the top range no other lab uses.
-
-    Labs on one host share the kind network, so each records its pool in its lab folder and a new
-    lab steps below the others' (labs of other users on the host are not seen).
-    """
-    from gpulab.paths import lab_dir, labs_root
-
-    metallb = profile.components.metallb
-    recorded = _read_range(lab_dir(lab) / POOL_FILE)
-    if recorded is not None:
-        subnet = next(iter(ipv4_subnets(ipam)), None)
-        if subnet is not None and recorded[0] in subnet and recorded[1] in subnet:
-            return AddressRange(recorded[0], recorded[1], subnet)
-    avoid = [r for path in sorted(labs_root().glob(f"*/{POOL_FILE}"))
-             if path.parent.name != lab and (r := _read_range(path)) is not None]
-    return metallb_range(ipam, size=metallb.pool_size,
-                         offset_from_top=metallb.pool_offset_from_top, network=network,
-                         avoid=avoid)
-
-
-def observe_host_facts(profile: KamajiHamiProfile, runtime: DockerReader | None) -> HostFacts:
-    """Ask Docker for the kind network's subnets; absent network or Docker → pending."""
-    if runtime is None:
-        return HostFacts(pool_error="Docker not reachable")
-    try:
-        network = runtime.network(profile.management.network)
-    except GpulabError as err:
-        return HostFacts(pool_error=str(err))
-    if network is None:
-        return HostFacts(pool_error=f"network '{profile.management.network}' does not exist yet")
-    metallb = profile.components.metallb
-    try:  # refuse early when the network can hold no pool at all
-        metallb_range(network.ipam_config, size=metallb.pool_size,
-                      offset_from_top=metallb.pool_offset_from_top, network=network.name)
-    except HostError as err:
-        return HostFacts(pool_error=str(err))
-    return HostFacts(ipam_config=tuple(network.ipam_config), network=network.name)
 
 
 def _cert_manager_ready(kube: KubeGateway) -> tuple[bool, str]:
@@ -173,29 +101,21 @@ def _kamaji_ready(kube: KubeGateway) -> tuple[bool, str]:
 
 @dataclass
 class MetalLB:
-    """MetalLB (native L2 manifest) and an IPv4 pool derived from the kind network."""
+    """MetalLB (native L2 manifest) and an IPv4 pool: the LoadBalancer addresses the cluster's
+    provider gives for `cluster_needs`' AddressNeed (kind: from its Docker network)."""
 
     profile: KamajiHamiProfile
-    facts: HostFacts
-    lab: str
+    addresses: AddressRanges
     name: str = "management/metallb"
     title: str = "Installing MetalLB with the kind network's IPv4 pool"
     requires: tuple[str, ...] = ("management/images",)
     timeout: float = 240
 
-    def _planned_pool(self) -> AddressRange | None:
-        if self.facts.metallb_pool is not None:
-            return self.facts.metallb_pool
-        if self.facts.ipam_config is None:
-            return None
-        return lab_pool(self.profile, self.lab, list(self.facts.ipam_config), self.facts.network)
-
     def describe(self) -> list[Artifact]:
         metallb = self.profile.components.metallb
-        pool = self._planned_pool()
-        pool_note = str(pool) if pool else (
-            f"pending ({self.facts.pool_error})" if self.facts.pool_error else "pending"
-        )
+        pool = self.addresses.planned()
+        pending = self.addresses.pending
+        pool_note = str(pool) if pool else (f"pending ({pending})" if pending else "pending")
         arts = [
             Artifact(
                 "manifest",
@@ -208,15 +128,7 @@ class MetalLB:
         return arts
 
     def _pool(self, ctx: StepContext) -> AddressRange:
-        planned = self._planned_pool()
-        if planned is not None:
-            return planned
-        adapters = adapters_of(ctx)
-        net_name = self.profile.management.network
-        network = adapters.runtime.network(net_name)
-        if network is None:
-            raise HostError(f"Docker network '{net_name}' not found after the cluster was created")
-        return lab_pool(self.profile, self.lab, network.ipam_config, net_name)
+        return self.addresses.resolve(adapters_of(ctx))
 
     @staticmethod
     def _running(kube: KubeGateway) -> tuple[bool, str]:
@@ -260,11 +172,7 @@ class MetalLB:
 
         wait_until(ctx, self.name, "MetalLB to accept the address pool", apply_pool,
                    timeout=self.timeout, interval=3)
-        from gpulab.paths import lab_dir
-
-        record = lab_dir(self.lab) / POOL_FILE
-        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        record.write_text(f"{pool}\n", encoding="utf-8")
+        self.addresses.keep(pool)  # kind: the next lab on this host steps below it
 
 
 # --------------------------------------------------------------------------- per tenant
@@ -951,8 +859,9 @@ def _dedupe(images: list[str]) -> list[str]:
     return list(dict.fromkeys(images))
 
 
-def management_images(profile: KamajiHamiProfile, lab: str) -> PreloadImages:
-    """cert-manager, MetalLB, Kamaji (with etcd) and the tenants' control-plane images."""
+def management_images(profile: KamajiHamiProfile, nodes: Sequence[str]) -> PreloadImages:
+    """cert-manager, MetalLB, Kamaji (with etcd) and the tenants' control-plane images, into
+    the management cluster's `nodes` (ClusterFacts.management_nodes)."""
     comps = profile.components
     releases = [common.helm_release(comps.cert_manager), render.kamaji_release(profile)]
 
@@ -977,7 +886,7 @@ def management_images(profile: KamajiHamiProfile, lab: str) -> PreloadImages:
         name="management/images",
         title="Preloading add-on images into the management node",
         requires=("management/cluster",),
-        nodes=[f"{naming.kind_cluster_name(lab)}-control-plane"],
+        nodes=list(nodes),
         sources=sources,
         described=[f"chart {r.chart} {r.version}" for r in releases]
         + [comps.metallb.url, "registry.k8s.io/kube-{apiserver,controller-manager,scheduler} "
@@ -1053,14 +962,17 @@ def verify_previews(profile: KamajiHamiProfile) -> list[Step]:
     return [VerifyPreview(tenant) for tenant in profile.tenants]
 
 
-def build_steps(profile: KamajiHamiProfile, lab: str, facts: HostFacts) -> list[Step]:
-    """Every step of `up` for this profile, in the one order that matters."""
+def build_steps(profile: KamajiHamiProfile, lab: str, facts: ClusterFacts) -> list[Step]:
+    """Every step of `up` for this profile, in the one order that matters, on what the
+    cluster's provider answered for `cluster_needs` (kind: providers.kind.cluster_facts)."""
     if getattr(facts, "provider", "kind") == "existing":
         return build_existing_steps(profile, lab, facts)
+    if facts.lb_range is None:  # pragma: no cover - cluster_needs asks for the range
+        raise HostError("the cluster's provider gave MetalLB no address range")
     steps: list[Step] = [
-        management_images(profile, lab),
+        management_images(profile, facts.management_nodes),
         cert_manager_addon(profile, requires=("management/images",)),
-        MetalLB(profile, facts, lab),
+        MetalLB(profile, facts.lb_range),
         kamaji_addon(profile),
     ]
     for tenant in profile.tenants:

@@ -46,8 +46,8 @@ __all__ = [
     "queue_spec",
     "reservation_rbac",
     "sized_for_host",
+    "team_port",
     "vcluster_release",
-    "vcluster_server",
     "verify_objects",
 ]
 
@@ -88,7 +88,9 @@ _OPERATOR_RBAC = "rbac.authorization.k8s.io/v1"
 
 
 def gpu_node_names(profile: VclusterKaiProfile, lab: str) -> list[str]:
-    """The pool's kind workers; kind names them <cluster>-worker, <cluster>-worker2, …"""
+    """The pool's kind workers, as verify expects them on a kind lab whose host shows none
+    (checks.scheduling): kind names them <cluster>-worker, <cluster>-worker2, … `up` takes
+    them from the provider (ClusterFacts.pool_nodes); a test holds the two to one rule."""
     cluster = naming.kind_cluster_name(lab)
     return [f"{cluster}-worker{i + 1 if i else ''}" for i in range(profile.gpu_pool.nodes)]
 
@@ -111,14 +113,18 @@ def gpu_node_labels(profile: VclusterKaiProfile) -> dict[str, str]:
 
 def cluster_needs(profile: VclusterKaiProfile) -> ClusterNeeds:
     """The GPU pool's workers, labelled from creation on (`gpu_node_labels`), and each team's
-    vCluster NodePort reachable from this host at the team's port on 127.0.0.1 (the host's
-    only address every Docker setup can reach: a node's container IP is not routable from
-    rootless Docker, Podman or Docker Desktop)."""
+    vCluster NodePort reachable from this host (`team_port`)."""
     pool = profile.gpu_pool
     return ClusterNeeds(
         pools=(NodePool(pool.name, pool.nodes, gpu_node_labels(profile)),),
-        ports=tuple(PortNeed(team.name, team.api_node_port, team.host_port,
-                             VCLUSTER_LISTEN_ADDRESS) for team in profile.teams))
+        ports=tuple(team_port(team) for team in profile.teams))
+
+
+def team_port(team: TeamSpec) -> PortNeed:
+    """A team's vCluster API (its NodePort) at the team's port on this host's 127.0.0.1, the
+    host's one address every Docker setup can reach: a node's container IP is not routable
+    from rootless Docker, Podman or Docker Desktop. ClusterFacts.url_for says where it is."""
+    return PortNeed(team.name, team.api_node_port, team.host_port, VCLUSTER_LISTEN_ADDRESS)
 
 
 def fake_gpu_operator_release(profile: VclusterKaiProfile, *,
@@ -217,16 +223,13 @@ def queue_objects(profile: VclusterKaiProfile, lab: str | None = None) -> list[d
     return out
 
 
-def vcluster_server(team: TeamSpec) -> str:
-    """The vCluster API as the host reaches it: the NodePort published on 127.0.0.1."""
-    return f"https://{VCLUSTER_LISTEN_ADDRESS}:{team.host_port}"
-
-
 def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec,
-                     existing: ExistingExpose | None = None) -> base.HelmRelease:
+                     existing: ExistingExpose | None = None, *, server: str = ""
+                     ) -> base.HelmRelease:
     """One team's vCluster: the write-up's vcluster.yaml (host nodes synced in, owner references
-    off) plus how the host reaches it (NodePort published on 127.0.0.1, exported kubeconfig
-    server, certificate SANs) and a fixed NodePort for each port of its Service."""
+    off) plus how the host reaches it (NodePort on 127.0.0.1, `team_port`: `server`, the URL
+    the cluster's provider gives it, in the exported kubeconfig; certificate SANs) and a fixed
+    NodePort for each port of its Service. On an existing cluster, `existing` says how."""
     values: dict[str, Any] = {
         "sync": {
             "fromHost": {
@@ -244,7 +247,7 @@ def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec,
                         "kubeletNodePort": team.kubelet_node_port},
             "proxy": {"extraSANs": [VCLUSTER_LISTEN_ADDRESS, "localhost"]},
         },
-        "exportKubeConfig": {"server": vcluster_server(team)},
+        "exportKubeConfig": {"server": server},
     }
     if existing is not None:
         values = _existing_values(values, team, existing)

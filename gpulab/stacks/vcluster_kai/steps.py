@@ -38,35 +38,21 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters import base
-    from gpulab.adapters.base import DockerReader, KubeGateway
+    from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
+    from gpulab.providers.base import ClusterFacts
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 __all__ = [
-    "HostFacts",
     "build_steps",
     "existing_needs",
     "existing_problems",
     "join_commands",
-    "observe_host_facts",
     "verify_previews",
 ]
 
 KAI_CRDS = ("queues.scheduling.run.ai", "podgroups.scheduling.run.ai")
 FAKE_GPUS_STEP = "management/fake-gpus"
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """Nothing of the host decides this stack's objects: the vClusters are reached on ports kind
-    publishes on 127.0.0.1 (render.vcluster_port_mappings), whatever the node's address."""
-
-    plan_note: str = ""
-
-
-def observe_host_facts(profile: VclusterKaiProfile, runtime: DockerReader | None) -> HostFacts:
-    """No host fact is needed (kept for the registry's interface)."""
-    return HostFacts()
 
 
 # --------------------------------------------------------------------------- readiness probes
@@ -330,11 +316,14 @@ class TeamVCluster:
         return f"vc-{self.team.name}"
 
     def release(self) -> base.HelmRelease:
+        if self.existing is None:  # the URL the cluster's provider gives the team's port
+            return kr.vcluster_release(self.profile, self.team,
+                                       server=self.facts.url_for(kr.team_port(self.team)))
         return kr.vcluster_release(self.profile, self.team, self.existing)
 
     def _shown_server(self) -> str:
         if self.existing is None:
-            return kr.vcluster_server(self.team)
+            return str(self.facts.url_for(kr.team_port(self.team)))
         return self.existing.server(self.team) or (
             f"https://<the LoadBalancer address of Service {self.team.namespace}/"
             f"{self.team.name}>:443")
@@ -431,8 +420,9 @@ class TeamGpuNode:
     lab: str
     team: TeamSpec
     timeout: float = 180
-    # provider existing: the lab's GPU nodes, each with the GPUs it advertises on the host
-    # (nodes differ: one with 8 GPUs is listed with 8, not with the least count of them all)
+    # the lab's GPU nodes, each with the GPUs it advertises on the host (kind: the pool's nodes
+    # with gpu_pool.count each; existing: nodes differ, one with 8 GPUs is listed with 8, not
+    # with the least count of them all)
     counts: dict[str, int] | None = None
     after: tuple[str, ...] | None = None
 
@@ -441,10 +431,7 @@ class TeamGpuNode:
         return f"{self.team.name}/gpu-node"
 
     def _counts(self) -> dict[str, int]:
-        if self.counts is not None:
-            return dict(self.counts)
-        return dict.fromkeys(kr.gpu_node_names(self.profile, self.lab),
-                             self.profile.gpu_pool.count)
+        return dict(self.counts or {})
 
     @property
     def title(self) -> str:
@@ -537,13 +524,14 @@ def verify_previews(profile: VclusterKaiProfile) -> list[Step]:
     return [VerifyPreview(profile, team) for team in profile.teams]
 
 
-def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list[Step]:
-    """Every step of `up` for this profile, in the one order that matters."""
+def build_steps(profile: VclusterKaiProfile, lab: str, facts: ClusterFacts) -> list[Step]:
+    """Every step of `up` for this profile, in the one order that matters, on what the
+    cluster's provider answered for `cluster_needs` (kind: providers.kind.cluster_facts)."""
     fgo = profile.components.fake_gpu_operator
     kai = profile.components.kai_scheduler
     if getattr(facts, "provider", "kind") == "existing":
         return build_existing_steps(profile, lab, facts)
-    pool_nodes = kr.gpu_node_names(profile, lab)
+    pool_nodes = list(facts.nodes(profile.gpu_pool.name))
     steps: list[Step] = [
         FakeGpus(
             kr.fake_gpu_operator_release(profile),
@@ -569,7 +557,9 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: HostFacts) -> list
         Queues(profile),
     ]
     for team in profile.teams:
-        steps += [TeamVCluster(profile, lab, team, facts), TeamGpuNode(profile, lab, team)]
+        steps += [TeamVCluster(profile, lab, team, facts),
+                  TeamGpuNode(profile, lab, team,
+                              counts=dict.fromkeys(pool_nodes, profile.gpu_pool.count))]
     return steps
 
 
