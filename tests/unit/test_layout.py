@@ -5,7 +5,9 @@
   `cli.py` and `core.py` reach stacks through the registry (`gpulab.stacks.for_name`);
 - only the adapters import docker, kubernetes, pyhelm3 (or run kind/helm);
 - every stack package has the same inner names;
-- providers (`gpulab/providers/`) import no stack, and no stack imports the kind provider;
+- providers (`gpulab/providers/`) import no stack, and no stack imports the kind provider
+  (of the others, only `providers.base`, but for the listed uses of `providers.existing` and
+  `providers.forward`);
 - no import cycle anywhere in `gpulab/` (lazy imports inside functions count too: a cycle through
   them is still a knot a reader has to untie).
 """
@@ -106,6 +108,30 @@ def test_stacks_do_not_import_the_kind_provider(module: str) -> None:
     """A stack's plan starts after `management/cluster`, whoever makes the cluster; what it
     needs of the cluster it says in `providers.base`'s words (ClusterNeeds)."""
     assert not {i for i in GRAPH[module] if _kind_provider(i)}, module
+
+
+# What a stack may take from a provider besides providers.base (ClusterNeeds, ClusterFacts...):
+# today's uses of the existing provider and its port-forwards, which no new import may join (a
+# stack speaks to providers in providers.base's words).
+STACK_PROVIDER_IMPORTS = {
+    ("gpulab.stacks.kamaji_hami.existing", "gpulab.providers.existing"),
+    ("gpulab.stacks.vcluster_kai.steps", "gpulab.providers.existing"),
+    ("gpulab.stacks.vcluster_kai.run", "gpulab.providers.forward"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpulab.stacks")))
+def test_stacks_import_only_the_providers_base(module: str) -> None:
+    """A stack says what it needs (`cluster_needs`) and builds on what it is told
+    (`ClusterFacts`), both in providers.base; it asks no provider how."""
+    used = {i for i in GRAPH[module] if i.startswith("gpulab.providers.")
+            and i != "gpulab.providers.base"}
+    assert not {(module, i) for i in used} - STACK_PROVIDER_IMPORTS, module
+
+
+def test_the_stack_provider_exceptions_are_still_needed() -> None:
+    """An exception no stack uses any more leaves the list (it only shrinks)."""
+    assert {(m, i) for m, i in STACK_PROVIDER_IMPORTS if i not in GRAPH[m]} == set()
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
