@@ -22,11 +22,13 @@ A pod only counts when it is the one this run created: in the plan's namespace, 
 `gpulab.dev/run` label and the uid its create call returned; events only when their
 `involvedObject.uid` is that pod's. What could not be read (a component, the pod read back, its
 events) makes a check `error`, never `fail`: unknown is not absent; a fact known to be wrong
-fails it whatever else is unknown.
+fails it whatever else is unknown (and its reason says what is). On a KAI cluster a pod that
+came back without KAI's `schedulerName` is not KAI's to place or refuse: it fails GPU-12/13.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from gpulab.cluster.execute import EVENTS_UNREAD, FRACTION_PODS, POD_UNREAD, SHARE_PODS
@@ -74,7 +76,7 @@ def _hami_serving(found: Inventory) -> CheckResult:
     unknown = [f"{p.name} is {p.unknown}" for p in parts if p.unknown]
     shown = "; ".join(f"{p.name}: {p.where} {p.ready}".strip() for p in parts if p.found)
     if unknown and not any(p.found for p in parts):  # whether HAMi is there at all
-        return CheckResult(check, member, "error", evidence=shown, reason=(
+        return CheckResult(check, member, "error", reason=(
             f"whether HAMi is installed is unknown: {summarize_problems(unknown)}"))
     if missing:
         return CheckResult(check, member, "fail", evidence=shown, reason=(
@@ -86,13 +88,19 @@ def _hami_serving(found: Inventory) -> CheckResult:
     return CheckResult(check, member, "pass", evidence=shown)
 
 
+# What reading back verify's own pods and their events needs granted (docs/verify-any-cluster.md,
+# "RBAC": the run's ClusterRole): a get of each pod (execute._final), a list of its events.
+_READ_BACK = {"Pod": "get on pods", "Event": "list on events"}
+
+
 def _unread(run: PodRun | None, note: str, kind: str) -> str:
     """Why the pod (POD_UNREAD) or its events (EVENTS_UNREAD) are unknown ('' when read)."""
     if run is None:
         return ""
     for text in run.notes:
         if text.startswith(note):
-            why = why_unread(kind, text.removeprefix(note)).removeprefix("unknown: ")
+            why = why_unread(kind, text.removeprefix(note), _READ_BACK[kind]).removeprefix(
+                "unknown: ")
             return f"{run.name}: {why}"
     return ""
 
@@ -105,9 +113,9 @@ def _not_ours(run: PodRun, plan: VerifyPlan) -> str:
     meta = o.metadata(pod)
     if meta.get("namespace") != plan.namespace:
         return f"{run.name} was read from namespace {meta.get('namespace')}, not {plan.namespace}"
-    if o.labels(pod).get(LABEL_RUN) != plan.run_id:
-        return (f"{plan.namespace}/{run.name} carries {LABEL_RUN}="
-                f"{o.labels(pod).get(LABEL_RUN)!r}, not this run's {plan.run_id!r}")
+    if (label := o.labels(pod).get(LABEL_RUN)) != plan.run_id:
+        carries = f"{LABEL_RUN}={label!r}" if label is not None else f"no {LABEL_RUN} label"
+        return f"{plan.namespace}/{run.name} carries {carries}, not this run's {plan.run_id!r}"
     created = o.metadata(run.created).get("uid")
     if meta.get("uid") != created:
         return (f"{plan.namespace}/{run.name} has uid {meta.get('uid')}, not {created} that "
@@ -130,8 +138,11 @@ def _why(run: PodRun, plan: VerifyPlan) -> str:
     elif scheduler != plan.scheduler_name:
         return (f"{run.name} kept schedulerName {scheduler}: HAMi's webhook (vgpu.hami.io) did "
                 f"not handle it (failurePolicy Ignore hides an unreachable webhook); {look}")
+    if run.pod is None:  # read back as not found (a read that failed is a note: _unread)
+        return (f"{run.name} was not found when read back ({run.outcome} after "
+                f"{run.waited:.0f}s: {run.last_seen}): it was deleted while verify ran")
     events = " | ".join(str(e.get("message") or "") for e in run.events[-3:]) or "no events"
-    return (f"{run.name} is {run.outcome} after {run.waited:.0f}s ({run.last_seen}); {events}; "
+    return (f"{run.name}: {run.outcome} after {run.waited:.0f}s ({run.last_seen}); {events}; "
             f"{look}")
 
 
@@ -164,7 +175,8 @@ def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
 
 def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     check, member = "GPU-03", plan.member
-    assert plan.card is not None and plan.sizes is not None
+    assert plan.card is not None
+    assert plan.sizes is not None
     card, sizes = plan.card, plan.sizes
     problems: list[str] = []
     unknown: list[str] = []
@@ -178,6 +190,9 @@ def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
             continue
         if foreign := _not_ours(run, plan):
             problems.append(foreign)
+            continue
+        if not o.pod_node(run.pod):  # not placed: its logs say nothing, its wait and events do
+            problems.append(_why(run, plan))
             continue
         if not o.pod_serving(run.pod):
             state_text = ", ".join(o.container_problems(run.pod)) or o.pod_phase(run.pod)
@@ -194,8 +209,9 @@ def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         if got != [want]:
             problems.append(f"{name} was granted {got or 'nothing'} "
                             f"({ALLOCATED_ANNOTATION}), it asked for {want}")
-    if problems:
-        return CheckResult(check, member, "fail", reason=summarize_problems(problems))
+    if problems:  # known wrong: a fail, which also says what is unknown
+        return CheckResult(check, member, "fail",
+                           reason=summarize_problems([*problems, *unknown]))
     if unknown:
         return CheckResult(check, member, "error", reason=summarize_problems(unknown))
     return CheckResult(check, member, "pass", evidence=(
@@ -205,42 +221,43 @@ def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         f"cores in use"))
 
 
-def _refusal(check: str, name: str, reason: str, what: str) -> Callable[
-        [VerifyPlan, ClusterRun], CheckResult]:
-    def judge(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
-        member = plan.member
-        run = _pod(state, name)
-        if run is None or run.created is None:
-            return CheckResult(check, member, "fail", reason=(
-                _why(run, plan) + " (see GPU-03)" if run else f"{name} was not attempted"))
-        if unread := _unread(run, POD_UNREAD, "Pod"):
-            return CheckResult(check, member, "error", reason=f"whether HAMi placed it is "
-                                                              f"unknown: {unread}")
-        if foreign := _not_ours(run, plan):
-            return CheckResult(check, member, "fail", reason=foreign)
-        assert run.pod is not None
-        if o.pod_node(run.pod):
-            return CheckResult(check, member, "fail", reason=(
-                f"HAMi placed {name} on {o.pod_node(run.pod)}: {what} was over-committed; "
-                f"kubectl -n kube-system logs deploy/hami-scheduler -c vgpu-scheduler-extender"))
-        messages = [str(e.get("message") or "") for e in run.events]
-        unread = _unread(run, EVENTS_UNREAD, "Event")
-        if not any(reason in m for m in messages) and unread:
-            return CheckResult(check, member, "error", reason=(
-                f"{name} is Pending, but whether HAMi said {reason} is unknown: {unread}"))
-        if not any(reason in m for m in messages):
-            return CheckResult(check, member, "fail", reason=(
-                f"{name} is Pending but no event of its own names {reason}: {_why(run, plan)}"))
-        return CheckResult(check, member, "pass", evidence=(
-            f"{name} stays Pending; HAMi: {next(m for m in messages if reason in m)}"))
-    return judge
+def _refusal(plan: VerifyPlan, state: ClusterRun, *, check: str, name: str, reason: str,
+             what: str) -> CheckResult:
+    """GPU-04 and GPU-05: pod `name` stays Pending and an event of its own names `reason`."""
+    member = plan.member
+    run = _pod(state, name)
+    if run is None or run.created is None:
+        # only a pod held back for the share pods (execute._blocked) is GPU-03's doing
+        return CheckResult(check, member, "fail", reason=(
+            _why(run, plan) + (" (see GPU-03)" if run.outcome == "not-created" else "")
+            if run else f"{name} was not attempted"))
+    if unread := _unread(run, POD_UNREAD, "Pod"):
+        return CheckResult(check, member, "error", reason=f"whether HAMi placed it is "
+                                                          f"unknown: {unread}")
+    if foreign := _not_ours(run, plan):
+        return CheckResult(check, member, "fail", reason=foreign)
+    assert run.pod is not None
+    if o.pod_node(run.pod):
+        return CheckResult(check, member, "fail", reason=(
+            f"HAMi placed {name} on {o.pod_node(run.pod)}, over-committing {what}; "
+            f"kubectl -n kube-system logs deploy/hami-scheduler -c vgpu-scheduler-extender"))
+    said = [str(e.get("message")) for e in run.events if reason in str(e.get("message"))]
+    unread = _unread(run, EVENTS_UNREAD, "Event")
+    if not said and unread:
+        return CheckResult(check, member, "error", reason=(
+            f"{name} is Pending, but whether HAMi said {reason} is unknown: {unread}"))
+    if not said:
+        return CheckResult(check, member, "fail", reason=(
+            f"{name} is Pending but no event of its own names {reason}: {_why(run, plan)}"))
+    return CheckResult(check, member, "pass", evidence=f"{name} stays Pending; HAMi: {said[0]}")
 
 
 def _isolation(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     check, member = "GPU-06", plan.member
-    if state.isolation is None:
-        return CheckResult(check, member, "skip",
-                           reason="one cluster: isolation needs a --kubeconfig per tenant")
+    if state.isolation is None:  # several clusters (judge), but no probe was recorded
+        return CheckResult(check, member, "error", reason=(
+            "not observed in this run or recording: no other cluster looked for this run's "
+            "pods"))
     failures: list[str] = []
     errors: list[str] = []
     shown: list[str] = []
@@ -273,7 +290,7 @@ def _isolation(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
             shown.append(f"{probe.other} rejects {member}'s credentials")
     if failures:
         return CheckResult(check, member, "fail", evidence="; ".join(shown),
-                           reason=summarize_problems(failures))
+                           reason=summarize_problems([*failures, *errors]))
     if errors:
         return CheckResult(check, member, "error", evidence="; ".join(shown),
                            reason=summarize_problems(errors))
@@ -290,13 +307,14 @@ def _kai_serving(found: Inventory) -> CheckResult:
     elif not kai.serving:
         state = f"not ready ({kai.ready})" if kai.found else "not found"
         problems.append(f"KAI's scheduler is {state}")
-    if found.kai_gpu_sharing == "unknown":
-        unknown.append(f"GPU sharing is {found.unknown.get('KAI GPU sharing', 'unknown')}")
+    if "KAI GPU sharing" in found.unknown:  # sharing is "unknown": the Config was not read
+        unknown.append(f"GPU sharing is {found.unknown['KAI GPU sharing']}")
     elif found.kai_gpu_sharing != "on":
-        absent = "" if found.kai_config_found else "no Config kai-config to set "
-        problems.append(f"GPU sharing is {found.kai_gpu_sharing} ({absent}Config kai-config "
-                        f"spec.admission.gpuSharing)")
-    evidence = f"{kai.where} {kai.ready}; GPU sharing {found.kai_gpu_sharing}".strip()
+        where = ("Config kai-config spec.admission.gpuSharing" if found.kai_config_found
+                 else "no Config kai-config, whose spec.admission.gpuSharing turns it on")
+        problems.append(f"GPU sharing is {found.kai_gpu_sharing} ({where})")
+    evidence = "; ".join(x for x in (f"{kai.where} {kai.ready}".strip(),
+                                     f"GPU sharing {found.kai_gpu_sharing}") if x)
     if problems:
         return CheckResult(check, member, "fail", evidence=evidence, reason=(
             f"{summarize_problems([*problems, *unknown])}; kubectl -n kai-scheduler get "
@@ -323,6 +341,9 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         if foreign := _not_ours(run, plan):
             problems.append(foreign)
             continue
+        if o.scheduler_name(run.created) != plan.scheduler_name:  # not KAI's to place
+            problems.append(_why(run, plan))
+            continue
         if not o.pod_serving(run.pod):
             reasons = kai_reasons(run.pod, None, run.events)
             why = reasons_text(reasons) if reasons else ", ".join(
@@ -340,7 +361,8 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         problems.append(f"the half-GPU pods are not on one GPU ({GPU_GROUP_LABEL}: {groups}): "
                         f"KAI placed them on different devices (placementStrategy gpu: spread?)")
     if problems:
-        return CheckResult(check, member, "fail", reason=summarize_problems(problems))
+        return CheckResult(check, member, "fail",
+                           reason=summarize_problems([*problems, *unknown]))
     return CheckResult(check, member, "pass", evidence=(
         f"gpu-frac-1 and gpu-frac-2 (0.5 each) run together on {plan.node}, one GPU "
         f"({GPU_GROUP_LABEL}={next(iter(groups.values()))}), queue {plan.queue}"))
@@ -357,6 +379,8 @@ def _over_capacity(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
                            "gpu-over-capacity was not attempted")
     if foreign := _not_ours(run, plan):
         return CheckResult(check, member, "fail", reason=foreign)
+    if o.scheduler_name(run.created) != plan.scheduler_name:  # a refusal would not be KAI's
+        return CheckResult(check, member, "fail", reason=_why(run, plan))
     ask = next((p.ask() for p in plan.pods if p.name == run.name), "")
     if o.pod_node(run.pod):
         return CheckResult(check, member, "fail", reason=(
@@ -378,15 +402,17 @@ def _over_capacity(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     return CheckResult(check, member, "fail", reason=_why(run, plan))
 
 
-_KAI_RUN_CHECKS = {"GPU-12": _fractions, "GPU-13": _over_capacity}
-
-
-_RUN_CHECKS = {
+# The checks of a run, by id (their functions run when judged, so each decides then).
+_RUN_CHECKS: dict[str, Callable[[VerifyPlan, ClusterRun], CheckResult]] = {
     "GPU-02": _admission,
     "GPU-03": _sharing,
-    "GPU-04": _refusal("GPU-04", "gpu-share-4", "CardInsufficientCore", "the card's cores"),
-    "GPU-05": _refusal("GPU-05", "gpu-mem-big", "CardInsufficientMemory", "the card's memory"),
+    "GPU-04": partial(_refusal, check="GPU-04", name="gpu-share-4",
+                      reason="CardInsufficientCore", what="the card's cores"),
+    "GPU-05": partial(_refusal, check="GPU-05", name="gpu-mem-big",
+                      reason="CardInsufficientMemory", what="the card's memory"),
     "GPU-06": _isolation,
+    "GPU-12": _fractions,
+    "GPU-13": _over_capacity,
 }
 
 
@@ -394,9 +420,10 @@ def _pod(state: ClusterRun, name: str) -> PodRun | None:
     return next((r for r in state.pods or () if r.name == name), None)
 
 
-def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None, clusters: int = 1
+def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None, *, clusters: int
           ) -> list[CheckResult]:
-    """The verdicts for one cluster: GPU-01..GPU-06 (HAMi), or GPU-11..13 and GPU-06 (KAI)."""
+    """The verdicts for one cluster of `clusters` verified together: GPU-01..GPU-06 (HAMi), or
+    GPU-11..13 and GPU-06 (KAI)."""
     kai = plan.scheduler == "kai"
     listed = KAI_CHECKS if kai else CHECKS
     titles = dict(listed)
@@ -422,6 +449,6 @@ def judge(found: Inventory, plan: VerifyPlan, state: ClusterRun | None, clusters
             result = CheckResult(check, plan.member, "error",
                                  reason=f"not run: {state.namespace_error or 'no pod attempted'}")
         else:
-            result = {**_RUN_CHECKS, **_KAI_RUN_CHECKS}[check](plan, state)
+            result = _RUN_CHECKS[check](plan, state)
         out.append(result)
     return [r.with_meta(title=titles[r.id], seconds=0.0) for r in out]

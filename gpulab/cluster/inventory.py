@@ -87,16 +87,17 @@ def http_status(error: str) -> int:
     return int(status.group(1)) if status is not None else 0
 
 
-def why_unread(kind: str, error: str) -> str:
+def why_unread(kind: str, error: str, grant: str = "") -> str:
     """What to say of a fact read from `kind` when that read failed with `error`: "unknown,
     because the API server did not answer ..." (a deadline), "unknown: Pod could not be read (403
-    Forbidden: grant list on pods, ...)" (a refusal: only then is RBAC named), "unknown: Pod
-    could not be read (500 Internal Server Error ...)" (any other failure). Never "none"."""
+    Forbidden: grant list on pods, ...)" (a refusal: only then is RBAC named, `grant` or what
+    discovery's read of `kind` needs), "unknown: Pod could not be read (500 Internal Server Error
+    ...)" (any other failure). Never "none"."""
     if error.startswith(UNANSWERED):
         return error.partition(" (")[0].partition(": ")[0]
     status = _HTTP_STATUS.search(error)
     if status is not None and status.group(1) == "403":
-        grant = GRANTS.get(kind, f"read access to {kind}")
+        grant = grant or GRANTS.get(kind, f"read access to {kind}")
         return (f"unknown: {kind} could not be read (403 Forbidden: grant {grant}, "
                 f"docs/verify-any-cluster.md \"RBAC\")")
     detail = error[status.start(1):] if status is not None else error

@@ -453,5 +453,5 @@ def test_half_ready_is_not_serving() -> None:
     api.put(second)
     found = _found(api)
     assert found.hami_device_plugin.ready == "2/2, 0/1" and not found.hami_device_plugin.serving
-    first = judge(found, plan(found, RUN), None)[0]
+    first = judge(found, plan(found, RUN), None, clusters=1)[0]
     assert (first.id, first.status) == ("GPU-01", "fail")
