@@ -77,7 +77,8 @@ def _probe(kube: KubeGateway, namespace: str, name: str, uid: str, awaited: str
         if o.pod_node(pod):
             return "scheduled", seen
         events = o.events_about(kube.events(namespace, name), {uid})
-        messages = [str(e.get("message") or "") for e in events]
+        # one line each: KAI's refusals run over several ("...:\nMaxNodePoolResources: ...")
+        messages = [o.event_message(e) for e in events]
         last = f"{seen}; events: {' | '.join(messages[-2:]) or 'none'}"
         if awaited == KAI_REFUSAL:  # KAI's pod condition or Unschedulable events
             return ("refused" if kai_reasons(pod, None, events) else None), last

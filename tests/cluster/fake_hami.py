@@ -20,7 +20,8 @@ from the source at the pin (Project-HAMi/HAMi v2.10.0; kubernetes as cited):
   decoded strictly (devices.go:496-556);
 - Fit per card from the last to the first (pkg/device/nvidia/device.go:727-827): health,
   `hami.io/device-cordon`, uuid pin, slices left, memory, cores, MIG profiles;
-- events as HAMi writes them (score.go:348-353, scheduler.go:1111, event.go:56-77), the node lock
+- events as HAMi writes them (score.go:348-353, scheduler.go:1111, 1150, event.go:56-77), from
+  the component `--scheduler-name` (its recorder's source, event.go:53), the node lock
   (nodelock.go:290: nobody releases it here, as with the mock device plugin, until it expires),
   and the kubelet turning bound pods Running.
 """
@@ -191,7 +192,7 @@ class FakeHami:
                             {"name": "app", "ready": True, "restartCount": 0,
                              "state": {"running": {}}}]}
                 elif name and pod["spec"].get("schedulerName") == name:
-                    self._schedule(pod, selector, names)
+                    self._schedule(pod, selector, names, name)
 
     def _kube_scheduler_fits(self, pod: dict[str, Any], node: dict[str, Any]) -> bool:
         tolerations = [*(pod["spec"].get("tolerations") or []),
@@ -276,14 +277,33 @@ class FakeHami:
         best = min(fits, key=lambda c: used.get(c["id"], [0, 0, 0])[2]) if fits else None
         return best, reasons
 
+    def _score(self, cards: list[dict[str, Any]], node_name: str) -> float:
+        """The node's score before the pod is placed (scoreNode, score.go:320-342): every
+        registered card's slots, cores and memory against what the node's pods hold, one slot
+        a grant (getNodesUsage, scheduler.go:757-786), in float32 (hami_wire.node_score)."""
+        used = self._usage(node_name)
+        held = [used.get(c["id"], [0, 0, 0]) for c in cards]
+        return hw.node_score((sum(h[0] for h in held), sum(h[2] for h in held),
+                              sum(h[1] for h in held)),
+                             (sum(c["count"] for c in cards), sum(c["devcore"] for c in cards),
+                              sum(c["devmem"] for c in cards)))
+
     def _schedule(self, pod: dict[str, Any], selector: dict[str, str],
-                  names: dict[str, str]) -> None:
+                  names: dict[str, str], scheduler: str) -> None:
+        """HAMi's Filter (scheduler.go:1095-1151): every node kube-scheduler passed is scored
+        (calcScore, score.go:356-419); no fit: a FilteringFailed event per reason and one for
+        the whole (score.go:348-353, 410-412; scheduler.go:1109-1111); else the scores sorted
+        for the chart's node policy binpack (policy/node_policy.go:48-54, values.yaml:77), the
+        last one chosen (scheduler.go:1117-1118; equal scores keep the nodes' order here, Go's
+        insertion sort on fewer than 12 being stable), FilteringSucceed naming every fit
+        node's score (genSuccessMsg, scheduler.go:1150, 1201-1209)."""
         limits = pod["spec"]["containers"][0]["resources"]["limits"]
         memory = int(limits.get(names["memory"], 0))
         cores = int(limits.get(names["cores"], 0))
         name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
         nodes = [n for n in self._objects("Node") if self._kube_scheduler_fits(pod, n)]
         failures: dict[str, list[str]] = {}
+        fits: list[tuple[float, dict[str, Any], dict[str, Any]]] = []
         for node in nodes:
             node_name = node["metadata"]["name"]
             cards = self._registered(node, selector, names["count"])
@@ -294,11 +314,21 @@ class FakeHami:
                 for reason in reasons:
                     failures.setdefault(reason, []).append(node_name)
                 continue
-            self._bind(pod, node, node_name, fit, memory or fit["devmem"], cores, ns, name)
+            fits.append((self._score(cards, node_name), node, fit))
+        if not fits:
+            for reason, where in sorted(failures.items()):
+                self.api.add_event(pod, hw.FILTERING_FAILED, hw.filter_failed(reason, where),
+                                   component=scheduler)
+            self.api.add_event(pod, hw.FILTERING_FAILED, hw.no_available_node(len(nodes)),
+                               component=scheduler)
             return
-        for reason, where in sorted(failures.items()):
-            self.api.add_event(pod, hw.FILTERING_FAILED, hw.filter_failed(reason, where))
-        self.api.add_event(pod, hw.FILTERING_FAILED, hw.no_available_node(len(nodes)))
+        fits.sort(key=lambda f: f[0])
+        _score, node, card = fits[-1]
+        node_name = node["metadata"]["name"]
+        found = hw.filter_succeeded(node_name, len(nodes),
+                                    [(n["metadata"]["name"], score) for score, n, _c in fits])
+        self._bind(pod, node, node_name, card, memory or card["devmem"], cores, ns, name,
+                   found, scheduler)
 
     def _locked(self, node: dict[str, Any]) -> bool:
         if not (node["metadata"].get("annotations") or {}).get(LOCK):
@@ -310,15 +340,15 @@ class FakeHami:
         return True
 
     def _bind(self, pod: dict[str, Any], node: dict[str, Any], node_name: str,
-              card: dict[str, Any], memory: int, cores: int, ns: str, name: str) -> None:
+              card: dict[str, Any], memory: int, cores: int, ns: str, name: str, found: str,
+              scheduler: str) -> None:
         allocation = hw.encode_pod_devices([[(card["id"], "NVIDIA", memory, cores)]])
         pod["metadata"].setdefault("annotations", {}).update({
             "hami.io/vgpu-node": node_name, "hami.io/vgpu-devices-to-allocate": allocation})
-        self.api.add_event(pod, "FilteringSucceed",
-                           f"find fit node({node_name}), 0 nodes not fit, 1 nodes "
-                           f"fit({node_name}:0.00)", kind="Normal")
+        self.api.add_event(pod, hw.FILTERING_SUCCEED, found, kind="Normal", component=scheduler)
         if self._locked(node):
-            self.api.add_event(pod, hw.BINDING_FAILED, hw.node_locked(node_name))
+            self.api.add_event(pod, hw.BINDING_FAILED, hw.node_locked(node_name),
+                               component=scheduler)
             return
         node["metadata"].setdefault("annotations", {})[LOCK] = (
             f"2026-12-01T10:00:00Z,{ns},{name}")
@@ -326,6 +356,5 @@ class FakeHami:
         pod["metadata"]["annotations"].update({"hami.io/vgpu-devices-allocated": allocation,
                                                "hami.io/bind-phase": "allocating"})
         pod["spec"]["nodeName"] = node_name
-        self.api.add_event(pod, "BindingSucceed",
-                           f"Successfully binding node [{node_name}] to {ns}/{name}",
-                           kind="Normal")
+        self.api.add_event(pod, hw.BINDING_SUCCEED, hw.bind_succeeded([node_name], ns, name),
+                           kind="Normal", component=scheduler)

@@ -27,6 +27,7 @@ from tests import kube_wire as kw
 from tests.cluster import builders as b
 from tests.cluster.fake_hami import FakeHami
 from tests.kamaji_hami.fakes import FakeClock
+from tests.vcluster_kai import kai_wire as kai
 
 TIMEOUTS = Timeouts(running=60, refused=30, cleanup=10, interval=1)
 SERVER = "https://gpu.example:6443"
@@ -324,13 +325,77 @@ def _kai_run(**kai: Any) -> Any:
 
 
 def test_a_kai_cluster_that_shares_passes() -> None:
-    verdicts = _verdicts(_kai_run())
+    report = _kai_run()
+    verdicts = _verdicts(report)
     assert {c: s for c, (s, _t) in verdicts.items()} == {
         "GPU-11": "pass", "GPU-12": "pass", "GPU-13": "pass", "GPU-06": "skip"}, verdicts
     assert verdicts["GPU-12"][1] == ("gpu-frac-1 and gpu-frac-2 (0.5 each) run together on "
                                      "gpu-small, one GPU (runai-gpu-group=gpu-small-gpu0), "
                                      "queue research")
-    assert "didn't have enough resources: GPUs" in verdicts["GPU-13"][1]
+    # KAI's MaxNodePoolResources pre-filter: 9 GPUs, gpu-big's 8 the most a node has
+    ns = report.state.runs[0].namespace
+    said = kai.pre_predicate_failed(ns, "gpu-over-capacity", kai.MAX_NODE_POOL_RESOURCES,
+                                    kai.max_node_resources(ns, "gpu-over-capacity", 9, 8))
+    assert verdicts["GPU-13"][1] == (f"gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; "
+                                     f"KAI (pod condition): {' '.join(said.split())}")
+
+
+def _events_of(report: Any, pod: str) -> list[tuple[str, str, str, str]]:
+    """(type, reason, source component, message) of each event a run read about `pod`, as
+    its recording (--inspect) keeps them."""
+    run = next(p for p in report.state.runs[0].pods if p.name == pod)
+    return [(e["type"], e["reason"], e["source"]["component"], e["message"])
+            for e in run.events]
+
+
+@pytest.mark.parametrize("scheduler", ["kai-scheduler", "team-scheduler"])
+def test_kai_tells_its_pods_as_its_scheduler(scheduler: str) -> None:
+    """KAI's events on a pod come from its `--scheduler-name` (kai_wire.DEFAULT_SCHEDULER_NAME):
+    Scheduled for a placed fraction, Unschedulable with the MaxNodePoolResources refusal for the
+    pod no node can hold."""
+    from tests.cluster.fake_kai import FakeKai
+
+    api, clock = b.shape_kai_idle_node(), FakeClock()
+    if scheduler != "kai-scheduler":
+        del api.objects[("Deployment", "kai-scheduler", "kai-scheduler-default")]
+        api.put(b.kai_scheduler(name=scheduler))
+        api.objects[("Config", "", "kai-config")]["spec"]["global"] = {
+            "schedulerName": scheduler}
+    FakeKai(api).attach()
+    report = _verify(api, clock)
+    ns = report.state.runs[0].namespace
+    assert _events_of(report, "gpu-frac-1") == [
+        ("Normal", "Scheduled", scheduler, kai.scheduled(ns, "gpu-frac-1", "gpu-small"))]
+    assert _events_of(report, "gpu-over-capacity") == [
+        ("Warning", "Unschedulable", scheduler, kai.pre_predicate_failed(
+            ns, "gpu-over-capacity", kai.MAX_NODE_POOL_RESOURCES,
+            kai.max_node_resources(ns, "gpu-over-capacity", 9, 8)))]
+    assert _verdicts(report)["GPU-13"][0] == "pass"
+
+
+@pytest.mark.parametrize(("queue", "gpus", "said"), [
+    # prod holds 4 of its limit 4 (train on gpu-big): one more is over it
+    ("prod", 1, kai.job_fit_errors_message([(kai.OVER_LIMIT, [kai.over_limit("prod", 4, 4, 1)])])),
+    ("nowhere", 1, kai.job_fit_errors_message([(kai.QUEUE_DOES_NOT_EXIST, [
+        kai.queue_does_not_exist("nowhere")])])),
+    # 5 GPUs fit gpu-big's 8 in size (no pre-filter), but train holds 4 of them and gpu-small
+    # has 4: both nodes short
+    ("research", 5, kai.fit_errors({kai.NOT_ENOUGH_GPUS: 2})),
+])
+def test_kai_refuses_a_pod_in_its_own_words(queue: str, gpus: int, said: str) -> None:
+    """What `kubectl describe pod` shows of a pod KAI turns away: its condition and event."""
+    from gpulab.verify.kai import kai_pod
+    from tests.cluster.fake_kai import FakeKai
+
+    api = b.shape_kai_idle_node()
+    FakeKai(api).attach()
+    api.apply(kai_pod("probe", "ml", {}, "busybox", queue=queue, gpus=gpus))
+    pod = api.get("v1", "Pod", "probe", "ml")
+    assert pod is not None and not pod["spec"].get("nodeName")
+    assert pod["status"]["conditions"] == [{"type": "PodScheduled", "status": "False",
+                                            "reason": "Unschedulable", "message": said}]
+    assert [(e["reason"], e["source"]["component"], e["message"])
+            for e in api.events("ml", "probe")] == [("Unschedulable", "kai-scheduler", said)]
 
 
 def test_kai_spreading_the_fractions_fails_sharing() -> None:
@@ -353,7 +418,8 @@ def test_a_queue_reason_is_not_a_capacity_answer() -> None:
     state = _verify(api, clock).state
 
     def queue_instead(data: dict[str, Any]) -> None:
-        message = "OverLimit: research quota has reached the allowable limit of GPUs"
+        message = kai.job_fit_errors_message([(kai.OVER_LIMIT, [kai.over_limit(
+            "research", 8, 1, 9)])])
         data["pod"]["status"]["conditions"][0]["message"] = message
         for event in data["events"]:
             event["message"] = message

@@ -443,6 +443,13 @@ PENDING_KAI = "Pending, schedulerName kai-scheduler, node -"
 NO_GPU_LEFT = kw.fit_errors({kw.NOT_ENOUGH_GPUS: 2})
 OVER_LIMIT_RESEARCH = kw.job_fit_errors_message([("OverLimit", [kw.over_limit("research", 8, 1,
                                                                                 9)])])
+# KAI's words on gpu-over-capacity (9 GPUs, gpu-big's 8 the most a node has): its
+# MaxNodePoolResources pre-filter turns it away before any node is tried (kai_wire.
+# pre_predicate_failed, max_node_resources), on the pod's condition and event, one line here
+TOO_BIG = (f"Scheduling conditions were not met for pod {NS}/gpu-over-capacity: "
+           f"MaxNodePoolResources: The pod {NS}/gpu-over-capacity requires GPU: 9, CPU: 0 "
+           f"(cores), memory: 0 (GB), pods: 1. Max GPU resources available in a single node in "
+           f"the default node-pool is topped at 8.")
 PENDING_HAMI = "Pending, schedulerName hami-scheduler, node -"
 # gpu-share-1 not placed: node-3's card reported unhealthy, after the node lock held it once
 # (HAMi's events, oldest first).
@@ -679,7 +686,7 @@ ROWS: list[Row] = [
      "GPU-02", "fail",
      "gpu-share-1 is pinned to GPU-l4-3 on node-3, but HAMi chose node-1 and it is bound to "
      "node-3; gpu-share-1: running after 1s (Running, schedulerName hami-scheduler, node "
-     "node-3); find fit node(node-3), 0 nodes not fit, 1 nodes fit(node-3:0.00) | "
+     "node-3); find fit node(node-3), 2 nodes not fit, 1 nodes fit(node-3:0.00) | "
      f"Successfully binding node [node-3] to {NS}/gpu-share-1; kubectl "
      f"-n {NS} describe pod gpu-share-1 (run verify with --keep)",
      ""),
@@ -688,9 +695,19 @@ ROWS: list[Row] = [
         last_seen="Running, schedulerName hami-scheduler, node node-1"), "GPU-02", "fail",
      "gpu-share-1 is pinned to GPU-l4-3 on node-3, but HAMi chose node-3 and it is bound to "
      "node-1; gpu-share-1: running after 1s (Running, schedulerName hami-scheduler, node "
-     "node-1); find fit node(node-3), 0 nodes not fit, 1 nodes fit(node-3:0.00) | "
+     "node-1); find fit node(node-3), 2 nodes not fit, 1 nodes fit(node-3:0.00) | "
      f"Successfully binding node [node-3] to {NS}/gpu-share-1; kubectl "
      f"-n {NS} describe pod gpu-share-1 (run verify with --keep)",
+     ""),
+    # node-1's busy card scores highest (HAMi's binpack): every node's score in its event
+    ("GPU-02 pinning not honoured, three nodes fit", _shape(b.shape_one_card_per_node,
+                                                            honour_pinning=False),
+     "GPU-02", "fail",
+     "gpu-share-1 is pinned to GPU-l4-3 on node-3, but HAMi chose node-1 and it is bound to "
+     "node-1; gpu-share-1: running after 1s (Running, schedulerName hami-scheduler, node "
+     "node-1); find fit node(node-1), 0 nodes not fit, 3 nodes "
+     "fit(node-2:0.00,node-3:0.00,node-1:6.26) | Successfully binding node [node-1] to "
+     f"{NS}/gpu-share-1; kubectl -n {NS} describe pod gpu-share-1 (run verify with --keep)",
      ""),
     ("GPU-02 not placed", NOT_PLACED, "GPU-02", "fail",
      "gpu-share-1 is pinned to GPU-l4-3 on node-3, but HAMi chose no node and it is bound to "
@@ -1156,20 +1173,19 @@ ROWS: list[Row] = [
     # ---------------------------------------------------------------- GPU-13
     ("GPU-13 refused for capacity", K, "GPU-13", "pass",
      "",
-     "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (pod condition): 0/2 nodes "
-     "are available: 2 node(s) didn't have enough resources: GPUs"),
+     f"gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (pod condition): {TOO_BIG}"),
     ("GPU-13 said in its event only", _with_pod(K, "gpu-over-capacity",
                                                 _set("status.conditions", None)),
      "GPU-13", "pass",
      "",
-     "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (event Unschedulable): 0/2 "
-     "nodes are available: 2 node(s) didn't have enough resources: GPUs"),
+     "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (event Unschedulable): "
+     f"{TOO_BIG}"),
     ("GPU-13 queue and capacity", _with_pod(K, "gpu-over-capacity",
                                             _kai_refused(OVER_LIMIT_RESEARCH)),
      "GPU-13", "pass",
      "",
-     "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (event Unschedulable): 0/2 "
-     "nodes are available: 2 node(s) didn't have enough resources: GPUs"),
+     "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (event Unschedulable): "
+     f"{TOO_BIG}"),
     ("GPU-13 refused for its queue", _with_pod(
         _events(K, "gpu-over-capacity", ("Unschedulable", OVER_LIMIT_RESEARCH),
                 source="kai-scheduler"), "gpu-over-capacity", _kai_refused(OVER_LIMIT_RESEARCH)),
@@ -1194,8 +1210,7 @@ ROWS: list[Row] = [
     ("GPU-13 events refused, said on the pod", _with_pod(
         K, "gpu-over-capacity", **_events_unread(_events_refused())), "GPU-13", "pass",
      "",
-     "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (pod condition): 0/2 nodes "
-     "are available: 2 node(s) didn't have enough resources: GPUs"),
+     f"gpu-over-capacity (9 x nvidia.com/gpu) stays Pending; KAI (pod condition): {TOO_BIG}"),
     ("GPU-13 nothing said", _with_pod(K, "gpu-over-capacity", _set("status.conditions", None),
                                       events=(), outcome="timeout", waited=30.0,
                                       last_seen=PENDING_KAI), "GPU-13", "fail",
@@ -1225,8 +1240,8 @@ ROWS: list[Row] = [
     ("GPU-13 deleted before read back", _with_pod(K, "gpu-over-capacity", pod=None),
      "GPU-13", "fail",
      "gpu-over-capacity was not found when read back (refused after 0s: Pending, "
-     "schedulerName kai-scheduler, node -; events: 0/2 nodes are available: 2 node(s) didn't "
-     "have enough resources: GPUs): it was deleted while verify ran",
+     f"schedulerName kai-scheduler, node -; events: {TOO_BIG}): it was deleted while verify "
+     "ran",
      ""),
     # KAI never saw it: no condition, no event of KAI's
     ("GPU-13 another scheduler", _with_pod(

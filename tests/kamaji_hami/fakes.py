@@ -103,14 +103,14 @@ class FakeApi:
             self.tick()
 
     def add_event(self, pod: Mapping[str, Any], reason: str, message: str,
-                  kind: str = "Warning") -> None:
+                  kind: str = "Warning", component: str = "hami-scheduler") -> None:
         uid = pod["metadata"]["uid"]
         for existing in self.event_list:
             if (existing["involvedObject"]["uid"] == uid and existing["reason"] == reason
                     and existing["message"] == message):
                 existing["count"] += 1
                 return
-        new = b.event(pod["metadata"]["name"], reason, message, kind=kind)
+        new = b.event(pod["metadata"]["name"], reason, message, kind=kind, component=component)
         new["involvedObject"]["uid"] = uid
         namespace = pod["metadata"].get("namespace") or new["involvedObject"]["namespace"]
         new["involvedObject"]["namespace"] = new["metadata"]["namespace"] = namespace

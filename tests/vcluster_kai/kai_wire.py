@@ -47,6 +47,72 @@ def fit_errors(reasons: dict[str, int]) -> str:
 # pod_errors.go:101: a node whose free GPUs are fewer than the pod asks.
 NOT_ENOUGH_GPUS = "node(s) didn't have enough resources: GPUs"
 
+# The reasons of a job KAI turns away for its queue (pkg/apis/scheduling/v2alpha2/
+# podgroup_types.go:358, 361).
+OVER_LIMIT = "OverLimit"
+QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
+
+
+def queue_does_not_exist(queue: str) -> str:
+    """The QueueDoesNotExist message of a PodGroup whose spec.queue the shard does not have
+    (validatePodgroupQueue, pkg/scheduler/cache/cluster_info/cluster_info.go:425-428, 454-458):
+    the job's only fit error, so the pod reads it as job_fit_errors_message."""
+    return f"Queue '{queue}' does not exist"
+
+
+def node_condition_reasons(node: dict[str, Any]) -> list[str]:
+    """A node's reasons under KAI's node-condition predicate (CheckNodeConditionPredicate,
+    pkg/scheduler/scheduler_util/scheduler_utils.go:12-40): cordoned, then each condition in the
+    node's order, Ready not True or a pressure/network condition not False. Each is a reason of
+    its own in the fit-error histogram (plugins/predicates/predicates.go:343-349,
+    NewFitErrorByReasons, pod_errors.go:54-60)."""
+    reasons = ["node is unschedulable"] if (node.get("spec") or {}).get("unschedulable") else []
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        kind, status = condition.get("type"), condition.get("status")
+        if kind == "Ready" and status != "True":
+            reasons.append("node has NotReady condition")
+        elif kind in ("MemoryPressure", "DiskPressure", "PIDPressure",
+                      "NetworkUnavailable") and status != "False":
+            reasons.append(f"node has {kind} condition")
+    return reasons
+
+
+MAX_NODE_POOL_RESOURCES = "MaxNodePoolResources"  # k8s_internal/predicates/predicates.go:29
+
+
+def detailed_resources(gpus: float, milli_cpu: float = 0, memory: float = 0) -> str:
+    """DetailedResourceString of a pod's request (pkg/scheduler/api/resource_info/
+    resource_vector.go:299-331): GPUs, cores and GB humanized (base_resources.go:19-20, 166-171),
+    then every other non-zero resource of the vector, here `pods: 1`, which every pod's request
+    carries (api/pod_info/pod_info.go:400; `pods` is the vector's fourth resource,
+    resource_vector.go:25-45)."""
+    return (f"GPU: {humanize(gpus)}, CPU: {humanize(milli_cpu / 1000)} (cores), memory: "
+            f"{humanize(memory / 1e9)} (GB), pods: 1")
+
+
+def max_node_resources(namespace: str, name: str, gpus: float, max_gpus: float,
+                       pool: str = NODE_POOL) -> str:
+    """The MaxNodePoolResources pre-filter's message for a pod asking more GPUs than any node
+    of the shard has allocatable (k8s_internal/predicates/maxNodeResources.go:67-81, 114-136;
+    the pool is the shard's partition value, else "default", :52-54)."""
+    asked = f"The pod {namespace}/{name} requires {detailed_resources(gpus)}. "
+    if max_gpus == 0:
+        return f"{asked}No node in the {pool} node-pool has GPU resources"
+    return (f"{asked}Max GPU resources available in a single node in the {pool} node-pool is "
+            f"topped at {humanize(max_gpus)}")
+
+
+def pre_predicate_failed(namespace: str, name: str, predicate: str, message: str) -> str:
+    """A pod one pre-filter turns away before any node is tried (evaluateTaskOnPrePredicate,
+    plugins/predicates/predicates.go:207-237, prePredicateErrorFormat :49; the reason equal to
+    the status's error is dropped, :65-79, kube-scheduler v0.35.4 framework/interface.go:
+    137-205). The allocate action, KAI's first (apis/kai/v1/schedulingshard_types.go:223-229),
+    keeps it as the pod's fit error (actions/common/allocate.go:157-165) and, with no node
+    error under it, TasksFitErrors.Error() is this text alone (pod_errors.go:219-245): the
+    pod's Unschedulable condition and event."""
+    return (f"Scheduling conditions were not met for pod {namespace}/{name}:\n{predicate}: "
+            f"{message}.\n")
+
 
 def not_found(namespace: str, name: str, message: str) -> str:
     """The PodGroup's PodSchedulingErrors reason for a pod no node fits (pkg/scheduler/actions/
@@ -56,8 +122,17 @@ def not_found(namespace: str, name: str, message: str) -> str:
 
 def scheduled(namespace: str, name: str, node: str, pool: str = NODE_POOL) -> str:
     """The Normal `Scheduled` event of a bound pod (pkg/scheduler/cache/status_updater/
-    default_status_updater.go:152-156)."""
+    default_status_updater.go:152-156), recorded when the scheduler creates the pod's
+    BindRequest (pkg/scheduler/cache/cache.go:321-339, the pool :398-403)."""
     return f"Successfully assigned pod {namespace}/{name} to node {node} at node-pool {pool}"
+
+
+# `source.component` of the events KAI's scheduler writes on pods (Unschedulable, Scheduled) is
+# the `--scheduler-name` it runs with: its cache's recorder is made with it (pkg/scheduler/cache/
+# cache.go:174-182, from pkg/scheduler/scheduler.go:88 and cmd/scheduler/app/server.go:82), not
+# with `<name>-<shard>` (the leader-election recorder's, server.go:209-213). Its default
+# (cmd/scheduler/app/options/options.go:96, pkg/common/constants/constants.go:21):
+DEFAULT_SCHEDULER_NAME = "kai-scheduler"
 
 
 def quantity(amount: Decimal) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from kubernetes.utils import parse_quantity
@@ -37,3 +38,53 @@ def test_a_preemptible_job_asks_nothing_non_preemptible() -> None:
         "queueAllocatedNonPreemptibleResources", "podGroupRequestedResources",
         "podGroupRequestedNonPreemptibleResources", "queueAllocatedResources",
         "queueResourceLimits"]
+
+
+_PINNED = Path(__file__).resolve().parents[1] / "data" / "pinned" / "upstream"
+
+
+def _upstream(name: str) -> str:
+    return (_PINNED / f"kai_v0.16.8_pkg_scheduler_{name}").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("gpus", "max_gpus", "expected"), [
+    (2, 1, "The pod n1/name1 requires GPU: 2, CPU: 0 (cores), memory: 0 (GB), pods: 1. Max GPU "
+           "resources available in a single node in the default node-pool is topped at 1"),
+    (0.5, 0, "The pod n1/name1 requires GPU: 0.5, CPU: 0 (cores), memory: 0 (GB), pods: 1. No "
+             "node in the default node-pool has GPU resources")])
+def test_the_max_node_refusal_is_upstreams(gpus: float, max_gpus: float, expected: str) -> None:
+    """The MaxNodePoolResources texts of upstream's own test (SOURCES.md)."""
+    assert f'"{expected}"' in _upstream("k8s_internal_predicates_maxNodeResources_test.go")
+    assert kw.max_node_resources("n1", "name1", gpus, max_gpus) == expected
+
+
+def test_a_pre_filter_refusal_reads_as_upstreams_lines() -> None:
+    """evaluateTaskOnPrePredicate's error, split at its newlines as upstream's test splits it
+    (the last, empty, dropped), when the status's only reason is its error."""
+    said = kw.pre_predicate_failed("ns1", "p1", "PodFitsHostPorts",
+                                   "failed pre-predicate PodFitsHostPorts")
+    lines = said.split("\n")
+    assert lines[-1] == ""
+    assert lines[:-1] == ["Scheduling conditions were not met for pod ns1/p1:",
+                          "PodFitsHostPorts: failed pre-predicate PodFitsHostPorts."]
+    upstream = _upstream("plugins_predicates_predicates_test.go")
+    assert all(f'"{line}"' in upstream for line in lines[:-1])
+
+
+def test_node_conditions_are_kais_reasons() -> None:
+    """CheckNodeConditionPredicate: cordoned first, then each condition in the node's order."""
+    node = {"spec": {"unschedulable": True}, "status": {"conditions": [
+        {"type": "MemoryPressure", "status": "True"}, {"type": "Ready", "status": "Unknown"},
+        {"type": "DiskPressure", "status": "False"}, {"type": "PIDPressure", "status": "Unknown"},
+        {"type": "NetworkUnavailable", "status": "False"}]}}
+    assert kw.node_condition_reasons(node) == [
+        "node is unschedulable", "node has MemoryPressure condition",
+        "node has NotReady condition", "node has PIDPressure condition"]
+    assert kw.node_condition_reasons({"status": {"conditions": [
+        {"type": "Ready", "status": "True"}]}}) == []
+
+
+def test_a_missing_queue_is_said_as_the_jobs_only_error() -> None:
+    assert kw.job_fit_errors_message([(kw.QUEUE_DOES_NOT_EXIST, [
+        kw.queue_does_not_exist("team-x")])]) == (
+        "QueueDoesNotExist: Queue 'team-x' does not exist.")
