@@ -66,22 +66,35 @@ KAI_CHECKS: tuple[tuple[str, str], ...] = (
 )
 
 
+# How discovery recognises each part of HAMi (gpulab.cluster.inventory), as a kubectl line that
+# lists it: the scheduler by its label, the webhook by its name, the device plugin by its label
+# (HAMi's chart) or its image (the mock's DaemonSet has no label of HAMi's).
+_FIND_HAMI = {
+    "HAMi scheduler": "kubectl get deploy -A -l app.kubernetes.io/component=hami-scheduler -o wide",
+    "HAMi webhook": ("kubectl get mutatingwebhookconfigurations -o "
+                     "'custom-columns=NAME:.metadata.name,WEBHOOKS:.webhooks[*].name' (HAMi's "
+                     "webhook is vgpu.hami.io)"),
+    "HAMi device plugin": ("kubectl get ds -A -o wide (HAMi's selects "
+                           "app.kubernetes.io/component=hami-device-plugin, or runs a "
+                           "mock-device-plugin image)"),
+}
+
+
 def _hami_serving(found: Inventory) -> CheckResult:
-    """A part known to be missing or not ready fails; one that could not be read is an error
-    (unknown is not absent)."""
+    """A part known to be missing or not ready fails, with the kubectl line that lists it; one
+    that could not be read is an error (unknown is not absent)."""
     check, member = "GPU-01", found.member
     parts = (found.hami_scheduler, found.hami_webhook, found.hami_device_plugin)
-    missing = [f"{p.name} {'not found' if not p.found else f'not ready ({p.ready})'}"
-               for p in parts if not p.serving and not p.unknown]
+    missing = [f"{p.name} {'not found' if not p.found else f'not ready ({p.ready})'}: "
+               f"{_FIND_HAMI[p.name]}" for p in parts if not p.serving and not p.unknown]
     unknown = [f"{p.name} is {p.unknown}" for p in parts if p.unknown]
     shown = "; ".join(f"{p.name}: {p.where} {p.ready}".strip() for p in parts if p.found)
     if unknown and not any(p.found for p in parts):  # whether HAMi is there at all
         return CheckResult(check, member, "error", reason=(
             f"whether HAMi is installed is unknown: {summarize_problems(unknown)}"))
     if missing:
-        return CheckResult(check, member, "fail", evidence=shown, reason=(
-            f"{summarize_problems([*missing, *unknown])}; kubectl get deploy,ds -A -l "
-            f"app.kubernetes.io/name=hami -o wide"))
+        return CheckResult(check, member, "fail", evidence=shown,
+                           reason=summarize_problems([*missing, *unknown]))
     if unknown:
         return CheckResult(check, member, "error", evidence=shown,
                            reason=summarize_problems(unknown))

@@ -460,6 +460,15 @@ NOT_PLACED = _with_pod(
             ("FilteringFailed", hw.no_available_node(3))),
     "gpu-share-1", _all(_pending, _annotate(hw.ASSIGNED_NODE, None)),
     outcome="timeout", waited=60.0, last_seen=PENDING_HAMI)
+# GPU-01's kubectl line for each part it could not find serving: how discovery finds it
+# (gpulab/cluster/inventory.py)
+FIND_SCHEDULER = "kubectl get deploy -A -l app.kubernetes.io/component=hami-scheduler -o wide"
+FIND_WEBHOOK = ("kubectl get mutatingwebhookconfigurations -o "
+                "'custom-columns=NAME:.metadata.name,WEBHOOKS:.webhooks[*].name' (HAMi's webhook "
+                "is vgpu.hami.io)")
+FIND_PLUGIN = ("kubectl get ds -A -o wide (HAMi's selects "
+               "app.kubernetes.io/component=hami-device-plugin, or runs a mock-device-plugin "
+               "image)")
 DEPLOYMENTS_REFUSED = _forbidden("list", "deployments", "Deployment list", "apps")
 
 
@@ -528,25 +537,35 @@ ROWS: list[Row] = [
      "kube-system/hami-device-plugin (DaemonSet) 1/1"),
     ("GPU-01 scheduler not ready", _shape(_cluster(*b.hami("real", scheduler_ready=0),
                                                    b.node("gpu-1", L4))), "GPU-01", "fail",
-     "HAMi scheduler not ready (0/1); kubectl get deploy,ds -A -l "
-     "app.kubernetes.io/name=hami -o wide",
+     f"HAMi scheduler not ready (0/1): {FIND_SCHEDULER}",
      "HAMi scheduler: kube-system/hami-scheduler (Deployment) 0/1; HAMi webhook: "
      "hami-webhook (service kube-system/hami-scheduler); HAMi device plugin: "
      "kube-system/hami-device-plugin (DaemonSet) 1/1"),
     ("GPU-01 no webhook", _shape(_cluster(*b.hami("real", webhook=False), b.node("gpu-1", L4)),
                                  run=False), "GPU-01", "fail",
-     "HAMi webhook not found; kubectl get deploy,ds -A -l app.kubernetes.io/name=hami -o wide",
+     f"HAMi webhook not found: {FIND_WEBHOOK}",
      "HAMi scheduler: kube-system/hami-scheduler (Deployment) 1/1; HAMi device plugin: "
      "kube-system/hami-device-plugin (DaemonSet) 1/1"),
     ("GPU-01 no device plugin", _shape(_cluster(*b.hami("none"), b.node("gpu-1", L4)),
                                        run=False), "GPU-01", "fail",
-     "HAMi device plugin not found; kubectl get deploy,ds -A -l app.kubernetes.io/name=hami "
-     "-o wide",
+     f"HAMi device plugin not found: {FIND_PLUGIN}",
      "HAMi scheduler: kube-system/hami-scheduler (Deployment) 1/1; HAMi webhook: "
      "hami-webhook (service kube-system/hami-scheduler)"),
+    # the mock's DaemonSet carries no label of HAMi's: GPU-01 found it by its image, and so
+    # does the hint
+    ("GPU-01 mock plugin not ready", _shape(_cluster(
+        *(b.workload("DaemonSet", "hami-mock-device-plugin", "kube-system",
+                     {"app": "mock-device-plugin"}, ["projecthami/mock-device-plugin:v1.0.1"],
+                     ready=2, desired=3) if o["kind"] == "DaemonSet" else o
+          for o in b.hami("mock", nodes=3)), b.node("node-1", L4)), run=False),
+     "GPU-01", "fail",
+     f"HAMi device plugin not ready (2/3): {FIND_PLUGIN}",
+     "HAMi scheduler: kube-system/hami-scheduler (Deployment) 1/1; HAMi webhook: "
+     "hami-webhook (service kube-system/hami-scheduler); HAMi device plugin: "
+     "kube-system/hami-mock-device-plugin (DaemonSet) 2/3"),
     ("GPU-01 no HAMi", _shape(b.shape_no_hami), "GPU-01", "fail",
-     "HAMi scheduler not found; HAMi webhook not found; HAMi device plugin not found; "
-     "kubectl get deploy,ds -A -l app.kubernetes.io/name=hami -o wide",
+     f"HAMi scheduler not found: {FIND_SCHEDULER}; HAMi webhook not found: {FIND_WEBHOOK}; "
+     f"HAMi device plugin not found: {FIND_PLUGIN}",
      ""),
     ("GPU-01 Deployments refused", _shape(b.shape_one_card_per_node, fail={
         "list_objects:Deployment": DEPLOYMENTS_REFUSED}), "GPU-01", "error",
@@ -570,9 +589,9 @@ ROWS: list[Row] = [
         _cluster(*b.hami("real", webhook=False), b.node("gpu-1", L4)), run=False, fail={
             "list_objects:DaemonSet": _forbidden("list", "daemonsets", "DaemonSet list",
                                                  "apps")}), "GPU-01", "fail",
-     "HAMi webhook not found; HAMi device plugin is unknown: DaemonSet could not be read "
-     '(403 Forbidden: grant list on daemonsets.apps, docs/verify-any-cluster.md "RBAC"); '
-     "kubectl get deploy,ds -A -l app.kubernetes.io/name=hami -o wide",
+     f"HAMi webhook not found: {FIND_WEBHOOK}; HAMi device plugin is unknown: DaemonSet "
+     "could not be read (403 Forbidden: grant list on daemonsets.apps, "
+     'docs/verify-any-cluster.md "RBAC")',
      "HAMi scheduler: kube-system/hami-scheduler (Deployment) 1/1"),
     ("GPU-01 webhook unread", _shape(b.shape_one_card_per_node, run=False, fail={
         "list_objects:MutatingWebhookConfiguration": _api_error(
