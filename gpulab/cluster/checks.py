@@ -40,7 +40,8 @@ from gpulab.verify.kai import GPU_GROUP_LABEL, kai_reasons, reasons_text
 from gpulab.verify.result import CheckResult, summarize_problems
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
     from gpulab.cluster.inventory import Inventory
     from gpulab.cluster.plan import VerifyPlan
@@ -159,6 +160,19 @@ def _why(run: PodRun, plan: VerifyPlan) -> str:
             f"{look}")
 
 
+def _unready(label: str, pod: Mapping[str, Any], look: str) -> str:
+    """What keeps a placed pod from serving, as a user reads it: a phase of Unknown is its
+    node's silence; otherwise the containers not running and ready (o.container_problems:
+    'app: waiting CrashLoopBackOff (3 restarts)'), or the phase that is not Running yet."""
+    phase, node = o.pod_phase(pod), o.pod_node(pod)
+    if phase == "Unknown":
+        return (f"{label} is Unknown: its node {node} stopped reporting it (kubectl describe "
+                f"node {node})")
+    problems = ", ".join(o.container_problems(pod))
+    why = f", but not every container is ready ({problems})" if problems else ", not Running"
+    return f"{label} is {phase}{why}: {look}"
+
+
 def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
     check, member = "GPU-02", plan.member
     run = _pod(state, "gpu-share-1")
@@ -208,9 +222,7 @@ def _sharing(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
             problems.append(_why(run, plan))
             continue
         if not o.pod_serving(run.pod):
-            state_text = ", ".join(o.container_problems(run.pod)) or o.pod_phase(run.pod)
-            problems.append(f"{name} is {o.pod_phase(run.pod)} but not running and ready "
-                            f"({state_text}): kubectl -n {plan.namespace} logs {name}")
+            problems.append(_unready(name, run.pod, f"kubectl -n {plan.namespace} logs {name}"))
             continue
         if o.pod_node(run.pod) != card.node:
             problems.append(f"{name} runs on {o.pod_node(run.pod)}, not {card.node}")
@@ -358,11 +370,12 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
             problems.append(_why(run, plan))
             continue
         if not o.pod_serving(run.pod):
+            look = f"kubectl -n {plan.namespace} describe pod {name}"
             reasons = kai_reasons(run.pod, None, run.events)
-            why = reasons_text(reasons) if reasons else ", ".join(
-                o.container_problems(run.pod)) or o.pod_phase(run.pod)
-            problems.append(f"{name} (gpu-fraction 0.5) is {o.pod_phase(run.pod)}, not running "
-                            f"and ready: {why}; kubectl -n {plan.namespace} describe pod {name}")
+            problems.append(
+                f"{name} (gpu-fraction 0.5) is {o.pod_phase(run.pod)}; KAI: "
+                f"{reasons_text(reasons)}; {look}" if reasons else
+                _unready(f"{name} (gpu-fraction 0.5)", run.pod, look))
             continue
         if o.pod_node(run.pod) != plan.node:
             problems.append(f"{name} runs on {o.pod_node(run.pod)}, not {plan.node}")
@@ -370,9 +383,16 @@ def _fractions(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         groups[name] = o.labels(run.pod).get(GPU_GROUP_LABEL, "")
     if not problems and unknown:
         return CheckResult(check, member, "error", reason=summarize_problems(unknown))
-    if not problems and (len(set(groups.values())) != 1 or "" in groups.values()):
-        problems.append(f"the half-GPU pods are not on one GPU ({GPU_GROUP_LABEL}: {groups}): "
-                        f"KAI placed them on different devices (placementStrategy gpu: spread?)")
+    unlabelled = [name for name, group in groups.items() if not group]
+    shown = ", ".join(f"{name} -> {group}" for name, group in groups.items() if group)
+    if not problems and unlabelled:
+        problems.append(
+            f"{' and '.join(unlabelled)} {'carries' if len(unlabelled) == 1 else 'carry'} no "
+            f"{GPU_GROUP_LABEL} label{f' ({shown})' if shown else ''}: KAI's binder labels each "
+            f"GPU-fraction pod it binds with the GPU it shares; without it, one GPU is not shown")
+    elif not problems and len(set(groups.values())) != 1:
+        problems.append(f"the half-GPU pods are on different GPUs ({GPU_GROUP_LABEL}: {shown}): "
+                        f"KAI spread them (placementStrategy gpu: spread?)")
     if problems:
         return CheckResult(check, member, "fail",
                            reason=summarize_problems([*problems, *unknown]))

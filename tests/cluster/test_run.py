@@ -208,7 +208,8 @@ BROKEN: list[tuple[str, str, Any, str, str]] = [
     ("share pod crash-looping", "gpu-share-1",
      lambda d: d["pod"]["status"].update(containerStatuses=[
          {"name": "app", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]),
-     "GPU-03", "not running and ready"),
+     "GPU-03", "gpu-share-1 is Running, but not every container is ready (app: waiting "
+               "CrashLoopBackOff)"),
     ("grant of another size", "gpu-share-2",
      lambda d: d["pod"]["metadata"]["annotations"].update(
          {"hami.io/vgpu-devices-allocated": "GPU-l4-3,NVIDIA,9000,30:;"}), "GPU-03",
@@ -401,7 +402,9 @@ def test_kai_refuses_a_pod_in_its_own_words(queue: str, gpus: int, said: str) ->
 def test_kai_spreading_the_fractions_fails_sharing() -> None:
     verdicts = _verdicts(_kai_run(spread=True))
     assert verdicts["GPU-12"][0] == "fail"
-    assert "the half-GPU pods are not on one GPU" in verdicts["GPU-12"][1]
+    assert verdicts["GPU-12"][1] == (
+        "the half-GPU pods are on different GPUs (runai-gpu-group: gpu-frac-1 -> gpu-small-gpu0, "
+        "gpu-frac-2 -> gpu-small-gpu1): KAI spread them (placementStrategy gpu: spread?)")
 
 
 def test_kai_placing_more_gpus_than_a_node_has_fails_capacity() -> None:

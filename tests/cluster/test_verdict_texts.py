@@ -778,13 +778,17 @@ ROWS: list[Row] = [
      "gpu-share-1 (run verify with --keep)",
      ""),
     ("GPU-03 crash-looping", _with_pod(H, "gpu-share-2", _crash_loop), "GPU-03", "fail",
-     "gpu-share-2 is Running but not running and ready (app: waiting CrashLoopBackOff (3 "
+     "gpu-share-2 is Running, but not every container is ready (app: waiting CrashLoopBackOff (3 "
      f"restarts)): kubectl -n {NS} logs gpu-share-2",
      ""),
     ("GPU-03 node lost", _with_pod(H, "gpu-share-2", _set("status.phase", "Unknown")),
      "GPU-03", "fail",
-     "gpu-share-2 is Unknown but not running and ready (Unknown): kubectl -n "
-     f"{NS} logs gpu-share-2",
+     "gpu-share-2 is Unknown: its node node-3 stopped reporting it (kubectl describe node node-3)",
+     ""),
+    # read while its phase lags its containers (running and ready): the phase is what is wrong
+    ("GPU-03 phase not Running", _with_pod(H, "gpu-share-2", _set("status.phase", "Pending")),
+     "GPU-03", "fail",
+     f"gpu-share-2 is Pending, not Running: kubectl -n {NS} logs gpu-share-2",
      ""),
     ("GPU-03 another node", _with_pod(H, "gpu-share-2", _set("spec.nodeName", "node-1")),
      "GPU-03", "fail",
@@ -824,24 +828,22 @@ ROWS: list[Row] = [
         H, lambda base: _with_pod(base, "gpu-share-1", **_pod_unread(
             _get_pod_failed("gpu-share-1"))),
         lambda base: _with_pod(base, "gpu-share-3", _crash_loop)), "GPU-03", "fail",
-     "gpu-share-3 is Running but not running and ready (app: waiting CrashLoopBackOff (3 "
-     f"restarts)): kubectl -n {NS} logs gpu-share-3; gpu-share-1: Pod "
-     "could not be read (500 InternalError: etcdserver: request timed out)",
+     "gpu-share-3 is Running, but not every container is ready (app: waiting CrashLoopBackOff (3 "
+     f"restarts)): kubectl -n {NS} logs gpu-share-3; gpu-share-1: Pod could not be read (500 "
+     "InternalError: etcdserver: request timed out)",
      ""),
     ("GPU-03 sidecar", _with_pod(H, "gpu-share-2", _sidecar_not_ready), "GPU-03", "fail",
-     "gpu-share-2 is Running but not running and ready (app: waiting CrashLoopBackOff (3 "
-     f"restarts), istio-proxy: running but not ready): kubectl -n {NS} "
-     "logs gpu-share-2",
+     "gpu-share-2 is Running, but not every container is ready (app: waiting CrashLoopBackOff (3 "
+     f"restarts), istio-proxy: running but not ready): kubectl -n {NS} logs gpu-share-2",
      ""),
     ("GPU-03 another run's, crash-looping, another node", _both(
         H, lambda base: _with_pod(base, "gpu-share-1", _label(RUN, "fedcba987654")),
         lambda base: _with_pod(base, "gpu-share-2", _crash_loop),
         lambda base: _with_pod(base, "gpu-share-3", _set("spec.nodeName", "node-1"))),
      "GPU-03", "fail",
-     f"{NS}/gpu-share-1 carries gpulab.dev/run='fedcba987654', not this "
-     "run's '0123456789ab'; gpu-share-2 is Running but not running and ready (app: waiting "
-     f"CrashLoopBackOff (3 restarts)): kubectl -n {NS} logs "
-     "gpu-share-2; gpu-share-3 runs on node-1, not node-3",
+     f"{NS}/gpu-share-1 carries gpulab.dev/run='fedcba987654', not this run's '0123456789ab'; "
+     "gpu-share-2 is Running, but not every container is ready (app: waiting CrashLoopBackOff (3 "
+     f"restarts)): kubectl -n {NS} logs gpu-share-2; gpu-share-3 runs on node-1, not node-3",
      ""),
     ("GPU-03 another node, nothing granted", _both(
         H, lambda base: _with_pod(base, "gpu-share-1", _set("spec.nodeName", "node-1")),
@@ -853,19 +855,17 @@ ROWS: list[Row] = [
     ("GPU-03 not attempted, crash-looping", _both(
         H, lambda base: _without_pod(base, "gpu-share-1"),
         lambda base: _with_pod(base, "gpu-share-2", _crash_loop)), "GPU-03", "fail",
-     "gpu-share-1 was not attempted; gpu-share-2 is Running but not running and ready (app: "
-     f"waiting CrashLoopBackOff (3 restarts)): kubectl -n {NS} logs "
-     "gpu-share-2",
+     "gpu-share-1 was not attempted; gpu-share-2 is Running, but not every container is ready "
+     f"(app: waiting CrashLoopBackOff (3 restarts)): kubectl -n {NS} logs gpu-share-2",
      ""),
     ("GPU-03 not placed, crash-looping", _both(
         NOT_PLACED, lambda base: _with_pod(base, "gpu-share-3", _crash_loop)),
      "GPU-03", "fail",
-     "gpu-share-1: timeout after 60s (Pending, schedulerName hami-scheduler, node -); 2 "
-     "nodes CardUuidMismatch(node-1,node-2) | 1 nodes CardNotHealth(node-3) | no available "
-     f"node, 3 nodes do not meet; kubectl -n {NS} describe pod "
-     "gpu-share-1 (run verify with --keep); gpu-share-3 is Running but not running and ready "
-     f"(app: waiting CrashLoopBackOff (3 restarts)): kubectl -n {NS} "
-     "logs gpu-share-3",
+     "gpu-share-1: timeout after 60s (Pending, schedulerName hami-scheduler, node -); 2 nodes "
+     "CardUuidMismatch(node-1,node-2) | 1 nodes CardNotHealth(node-3) | no available node, 3 "
+     f"nodes do not meet; kubectl -n {NS} describe pod gpu-share-1 (run verify with --keep); "
+     "gpu-share-3 is Running, but not every container is ready (app: waiting CrashLoopBackOff (3 "
+     f"restarts)): kubectl -n {NS} logs gpu-share-3",
      ""),
     ("GPU-03 not attempted", _without_pod(H, "gpu-share-2"), "GPU-03", "fail",
      "gpu-share-2 was not attempted",
@@ -1064,40 +1064,36 @@ ROWS: list[Row] = [
      "gpu-frac-1 and gpu-frac-2 (0.5 each) run together on gpu-small, one GPU "
      "(runai-gpu-group=gpu-small-gpu0), queue research"),
     ("GPU-12 spread", _shape(b.shape_kai_idle_node, _kai, spread=True), "GPU-12", "fail",
-     "the half-GPU pods are not on one GPU (runai-gpu-group: {'gpu-frac-1': "
-     "'gpu-small-gpu0', 'gpu-frac-2': 'gpu-small-gpu1'}): KAI placed them on different "
-     "devices (placementStrategy gpu: spread?)",
+     "the half-GPU pods are on different GPUs (runai-gpu-group: gpu-frac-1 -> gpu-small-gpu0, "
+     "gpu-frac-2 -> gpu-small-gpu1): KAI spread them (placementStrategy gpu: spread?)",
      ""),
     ("GPU-12 no GPU group", _with_pod(K, "gpu-frac-2", _label(kw.GPU_GROUP, None)),
      "GPU-12", "fail",
-     "the half-GPU pods are not on one GPU (runai-gpu-group: {'gpu-frac-1': "
-     "'gpu-small-gpu0', 'gpu-frac-2': ''}): KAI placed them on different devices "
-     "(placementStrategy gpu: spread?)",
+     "gpu-frac-2 carries no runai-gpu-group label (gpu-frac-1 -> gpu-small-gpu0): KAI's binder "
+     "labels each GPU-fraction pod it binds with the GPU it shares; without it, one GPU is not "
+     "shown",
      ""),
     ("GPU-12 no GPU group on either", _both(
         K, lambda base: _with_pod(base, "gpu-frac-1", _label(kw.GPU_GROUP, None)),
         lambda base: _with_pod(base, "gpu-frac-2", _label(kw.GPU_GROUP, None))),
      "GPU-12", "fail",
-     "the half-GPU pods are not on one GPU (runai-gpu-group: {'gpu-frac-1': '', "
-     "'gpu-frac-2': ''}): KAI placed them on different devices (placementStrategy gpu: "
-     "spread?)",
+     "gpu-frac-1 and gpu-frac-2 carry no runai-gpu-group label: KAI's binder labels each "
+     "GPU-fraction pod it binds with the GPU it shares; without it, one GPU is not shown",
      ""),
     ("GPU-12 refused by KAI", _with_pod(K, "gpu-frac-2", _kai_refused(NO_GPU_LEFT),
                                         outcome="timeout", waited=60.0, last_seen=PENDING_KAI),
      "GPU-12", "fail",
-     "gpu-frac-2 (gpu-fraction 0.5) is Pending, not running and ready: no nodes with enough "
-     "resources were found: 2 node(s) didn't have enough resources: GPUs.; kubectl -n "
-     f"{NS} describe pod gpu-frac-2",
+     "gpu-frac-2 (gpu-fraction 0.5) is Pending; KAI: no nodes with enough resources were found: 2 "
+     f"node(s) didn't have enough resources: GPUs.; kubectl -n {NS} describe pod gpu-frac-2",
      ""),
     ("GPU-12 crash-looping", _with_pod(K, "gpu-frac-1", _crash_loop), "GPU-12", "fail",
-     "gpu-frac-1 (gpu-fraction 0.5) is Running, not running and ready: app: waiting "
-     f"CrashLoopBackOff (3 restarts); kubectl -n {NS} describe pod "
-     "gpu-frac-1",
+     "gpu-frac-1 (gpu-fraction 0.5) is Running, but not every container is ready (app: waiting "
+     f"CrashLoopBackOff (3 restarts)): kubectl -n {NS} describe pod gpu-frac-1",
      ""),
     ("GPU-12 node lost", _with_pod(K, "gpu-frac-1", _set("status.phase", "Unknown")),
      "GPU-12", "fail",
-     "gpu-frac-1 (gpu-fraction 0.5) is Unknown, not running and ready: Unknown; kubectl -n "
-     f"{NS} describe pod gpu-frac-1",
+     "gpu-frac-1 (gpu-fraction 0.5) is Unknown: its node gpu-small stopped reporting it (kubectl "
+     "describe node gpu-small)",
      ""),
     ("GPU-12 another node", _with_pod(K, "gpu-frac-2", _set("spec.nodeName", "gpu-big")),
      "GPU-12", "fail",
@@ -1118,15 +1114,14 @@ ROWS: list[Row] = [
         K, lambda base: _with_pod(base, "gpu-frac-1", **_pod_unread(
             _get_pod_refused("gpu-frac-1"))),
         lambda base: _with_pod(base, "gpu-frac-2", _crash_loop)), "GPU-12", "fail",
-     "gpu-frac-2 (gpu-fraction 0.5) is Running, not running and ready: app: waiting "
-     f"CrashLoopBackOff (3 restarts); kubectl -n {NS} describe pod "
-     "gpu-frac-2; gpu-frac-1: Pod could not be read (403 Forbidden: grant get on pods, "
-     'docs/verify-any-cluster.md "RBAC")',
+     "gpu-frac-2 (gpu-fraction 0.5) is Running, but not every container is ready (app: waiting "
+     f"CrashLoopBackOff (3 restarts)): kubectl -n {NS} describe pod gpu-frac-2; gpu-frac-1: Pod "
+     'could not be read (403 Forbidden: grant get on pods, docs/verify-any-cluster.md "RBAC")',
      ""),
     ("GPU-12 sidecar", _with_pod(K, "gpu-frac-2", _sidecar_not_ready), "GPU-12", "fail",
-     "gpu-frac-2 (gpu-fraction 0.5) is Running, not running and ready: app: waiting "
-     "CrashLoopBackOff (3 restarts), istio-proxy: running but not ready; kubectl -n "
-     f"{NS} describe pod gpu-frac-2",
+     "gpu-frac-2 (gpu-fraction 0.5) is Running, but not every container is ready (app: waiting "
+     f"CrashLoopBackOff (3 restarts), istio-proxy: running but not ready): kubectl -n {NS} "
+     "describe pod gpu-frac-2",
      ""),
     ("GPU-12 another namespace, another node", _both(
         K, lambda base: _with_pod(base, "gpu-frac-1", _set("metadata.namespace", "default")),
@@ -1138,25 +1133,24 @@ ROWS: list[Row] = [
     ("GPU-12 another scheduler, crash-looping", _both(
         GPU12_DEFAULT_SCHEDULER, lambda base: _with_pod(base, "gpu-frac-2", _crash_loop)),
      "GPU-12", "fail",
-     "gpu-frac-1 came back with schedulerName default-scheduler, not kai-scheduler; "
-     "gpu-frac-2 (gpu-fraction 0.5) is Running, not running and ready: app: waiting "
-     f"CrashLoopBackOff (3 restarts); kubectl -n {NS} describe pod "
-     "gpu-frac-2",
+     "gpu-frac-1 came back with schedulerName default-scheduler, not kai-scheduler; gpu-frac-2 "
+     "(gpu-fraction 0.5) is Running, but not every container is ready (app: waiting "
+     f"CrashLoopBackOff (3 restarts)): kubectl -n {NS} describe pod gpu-frac-2",
      ""),
     ("GPU-12 crash-looping, another node", _both(
         K, lambda base: _with_pod(base, "gpu-frac-1", _crash_loop),
         lambda base: _with_pod(base, "gpu-frac-2", _set("spec.nodeName", "gpu-big"))),
      "GPU-12", "fail",
-     "gpu-frac-1 (gpu-fraction 0.5) is Running, not running and ready: app: waiting "
-     f"CrashLoopBackOff (3 restarts); kubectl -n {NS} describe pod "
-     "gpu-frac-1; gpu-frac-2 runs on gpu-big, not gpu-small",
+     "gpu-frac-1 (gpu-fraction 0.5) is Running, but not every container is ready (app: waiting "
+     f"CrashLoopBackOff (3 restarts)): kubectl -n {NS} describe pod gpu-frac-1; gpu-frac-2 runs "
+     "on gpu-big, not gpu-small",
      ""),
     ("GPU-12 another node, crash-looping", _both(
         K, lambda base: _with_pod(base, "gpu-frac-1", _set("spec.nodeName", "gpu-big")),
         lambda base: _with_pod(base, "gpu-frac-2", _crash_loop)), "GPU-12", "fail",
-     "gpu-frac-1 runs on gpu-big, not gpu-small; gpu-frac-2 (gpu-fraction 0.5) is Running, "
-     "not running and ready: app: waiting CrashLoopBackOff (3 restarts); kubectl -n "
-     f"{NS} describe pod gpu-frac-2",
+     "gpu-frac-1 runs on gpu-big, not gpu-small; gpu-frac-2 (gpu-fraction 0.5) is Running, but "
+     f"not every container is ready (app: waiting CrashLoopBackOff (3 restarts)): kubectl -n {NS} "
+     "describe pod gpu-frac-2",
      ""),
     ("GPU-12 not attempted, another node", _both(
         K, lambda base: _without_pod(base, "gpu-frac-1"),
