@@ -848,36 +848,34 @@ def doctor(
                                 "(about 1 GB, once per host; up needs it anyway): the "
                                 "privileged probe then uses an image already on the host.")
     ] = False,
+    kubeconfig: ClusterKubeconfigOpt = None,
+    context: ClusterContextOpt = None,
     output: OutputOpt = Output.text,
     json_out: JsonOpt = False,
 ) -> None:
     """Check the host can run the lab: Docker (the engine the docker CLI and kind would use,
     contexts included), the node image (pulled when missing), privileged containers (probed with
     that image and a kind node's options), CPU, memory, disk, inotify, swap, kind, helm, name,
-    subnet and host-port collisions. Each finding is ok, warn or fail, with the fix; exit 4 on a
-    fail."""
+    subnet and host-port collisions. On a cluster you have (--kubeconfig/--context, the
+    profile's cluster:, or the lab's record, as for up): helm, the kubeconfig, the cluster's API
+    and up's read-only preflight, and Docker only for worker containers on this host. Each
+    finding is ok, warn or fail, with the fix; exit 4 on a fail."""
 
     def body() -> int:
         from gpulab import core
+        from gpulab.engine.progress import make_reporter
         from gpulab.tools import HELM_VERSION
 
         loaded, lab = _resolve_lab(profile, name)
-        kind_version = loaded.profile.management.kind_version
-        _install_tools(install_tools, {"kind": (kind_binary, kind_version),
-                                       "helm": (helm_binary, HELM_VERSION)})
-        from gpulab.engine.progress import make_reporter
-
-        runtime = None
-        endpoint = None
-        docker_error = ""
-        try:
-            endpoint = core.docker_endpoint()
-            runtime = core.connect_runtime(timeout=5, endpoint=endpoint)
-        except GpulabError as error:
-            docker_error = str(error)
+        cluster = _up_cluster(loaded.profile, lab, kubeconfig, context)
+        tools = core.doctor_tools(cluster)
+        wanted = {"kind": (kind_binary, loaded.profile.management.kind_version),
+                  "helm": (helm_binary, HELM_VERSION)}
+        _install_tools(install_tools, {tool: given for tool, given in wanted.items()
+                                       if tool in tools or given[0] is not None})
         with make_reporter(err, json_lines=False, verbose=False) as reporter:
-            findings = core.preflight(loaded.profile, lab, runtime, docker_error,
-                                      endpoint=endpoint, pull=not no_pull, report=reporter)
+            findings = core.doctor(loaded.profile, lab, reporter, pull=not no_pull,
+                                   cluster=cluster)
         chosen = _chosen_output(output, json_out)
         if chosen is not Output.text:
             _data([f.to_dict() for f in findings], chosen)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gpulab.adapters.kube import KubeClient
     from gpulab.cluster.kubeconfig import ClusterAccess
     from gpulab.cluster.state import ClusterSnapshot
+    from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
     from gpulab.lab_record import LabRecord
@@ -49,6 +50,8 @@ __all__ = [
     "collect_logs",
     "connect_runtime",
     "docker_endpoint",
+    "doctor",
+    "doctor_tools",
     "down",
     "inspect_clusters",
     "kind_cli",
@@ -146,7 +149,24 @@ def plan_steps(
 def _host() -> HostTools:
     """This host's tools as core reaches them, for the providers."""
     return HostTools(endpoint=docker_endpoint, docker=connect_runtime, reader=read_docker,
-                     helm=_helm_on_host, kind=kind_cli)
+                     helm=_helm_on_host, kind=kind_cli, host_checks=preflight)
+
+
+def doctor(profile: LabProfile, lab: str, report: Reporter, *, pull: bool,
+           cluster: ClusterChoice | None = None) -> list[Finding]:
+    """`gpulab doctor`: what the lab's provider (`cluster`, else the profile's) needs of this
+    host and its cluster, one finding per check with its fix (providers' `doctor`)."""
+    from gpulab.providers import choose, for_choice
+    from gpulab.stacks import for_profile
+
+    provider = for_choice(cluster or choose(profile), _host())
+    return provider.doctor(profile, lab, for_profile(profile), report, pull=pull)
+
+
+def doctor_tools(cluster: ClusterChoice) -> tuple[str, ...]:
+    """The tools `doctor --install-tools` installs for a lab on `cluster`: kind and helm on
+    kind, helm alone on an existing cluster."""
+    return ("helm",) if cluster.provider == "existing" else ("kind", "helm")
 
 
 def lab_provider(lab: str, *, kubeconfig: Path | None = None, context: str | None = None

@@ -36,10 +36,12 @@ if TYPE_CHECKING:
         RuntimeInfo,
     )
     from gpulab.adapters.docker_endpoint import DockerEndpoint
-    from gpulab.profile.base import HostPort, LabProfile
+    from gpulab.engine.runner import Reporter
+    from gpulab.profile.base import HostPort, HostWorkers, LabProfile
 
-__all__ = ["NODE_IMAGE_SIZE", "Finding", "HostSnapshot", "ImageState", "diagnose", "needs",
-           "observe_host"]
+__all__ = ["NODE_IMAGE_SIZE", "Finding", "HostSnapshot", "ImageState", "cluster_findings",
+           "diagnose", "diagnose_workers", "helm_finding", "needs", "observe_host",
+           "observe_workers", "reported_pull", "state_finding"]
 
 GIB = 1024**3
 INOTIFY_WATCHES = 524288
@@ -116,30 +118,12 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
     out: list[Finding] = []
     info = snapshot.docker
     if info is None:
-        out.append(Finding("docker", "fail", snapshot.docker_error or "Docker not reachable",
-                           "start the Docker engine (or choose one: DOCKER_HOST, DOCKER_CONTEXT, "
-                           "docker context use), then retry"))
-        return out
-    major = _major(info.version)
-    at = f" at {snapshot.docker_endpoint}" if snapshot.docker_endpoint else ""
-    out.append(Finding(
-        "docker", "ok" if major >= MIN_DOCKER_MAJOR else "warn",
-        f"Docker {info.version} (API {info.api_version}, {info.os}){at}",
-        "" if major >= MIN_DOCKER_MAJOR else f"Docker {MIN_DOCKER_MAJOR}+ is recommended",
-    ))
+        return [_no_docker(snapshot)]
+    out.append(_docker(snapshot, info))
     out.extend(_privileged(snapshot, info))
     out.extend(_node_images(snapshot))
     memory, disk, cpus = needs(profile)
-    have_mem = info.memory_bytes / GIB
-    out.append(Finding(
-        "memory", "ok" if have_mem >= memory else "fail",
-        f"{have_mem:.1f} GiB for Docker; the profile needs about {memory:.1f} GiB",
-        "" if have_mem >= memory else "free memory, give Docker more, or remove a tenant",
-    ))
-    out.append(Finding(
-        "cpu", "ok" if info.cpus >= cpus else "fail", f"{info.cpus} CPUs (need {cpus})",
-        "" if info.cpus >= cpus else f"give Docker at least {cpus} CPUs",
-    ))
+    out.extend(_resources(info, memory, cpus, "the profile needs"))
     if snapshot.disk_free_bytes is not None:
         free = snapshot.disk_free_bytes / GIB
         out.append(Finding(
@@ -167,23 +151,100 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
             "" if snapshot.git_found else "install git (apt-get install git, brew install git)"))
     out.extend(_collisions(snapshot, profile, lab))
     out.extend(_ports(snapshot, profile, lab))
-    out.append(Finding("state", "fail" if snapshot.state_problem else "ok",
-                       snapshot.state_problem or f"lab folders go to {snapshot.state_dir}",
-                       "set GPULAB_HOME to a writable folder with free space, or free space"
-                       if snapshot.state_problem else ""))
+    out.append(_state(snapshot.state_dir, snapshot.state_problem))
     return out
 
 
+def diagnose_workers(snapshot: HostSnapshot, workers: HostWorkers) -> list[Finding]:
+    """What a lab whose cluster is elsewhere needs of this host for its worker containers
+    (kindest/node, with kind's node options; no kind): Docker, their image, privileged
+    containers, memory and CPUs for the workers alone."""
+    info = snapshot.docker
+    if info is None:
+        return [_no_docker(snapshot)]
+    many = "s" if workers.count != 1 else ""
+    return [_docker(snapshot, info),
+            *_privileged(snapshot, info, WORKER_NODES),
+            *_node_images(snapshot),
+            *_resources(info, workers.memory_gib, workers.cpus,
+                        f"the lab's {workers.count} worker container{many} need")]
+
+
+def _no_docker(snapshot: HostSnapshot) -> Finding:
+    return Finding("docker", "fail", snapshot.docker_error or "Docker not reachable",
+                   "start the Docker engine (or choose one: DOCKER_HOST, DOCKER_CONTEXT, "
+                   "docker context use), then retry")
+
+
+def _docker(snapshot: HostSnapshot, info: RuntimeInfo) -> Finding:
+    major = _major(info.version)
+    at = f" at {snapshot.docker_endpoint}" if snapshot.docker_endpoint else ""
+    return Finding(
+        "docker", "ok" if major >= MIN_DOCKER_MAJOR else "warn",
+        f"Docker {info.version} (API {info.api_version}, {info.os}){at}",
+        "" if major >= MIN_DOCKER_MAJOR else f"Docker {MIN_DOCKER_MAJOR}+ is recommended",
+    )
+
+
+def _resources(info: RuntimeInfo, memory: float, cpus: int, who: str) -> list[Finding]:
+    """Memory and CPUs Docker has against what `who` (the profile, the workers) needs."""
+    have_mem = info.memory_bytes / GIB
+    return [
+        Finding("memory", "ok" if have_mem >= memory else "fail",
+                f"{have_mem:.1f} GiB for Docker; {who} about {memory:.1f} GiB",
+                "" if have_mem >= memory else "free memory, give Docker more, or remove a tenant"),
+        Finding("cpu", "ok" if info.cpus >= cpus else "fail", f"{info.cpus} CPUs (need {cpus})",
+                "" if info.cpus >= cpus else f"give Docker at least {cpus} CPUs"),
+    ]
+
+
+def _state(state_dir: str, problem: str) -> Finding:
+    return Finding("state", "fail" if problem else "ok",
+                   problem or f"lab folders go to {state_dir}",
+                   "set GPULAB_HOME to a writable folder with free space, or free space"
+                   if problem else "")
+
+
+def state_finding() -> Finding:
+    """Whether lab folders can be written where they go (GPULAB_HOME or the XDG data dir)."""
+    return _state(str(labs_root()), _state_problem(labs_root()))
+
+
+def helm_finding() -> Finding:
+    """The helm gpulab finds (its cache, then PATH): there, and the pin or newer of a major
+    whose post-renderer gpulab knows (as `gpulab.tools.check_version` takes it)."""
+    from gpulab.tools import find_tool
+
+    return _tool("helm", helm_version(find_tool("helm")), HELM_VERSION, minimum=True)
+
+
+def helm_version(binary: str | None) -> str | None:
+    """What `helm version` says (None: no binary; 'unknown': it says no version)."""
+    return _tool_version(binary, ["version", "--template", "{{.Version}}"], r"(v[\d.]+)")
+
+
 ROOTLESS_DOCS = "https://kind.sigs.k8s.io/docs/user/rootless/"
-PRIVILEGED_ADVICE = (
-    "kind's nodes need --privileged: use rootful Docker, or rootless Docker with cgroup v2 and "
-    f"systemd Delegate=yes ({ROOTLESS_DOCS}); no authorization plugin may deny privileged "
-    "containers")
+KIND_NODES = "kind's nodes"
+# kamaji-hami's `cluster.workers: containers` on an existing cluster: kindest/node containers
+# started with a kind node's options (node_options), no kind cluster
+WORKER_NODES = "the lab's worker containers (kindest/node, with kind's node options)"
 
 
-def _privileged(snapshot: HostSnapshot, info: RuntimeInfo) -> list[Finding]:
-    """Can this engine run kind's privileged nodes? kind's own rules first (create.go
-    validateProvider, v0.33), then the probe's answer when one was made."""
+def privileged_advice(nodes: str = KIND_NODES) -> str:
+    """What makes an engine run `nodes` (privileged containers)."""
+    return (f"{nodes} need --privileged: use rootful Docker, or rootless Docker with cgroup v2 "
+            f"and systemd Delegate=yes ({ROOTLESS_DOCS}); no authorization plugin may deny "
+            "privileged containers")
+
+
+PRIVILEGED_ADVICE = privileged_advice()
+
+
+def _privileged(snapshot: HostSnapshot, info: RuntimeInfo, nodes: str = KIND_NODES
+                ) -> list[Finding]:
+    """Can this engine run kind's privileged nodes (or `nodes` started as they are)? kind's own
+    rules first (create.go validateProvider, v0.33), then the probe's answer when one was
+    made."""
     if info.rootless and info.cgroup_version != "2":
         return [Finding("privileged", "fail", "rootless Docker on cgroup v1",
                         f"running kind with rootless provider requires cgroup v2, see "
@@ -196,7 +257,7 @@ def _privileged(snapshot: HostSnapshot, info: RuntimeInfo) -> list[Finding]:
     if snapshot.privileged_probe:
         return [Finding("privileged", "fail",
                         f"Docker refused a --privileged container of {snapshot.probe_image}: "
-                        f"{snapshot.privileged_probe}", PRIVILEGED_ADVICE)]
+                        f"{snapshot.privileged_probe}", privileged_advice(nodes))]
     mode = "rootless" if info.rootless else "rootful"
     if snapshot.privileged_probe == "":
         return [Finding("privileged", "ok", f"{mode} Docker runs --privileged containers "
@@ -205,7 +266,7 @@ def _privileged(snapshot: HostSnapshot, info: RuntimeInfo) -> list[Finding]:
         return [Finding("privileged", "warn",
                         f"authorization plugin(s) {', '.join(info.authorization_plugins)} may "
                         "refuse --privileged (not probed: no image on this host to probe with)",
-                        PRIVILEGED_ADVICE)]
+                        privileged_advice(nodes))]
     return [Finding("privileged", "ok",
                     f"{mode} Docker (not probed: no image on this host to probe with)")]
 
@@ -577,8 +638,7 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         swap_active=_swap_active(),
         kind_version=_tool_version(kind_binary or shutil.which("kind"), ["version"],
                                    r"kind (v[\d.]+)"),
-        helm_version=_tool_version(helm_binary or shutil.which("helm"),
-                                   ["version", "--template", "{{.Version}}"], r"(v[\d.]+)"),
+        helm_version=helm_version(helm_binary or shutil.which("helm")),
         kind_clusters=kind_clusters,
         containers=containers,
         networks=networks,
@@ -592,3 +652,135 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         state_dir=str(labs_root()),
         state_problem=_state_problem(labs_root()),
     )
+
+
+def observe_workers(runtime: ContainerRuntime | None, docker_error: str = "",
+                    images: tuple[str, ...] = (), *,
+                    pull: Callable[[str], None] | None = None,
+                    endpoint: DockerEndpoint | None = None,
+                    environ: Mapping[str, str] | None = None) -> HostSnapshot:
+    """What `diagnose_workers` reads (the only I/O): the engine, the workers' `images` (each
+    missing one pulled with `pull`; None: not pulled) and the privileged probe with the options
+    a kind node gets on this engine (gpulab.node_options.probe_node). No kind, ports or disk."""
+    from gpulab.node_options import probe_node
+
+    info = None
+    states: tuple[ImageState, ...] = ()
+    probe: str | None = None
+    probe_image = ""
+    env = os.environ if environ is None else environ
+    if runtime is not None:
+        try:
+            info = runtime.info()
+            states = _pull_missing(runtime, images, pull)
+            engine = info
+            probe_image, probe = _probe_privileged(
+                runtime, images, lambda image: probe_node(image, engine, env))
+        except GpulabError as err:
+            docker_error = str(err)
+            info = None
+    return HostSnapshot(docker=info, docker_error=docker_error, node_images=states,
+                        privileged_probe=probe, probe_image=probe_image,
+                        docker_endpoint=endpoint.describe() if endpoint is not None else "")
+
+
+def reported_pull(runtime: ContainerRuntime, report: Reporter | None, step: str,
+                  what: str = "node image") -> Callable[[str], None]:
+    """`runtime.pull` shown as a step of its own (`step`): `started` (with the size to
+    expect), then `done` or `failed`, as the steps of `up` are shown."""
+    from gpulab.engine.runner import Event
+
+    def pull(image: str) -> None:
+        title = f"Pulling {what} {image} ({NODE_IMAGE_SIZE}, once per host)"
+        if report is not None:
+            report(Event(step, "started", title))
+        started = time.monotonic()
+        try:
+            runtime.pull(image)
+        except GpulabError as err:
+            if report is not None:
+                report(Event(step, "failed", title, time.monotonic() - started, err.message))
+            raise
+        if report is not None:
+            report(Event(step, "done", title, time.monotonic() - started))
+
+    return pull
+
+
+# --------------------------------------------------------------------------- existing cluster
+
+OWN_CLUSTER_DOCS = "docs/own-cluster.md"
+# Each line of an existing cluster's preflight (the stack's existing_problems, word for word as
+# `up` refuses with it) under the check it is about, with what to do; the first match wins.
+_CLUSTER_CHECKS: tuple[tuple[str, str, str], ...] = (
+    (r"Kubernetes ", "version",
+     f"use a cluster at a Kubernetes version the profile's pins support ({OWN_CLUSTER_DOCS}, "
+     "'Before anything is created')"),
+    (r"no default StorageClass", "storage class",
+     "mark one default: kubectl annotate storageclass NAME "
+     "storageclass.kubernetes.io/is-default-class=true"),
+    (r"no node advertises", "gpus",
+     "install the NVIDIA GPU Operator or device plugin, or name nodes for fake GPUs "
+     "(cluster.fake_gpu_nodes, --fake-gpu-node)"),
+    (r"namespace \S+ enforces Pod Security", "pod security",
+     "as the line says (kubectl label namespace ... --overwrite), or gpulab down and up again"),
+    (r"(namespace|queue|TenantControlPlane) \S+ already exists", "names",
+     "gpulab never adopts what it did not create: remove it, or choose other names in a copy "
+     "of the profile"),
+    (r".*(fake_gpu_nodes|fake-gpu-operator)", "fake gpus",
+     f"as the line says ({OWN_CLUSTER_DOCS}, 'Fake GPUs on nodes you name')"),
+    (r"KAI Scheduler", "kai scheduler",
+     f"as the line says; gpulab never upgrades, reconfigures or removes it ({OWN_CLUSTER_DOCS})"),
+    (r"cert-manager", "cert-manager",
+     f"as the line says; gpulab never changes a cert-manager it found ({OWN_CLUSTER_DOCS})"),
+    (r"Kamaji", "kamaji",
+     f"as the line says; gpulab never upgrades or removes a Kamaji it found "
+     f"({OWN_CLUSTER_DOCS})"),
+    (r"no LoadBalancer|cluster\.metallb|cluster\.expose", "load balancer",
+     f"as the line says ({OWN_CLUSTER_DOCS}, kamaji-hami's 'Before anything is created')"),
+    (r"no node address", "node address",
+     "set cluster.node_address to an address of a node this machine reaches"),
+)
+DENIED_PREFIX = "not allowed to "
+
+
+def cluster_findings(version: str, denied: Sequence[str], asked: int,
+                     storage_class: str | None, problems: Sequence[str], context: str
+                     ) -> list[Finding]:
+    """An existing cluster's read-only preflight as doctor lines: its Kubernetes `version`,
+    the access reviews (`asked`, those `denied` each named), the default StorageClass, and each
+    of `problems` (why `up` would refuse, as it says it) under its check with the fix."""
+    out: list[Finding] = []
+    by_check: dict[str, list[Finding]] = {}
+    for problem in problems:
+        if problem.startswith(DENIED_PREFIX):
+            continue  # the access line below names every denied review, not the first
+        check, fix = next(((c, f) for pattern, c, f in _CLUSTER_CHECKS
+                           if re.match(pattern, problem)),
+                          ("cluster", f"see {OWN_CLUSTER_DOCS} ('Before anything is created')"))
+        by_check.setdefault(check, []).append(Finding(check, "fail", problem, fix))
+    out.extend(by_check.pop("version", [])
+               or [Finding("version", "ok", f"Kubernetes {version}: the profile's pins support "
+                                            "it")])
+    if denied:
+        out.append(Finding(
+            "access", "fail",
+            f"{len(denied)} of {asked} access reviews denied: not allowed to "
+            f"{'; '.join(denied)}",
+            f"grant them to the user of context {context} ({OWN_CLUSTER_DOCS}, 'RBAC to grant'; "
+            "a cluster-admin binding is what works in practice), or use a context that has "
+            "them"))
+    else:
+        out.append(Finding("access", "ok", f"all {asked} access reviews allowed (what up "
+                                           "creates and removes)"))
+    classes = by_check.pop("storage class", [])
+    if classes:
+        out.extend(classes)
+    elif storage_class is not None:
+        out.append(Finding("storage class", "ok", f"default StorageClass {storage_class}"))
+    for findings in by_check.values():
+        out.extend(findings)
+    if not any(f.status == "fail" for f in out):
+        out.append(Finding("cluster", "ok", "nothing up would refuse here (gpulab plan lists "
+                                            "what it would create)"))
+    return out

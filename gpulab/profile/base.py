@@ -20,6 +20,7 @@ __all__ = [
     "HelmComponent",
     "HostNeeds",
     "HostPort",
+    "HostWorkers",
     "LabProfile",
     "ManagementSpec",
     "ManifestComponent",
@@ -317,6 +318,18 @@ class HostNeeds:
 
 
 @dataclass(frozen=True)
+class HostWorkers:
+    """Worker containers a lab runs on this Docker host while its cluster is elsewhere
+    (provider existing): how many, their images, and what they need of the host (doctor
+    checks only these then)."""
+
+    count: int
+    images: tuple[str, ...]
+    memory_gib: float
+    cpus: int = 1  # nothing reserves CPUs for a worker container (no --cpus: node_options)
+
+
+@dataclass(frozen=True)
 class HostPort:
     """A port the lab publishes on the Docker host (kind's `extraPortMappings`, `--publish`)."""
 
@@ -362,6 +375,11 @@ class LabProfile(Strict):
     def host_needs(self) -> HostNeeds:
         """Memory, disk and CPUs the lab needs of the Docker host."""
         return HostNeeds(BASE_MEMORY_GIB, BASE_DISK_GIB)
+
+    def host_workers(self) -> HostWorkers | None:
+        """The worker containers the lab runs on this Docker host when its cluster is one you
+        have (provider existing); None: it runs none here."""
+        return None
 
     def docker_cidrs(self) -> list[tuple[str, str]]:
         """(field path, CIDR) pairs that must not overlap the Docker network."""

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters.base import LabAdapters
+    from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter
     from gpulab.engine.step import Step
     from gpulab.netcalc import AddressRange
@@ -163,13 +164,15 @@ class HostTools:
     read-only view of it (`reader(timeout=...)`), Helm (`helm(lab)`: a gateway factory whose
     installs carry the lab's labels, `helm(None)` one without, or HostError when helm is not
     installed) and the kind binary driving an endpoint
-    (`kind(endpoint)`, None when kind is not installed)."""
+    (`kind(endpoint)`, None when kind is not installed); `host_checks`: doctor's checks of this
+    host for a kind lab as core names them (providers.kind.preflight; None: that one)."""
 
     endpoint: Callable[[], Any]
     docker: Callable[..., Any]
     reader: Callable[..., Any]
     helm: Callable[[str | None], Callable[[Path], Any]]
     kind: Callable[[Any], Any]
+    host_checks: Callable[..., list[Finding]] | None = None
 
 
 class StackSide(Protocol):
@@ -220,6 +223,11 @@ class ClusterProvider(Protocol):
     - `exists`: the lab has something here (a folder, or what the provider made for it);
     - `management`: status's management row; `machines`: the container engine status lists the
       lab's own containers from (None: the cluster's API says what the lab has);
+    - `doctor`: `gpulab doctor`'s findings (ok/warn/fail, each with its fix) for what this lab
+      needs of this host and its cluster (kind: Docker, the node image, privileged containers,
+      kind, helm...; existing: helm, the kubeconfig, the cluster's API and read-only preflight,
+      and Docker only for worker containers on this host); reads only, but kind pulls the node
+      image unless `pull` is False;
     - `logs`: the diagnostics bundle of what the lab has, written into a folder;
     - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
       contexts, once, after what the provider removed itself).
@@ -236,6 +244,9 @@ class ClusterProvider(Protocol):
              adapters: LabAdapters | None, preflight: bool) -> Session: ...
 
     def built(self, lab: str, adapters: LabAdapters) -> None: ...
+
+    def doctor(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
+               pull: bool) -> list[Finding]: ...
 
     def connect(self) -> None: ...
 

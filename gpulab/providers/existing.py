@@ -35,10 +35,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway, LabAdapters
+    from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter
     from gpulab.engine.step import Step, StepContext
     from gpulab.lab_record import LabRecord
-    from gpulab.profile.base import LabProfile
+    from gpulab.profile.base import HostWorkers, LabProfile
     from gpulab.providers.base import HostTools, StackSide
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "connect",
     "denied",
     "identity_of",
+    "kubeconfig_finding",
     "observe",
     "owned_entries",
     "pod_security_problems",
@@ -67,6 +69,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 CRD_API = "apiextensions.k8s.io/v1"
 HELM_PARALLEL = 4  # Helm installs at once by default (cluster.helm_parallel)
+API_SECONDS = 10.0  # doctor: the API must answer GET /version within this
+SURVEY_SECONDS = 120.0  # doctor: the whole read-only preflight, every request together
+WORKER_PULL_STEP = "preflight/worker-image"
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,7 @@ class ExistingFacts:
     # pod-security.kubernetes.io/enforce label enforces, None when unlabelled)
     namespace_levels: tuple[tuple[str, str | None], ...] = ()
     stack: Any = None  # what the stack's own reader (Needs.read) found: its add-ons, names
+    asked: int = 0  # how many access reviews were asked (`denied`: those answered no)
 
     @property
     def minor(self) -> int | None:
@@ -201,6 +207,31 @@ def connect(choice: ClusterChoice, *, request_timeout: float = 10) -> tuple[Any,
         raise UsageError(f"{member.source.describe()}, context {member.context}: "
                          f"{err.message}") from None
     return client, member.context, yaml.safe_dump(config, sort_keys=False)
+
+
+def kubeconfig_finding(files: Sequence[Path], where: str, context: str) -> Finding:
+    """doctor's line for the kubeconfig `files` (read already, at `context`): ok, or warn
+    when a file is readable or writable by others than its owner (it holds credentials; gpulab
+    writes its own 0600)."""
+    import stat
+
+    from gpulab.doctor import Finding
+
+    loose = []
+    for path in files:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:
+            continue
+        if mode & 0o077:
+            loose.append((path, mode))
+    seen = f"{where}, context {context}"
+    if not loose:
+        return Finding("kubeconfig", "ok", seen)
+    return Finding("kubeconfig", "warn",
+                   f"{seen}; open to others than its owner: "
+                   f"{', '.join(f'{p} (mode {m:04o})' for p, m in loose)}",
+                   f"chmod 600 {' '.join(str(p) for p, _m in loose)}")
 
 
 def _minified(config: dict[str, Any], context: str) -> dict[str, Any]:
@@ -454,7 +485,7 @@ def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str =
                          load_balancer=balanced, kai=kai, namespaces_found=namespaces,
                          queues_found=queues, denied=denied, expose=chosen, expose_why=why,
                          fake_nodes=_fake_nodes(nodes, needs), objects_found=present,
-                         namespace_levels=levels,
+                         namespace_levels=levels, asked=len(needs.access),
                          stack=needs.read(kube) if needs.read is not None else None)
 
 
@@ -758,6 +789,15 @@ class ExistingProvider:
         """Read-only (always: the cluster is the plan's ground): what the cluster is, the
         `management/cluster` step, and why the lab cannot go into it ([]: it can). HostError
         when its API does not answer, UsageError when the lab is in another cluster."""
+        client, context, text = connect(self.choice)
+        try:
+            return self._survey(profile, lab, stack, client, context, text)
+        finally:
+            client.close()
+
+    def _survey(self, profile: LabProfile, lab: str, stack: StackSide, client: Any,
+                context: str, text: str) -> Ground:
+        """`ground` through `client` (the choice's kubeconfig at `context`, `text`)."""
         from dataclasses import replace
 
         from gpulab import lab_record
@@ -766,35 +806,110 @@ class ExistingProvider:
         choice = self.choice
         record = lab_record.read(lab)
         needs = stack.existing_needs(profile, lab, record.owned if record else ())
-        client, context, text = connect(choice)
+        where = str(choice.kubeconfig.absolute()) if choice.kubeconfig else "(default)"
         try:
-            where = str(choice.kubeconfig.absolute()) if choice.kubeconfig else "(default)"
-            try:
-                identity = identity_of(client, client.server, context, where)
-                facts = observe(client, identity, needs, expose=choice.expose,
-                                node_address=choice.node_address)
-                if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
-                    from gpulab.providers.forward import forwarded_teams
+            identity = identity_of(client, client.server, context, where)
+            facts = observe(client, identity, needs, expose=choice.expose,
+                            node_address=choice.node_address)
+            if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
+                from gpulab.providers.forward import forwarded_teams
 
-                    more = denied(client, [Access("create", "", "pods", ns, "portforward")
-                                           for ns, _release in forwarded_teams(profile).values()])
-                    facts = replace(facts, denied=facts.denied + more)
-            except GpulabError as err:
-                raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
-                                f"read: {err.message}",
-                                hint="check the kubeconfig, the network path and your access"
-                                ) from None
-            kept = record.cluster if record else {}
-            if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
-                raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
-                                 f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
-                                 f"kubeconfig reaches {identity.kube_system_uid} at "
-                                 f"{identity.server}")
-        finally:
-            client.close()
+                asks = [Access("create", "", "pods", ns, "portforward")
+                        for ns, _release in forwarded_teams(profile).values()]
+                facts = replace(facts, denied=facts.denied + denied(client, asks),
+                                asked=facts.asked + len(asks))
+        except GpulabError as err:
+            raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
+                            f"read: {err.message}",
+                            hint="check the kubeconfig, the network path and your access"
+                            ) from None
+        kept = record.cluster if record else {}
+        if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
+            raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
+                             f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
+                             f"kubeconfig reaches {identity.kube_system_uid} at "
+                             f"{identity.server}")
         return Ground(facts, [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
                       "", stack.existing_problems(profile, facts)
                       + pod_security_problems(needs, facts))
+
+    def doctor(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
+               pull: bool) -> list[Finding]:
+        """`gpulab doctor` for a lab in this cluster: helm, the state folder, the kubeconfig at
+        its context, the API answering within API_SECONDS, then the read-only preflight `up`
+        runs (`ground`: version, access reviews, StorageClass, GPUs, names...) one line per
+        check with its fix. No kind and no Docker, but for worker containers on this host
+        (`profile.host_workers()`): then Docker, their image (pulled unless `pull` is False),
+        privileged containers, memory and CPUs for the workers alone."""
+        from gpulab.doctor import helm_finding, state_finding
+
+        out = [helm_finding(), state_finding(), *self._cluster_findings(profile, lab, stack)]
+        workers = profile.host_workers()
+        if workers is not None:
+            out += self._worker_findings(workers, report, pull=pull)
+        return out
+
+    def _cluster_findings(self, profile: LabProfile, lab: str, stack: StackSide
+                          ) -> list[Finding]:
+        from gpulab.cluster.kubeconfig import resolve
+        from gpulab.doctor import Finding, cluster_findings
+        from gpulab.errors import GpulabError
+
+        choice = self.choice
+        usage = "pass --kubeconfig FILE [--context NAME] (as for kubectl)"
+        try:
+            member = resolve([choice.kubeconfig] if choice.kubeconfig else [],
+                             [choice.context] if choice.context else [])[0]
+            client, context, text = connect(choice)
+        except UsageError as err:
+            return [Finding("kubeconfig", "fail", err.message, err.hint or usage)]
+        out = [kubeconfig_finding(member.source.files, member.source.describe(), context)]
+        try:
+            try:
+                with client.bounded(API_SECONDS):
+                    version = client.server_version()
+            except GpulabError as err:
+                first = (err.message.strip().splitlines() or [type(err).__name__])[0]
+                return [*out, Finding(
+                    "api", "fail", f"{first} (deadline {API_SECONDS:g} s); nothing in the "
+                    "cluster was checked",
+                    err.hint or "check the kubeconfig's server and credentials, and the network "
+                                "path to it")]
+            out.append(Finding("api", "ok", f"{client.server} (context {context}) answers: "
+                                            f"Kubernetes {version}"))
+            try:
+                with client.bounded(SURVEY_SECONDS):
+                    ground = self._survey(profile, lab, stack, client, context, text)
+            except GpulabError as err:
+                return [*out, Finding("cluster", "fail", err.message,
+                                      err.hint or "see docs/own-cluster.md")]
+        finally:
+            client.close()
+        facts = ground.facts
+        return out + cluster_findings(facts.version, facts.denied, facts.asked,
+                                      facts.default_storage_class, ground.problems, context)
+
+    def _worker_findings(self, workers: HostWorkers, report: Reporter, *, pull: bool
+                         ) -> list[Finding]:
+        """Docker for the worker containers only (the engine the docker CLI would use)."""
+        from gpulab.doctor import diagnose_workers, observe_workers, reported_pull
+        from gpulab.errors import GpulabError
+
+        runtime = self.runtime
+        endpoint = None
+        error = ""
+        if runtime is None:
+            tools = self._tools()
+            try:
+                endpoint = tools.endpoint()
+                runtime = tools.docker(timeout=5, endpoint=endpoint)
+            except GpulabError as err:
+                error = str(err)
+        pulling = reported_pull(runtime, report, WORKER_PULL_STEP, "worker image") \
+            if pull and runtime is not None else None
+        snapshot = observe_workers(runtime, error, workers.images, pull=pulling,
+                                   endpoint=endpoint)
+        return diagnose_workers(snapshot, workers)
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
              adapters: LabAdapters | None, preflight: bool = True) -> Session:

@@ -124,7 +124,7 @@ def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
     """Doctor's findings for this profile and lab. With `pull`, the profile's node image is
     pulled first when it is missing (kind needs it anyway; `report` shows the pull as a step),
     so the privileged probe runs the node's own image with the node's own options."""
-    from gpulab.doctor import diagnose, observe_host
+    from gpulab.doctor import diagnose, observe_host, reported_pull
     from gpulab.tools import find_tool
 
     clusters: tuple[str, ...] = ()
@@ -134,39 +134,13 @@ def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
             clusters = tuple(kind.clusters())
         except GpulabError:
             clusters = ()
-    pull_image = _reported_pull(runtime, report) if pull and runtime is not None else None
+    pull_image = reported_pull(runtime, report, PULL_STEP) if pull and runtime is not None \
+        else None
     snapshot = observe_host(runtime, docker_error, kind_binary=find_tool("kind"),
                             helm_binary=find_tool("helm"), kind_clusters=clusters,
                             probe_images=(profile.management.node_image,), pull=pull_image,
                             host_ports=profile.host_ports(), endpoint=endpoint)
     return diagnose(snapshot, profile, lab)
-
-
-def _reported_pull(runtime: ContainerRuntime, report: Reporter | None
-                   ) -> Callable[[str], None]:
-    """`runtime.pull` shown as a step of its own: `started` (with the size to expect), then
-    `done` or `failed`, as the steps of `up` are shown."""
-    import time
-
-    from gpulab.doctor import NODE_IMAGE_SIZE
-    from gpulab.engine.runner import Event
-
-    def pull(image: str) -> None:
-        title = f"Pulling node image {image} ({NODE_IMAGE_SIZE}, once per host)"
-        if report is not None:
-            report(Event(PULL_STEP, "started", title))
-        started = time.monotonic()
-        try:
-            runtime.pull(image)
-        except GpulabError as err:
-            if report is not None:
-                report(Event(PULL_STEP, "failed", title, time.monotonic() - started,
-                             err.message))
-            raise
-        if report is not None:
-            report(Event(PULL_STEP, "done", title, time.monotonic() - started))
-
-    return pull
 
 
 def _selectors(lab: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -350,6 +324,26 @@ class KindProvider:
             adapters = self.adapters(profile, lab)
         facts = cluster_facts(profile, lab, stack.cluster_needs(profile), adapters.runtime)
         return Session(kind_steps(profile, lab, stack, facts), adapters)
+
+    def doctor(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
+               pull: bool) -> list[Finding]:
+        """`gpulab doctor`: this host's checks for a kind lab (`preflight`, through `host`'s
+        `host_checks` when core names it), on the Docker engine the docker CLI would use (a
+        `docker` fail when it does not answer in 5 s); the node image pulled first unless
+        `pull` is False."""
+        tools = self._tools()
+        runtime = None
+        endpoint = None
+        docker_error = ""
+        try:
+            endpoint = tools.endpoint()
+            runtime = tools.docker(timeout=5, endpoint=endpoint)
+        except GpulabError as error:
+            docker_error = str(error)
+        checks = tools.host_checks or preflight
+        findings: list[Finding] = checks(profile, lab, runtime, docker_error, endpoint=endpoint,
+                                         pull=pull, report=report)
+        return findings
 
     def built(self, lab: str, adapters: LabAdapters) -> None:
         """What exists now (Docker's objects for the lab, its kind cluster), kept in the lab

@@ -191,13 +191,16 @@ class ExistingCluster:
     def __init__(self, folder: Path, name: str = "microk8s", *, kai: bool = False,
                  gpu_sharing: bool = True, denied: set[tuple[str, str]] | None = None,
                  load_balancer: bool = False, gpu_nodes: int = 1, shape: str = "gpu-operator",
-                 member_version: str = VERSION) -> None:
+                 member_version: str = VERSION, version: str | None = None,
+                 storage_class: bool = True) -> None:
         self.folder, self.name, self.kai, self.gpu_sharing = folder, name, kai, gpu_sharing
         self.shape = shape  # gpu-operator (one node) | multi-node | no-gpu
         self.gpu_nodes = gpu_nodes  # how many nodes advertise nvidia.com/gpu (the scale bench)
         self.denied = denied or set()  # (verb, resource) the user may not
         self.load_balancer = load_balancer
         self.member_version = member_version  # what each vCluster's (tenant's) /version says
+        self.version = version or VERSION  # what the host cluster's /version says
+        self.storage_class = storage_class  # it has a default StorageClass
         self.host: Cluster
         self.vclusters: dict[str, Cluster] = {}
         self.releases: dict[tuple[str, str], HelmRelease] = {}
@@ -232,7 +235,7 @@ class ExistingCluster:
                         km.resources[kmock.resource(path)] = kmock.ResourceInfo(
                             kind=kind, namespaced=False, verbs=_VERBS)
                     cluster = Cluster(name, km, str(server.url).rstrip("/"), loop,
-                                      version=VERSION if name == self.name
+                                      version=self.version if name == self.name
                                       else self.member_version)
                     cluster.serve()
                     if name == self.name:
@@ -275,10 +278,11 @@ class ExistingCluster:
                                     for i in range(2, self.gpu_nodes + 1)]
         for one in nodes:
             put(NODES, one)
-        put(STORAGE, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                      "metadata": {"name": "microk8s-hostpath", "annotations": {
-                          "storageclass.kubernetes.io/is-default-class": "true"}},
-                      "provisioner": "microk8s.io/hostpath"})
+        if self.storage_class:
+            put(STORAGE, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                          "metadata": {"name": "microk8s-hostpath", "annotations": {
+                              "storageclass.kubernetes.io/is-default-class": "true"}},
+                          "provisioner": "microk8s.io/hostpath"})
         if self.load_balancer:
             put(SERVICES, {"apiVersion": "v1", "kind": "Service",
                            "metadata": {"name": "ingress", "namespace": "default"},

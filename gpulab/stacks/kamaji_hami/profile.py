@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from gpulab.profile.base import (
     HelmComponent,
     HostNeeds,
+    HostWorkers,
     LabProfile,
     ManifestComponent,
     Strict,
@@ -312,6 +313,15 @@ class KamajiHamiProfile(LabProfile):
         memory = (base.memory_gib + TENANT_MEMORY_GIB * len(self.tenants)
                   + WORKER_MEMORY_GIB * workers)
         return HostNeeds(memory, base.disk_gib + TENANT_DISK_GIB * len(self.tenants), base.cpus)
+
+    def host_workers(self) -> HostWorkers | None:
+        """With `cluster.workers: containers` (provider existing) the tenants' workers are
+        kindest/node containers on this Docker host, each with a worker's rough budget."""
+        if self.cluster is None or self.cluster.workers != "containers":
+            return None
+        count = sum(t.workers.count for t in self.tenants)
+        return HostWorkers(count, tuple(dict.fromkeys(t.workers.image for t in self.tenants)),
+                           WORKER_MEMORY_GIB * count)
 
     def composed_names(self, lab: str) -> list[tuple[str, str, int]]:
         from gpulab.profile.base import HOSTNAME_MAX
