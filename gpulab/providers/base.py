@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
     from gpulab.adapters.base import LabAdapters
@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from gpulab.netcalc import AddressRange
     from gpulab.profile.base import LabProfile
 
-__all__ = ["AddressNeed", "AddressRanges", "ClusterChoice", "ClusterFacts", "ClusterIdentity",
-           "ClusterNeeds", "ClusterProvider", "Ground", "HostTools", "ManagementRow", "NodePool",
-           "PortNeed", "Session", "StackSide", "Teardown"]
+__all__ = ["RBAC", "Access", "AddressNeed", "AddressRanges", "ClusterChoice", "ClusterFacts",
+           "ClusterIdentity", "ClusterNeeds", "ClusterProvider", "ExistingNeeds", "Ground",
+           "HostTools", "ManagementRow", "NodePool", "PortNeed", "Session", "StackSide",
+           "Teardown", "chart_cluster_access", "release_access"]
 
 
 @dataclass
@@ -137,6 +138,67 @@ class ClusterFacts:
 
 
 @dataclass(frozen=True)
+class Access:
+    """One thing the user must be allowed in the cluster (provider existing asks it as a
+    SelfSubjectAccessReview's `spec.resourceAttributes`); `text` names it in a refusal."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str | None = None
+    subresource: str = ""  # e.g. portforward (v1_resource_attributes.py: `subresource`)
+
+    @property
+    def text(self) -> str:
+        what = f"{self.resource}.{self.group}" if self.group else self.resource
+        what += f"/{self.subresource}" if self.subresource else ""
+        return f"{self.verb} {what}" + (f" in {self.namespace}" if self.namespace else "")
+
+
+RBAC = "rbac.authorization.k8s.io"
+# What a chart's release creates in its namespace (both stacks' charts; a stack adds its own).
+RELEASE_OBJECTS: tuple[tuple[str, str], ...] = (
+    ("", "services"), ("", "serviceaccounts"), ("", "configmaps"), ("apps", "deployments"),
+    ("apps", "statefulsets"), (RBAC, "roles"), (RBAC, "rolebindings"))
+
+
+def chart_cluster_access() -> list[Access]:
+    """The cluster-wide rights a chart install needs: its CRDs, its RBAC, its webhooks."""
+    access = [Access(verb, "apiextensions.k8s.io", "customresourcedefinitions")
+              for verb in ("create", "delete")]
+    access += [Access("create", RBAC, r) for r in ("clusterroles", "clusterrolebindings")]
+    access += [Access("create", "admissionregistration.k8s.io", r)
+               for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")]
+    return access
+
+
+def release_access(namespace: str, objects: Sequence[tuple[str, str]] = RELEASE_OBJECTS
+                   ) -> list[Access]:
+    """The rights a Helm release in `namespace` needs: its release Secrets (create, get,
+    delete) and `create` of each (group, resource) in `objects`."""
+    access = [Access(verb, "", "secrets", namespace) for verb in ("create", "get", "delete")]
+    return access + [Access("create", group, r, namespace) for group, r in objects]
+
+
+@dataclass(frozen=True)
+class ExistingNeeds:
+    """What a stack's plan will create in a cluster gpulab did not make (the stack's
+    `existing_needs`): the questions of provider existing's read-only preflight."""
+
+    namespaces: tuple[str, ...]
+    queues: tuple[str, ...]
+    access: tuple[Access, ...]
+    owned_before: tuple[dict[str, Any], ...] = field(default=())  # this lab's, from lab.json
+    fake_nodes: tuple[str, ...] = ()  # nodes that get fake GPUs (cluster.fake_gpu_nodes)
+    fake_labels: tuple[tuple[str, str], ...] = ()  # the labels each of them gets
+    absent: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name) that must not exist
+    read: Callable[[Any], Any] | None = None  # the stack's own read-only questions (GETs)
+    # (namespace, Pod Security level its pods need, what needs it): each the lab labels when it
+    # creates it (stacks.common.LabNamespaces); one it made before is read again (pod_security)
+    pod_security: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ClusterIdentity:
     server: str
     context: str
@@ -179,7 +241,7 @@ class StackSide(Protocol):
     """What a provider asks of the lab's stack (a gpulab.stacks.Stack offers it; providers
     import no stack)."""
 
-    def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
+    def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> ExistingNeeds: ...
 
     def existing_problems(self, profile: Any, facts: Any) -> list[str]: ...
 

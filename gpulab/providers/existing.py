@@ -15,15 +15,17 @@ never what was there before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import AdapterError, UsageError
 from gpulab.pod_security import ENFORCE_LABEL, allows, enforced
 from gpulab.providers.base import (
+    Access,
     ClusterChoice,
     ClusterIdentity,
+    ExistingNeeds,
     Ground,
     ManagementRow,
     Session,
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HELM_PARALLEL",
-    "Access",
     "BoundedHelm",
     "ExistingCluster",
     "ExistingFacts",
@@ -52,7 +53,6 @@ __all__ = [
     "FakeNode",
     "GpuNode",
     "KaiFound",
-    "Needs",
     "Owning",
     "choice_of",
     "connect",
@@ -112,46 +112,6 @@ class FakeNode:
 
 
 @dataclass(frozen=True)
-class Access:
-    verb: str
-    group: str
-    resource: str
-    namespace: str | None = None
-    subresource: str = ""  # e.g. portforward (v1_resource_attributes.py: `subresource`)
-
-    @property
-    def text(self) -> str:
-        what = f"{self.resource}.{self.group}" if self.group else self.resource
-        what += f"/{self.subresource}" if self.subresource else ""
-        return f"{self.verb} {what}" + (f" in {self.namespace}" if self.namespace else "")
-
-
-RBAC = "rbac.authorization.k8s.io"
-# What a chart's release creates in its namespace (both stacks' charts; a stack adds its own).
-RELEASE_OBJECTS: tuple[tuple[str, str], ...] = (
-    ("", "services"), ("", "serviceaccounts"), ("", "configmaps"), ("apps", "deployments"),
-    ("apps", "statefulsets"), (RBAC, "roles"), (RBAC, "rolebindings"))
-
-
-def chart_cluster_access() -> list[Access]:
-    """The cluster-wide rights a chart install needs: its CRDs, its RBAC, its webhooks."""
-    access = [Access(verb, "apiextensions.k8s.io", "customresourcedefinitions")
-              for verb in ("create", "delete")]
-    access += [Access("create", RBAC, r) for r in ("clusterroles", "clusterrolebindings")]
-    access += [Access("create", "admissionregistration.k8s.io", r)
-               for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")]
-    return access
-
-
-def release_access(namespace: str, objects: Sequence[tuple[str, str]] = RELEASE_OBJECTS
-                   ) -> list[Access]:
-    """The rights a Helm release in `namespace` needs: its release Secrets (create, get,
-    delete) and `create` of each (group, resource) in `objects`."""
-    access = [Access(verb, "", "secrets", namespace) for verb in ("create", "get", "delete")]
-    return access + [Access("create", group, r, namespace) for group, r in objects]
-
-
-@dataclass(frozen=True)
 class ExistingFacts:
     """What the cluster is, read before anything is created (`plan` and `up`'s preflight)."""
 
@@ -170,11 +130,11 @@ class ExistingFacts:
     expose: str = "NodePort"  # LoadBalancer | NodePort | port-forward
     expose_why: str = ""
     fake_nodes: tuple[FakeNode, ...] = ()  # cluster.fake_gpu_nodes, as found
-    objects_found: tuple[str, ...] = ()  # Needs.absent that exist ("RuntimeClass nvidia")
-    # the lab's own namespaces of Needs.pod_security as found: (name, the level their
+    objects_found: tuple[str, ...] = ()  # ExistingNeeds.absent that exist ("RuntimeClass nvidia")
+    # the lab's own namespaces of ExistingNeeds.pod_security as found: (name, the level their
     # pod-security.kubernetes.io/enforce label enforces, None when unlabelled)
     namespace_levels: tuple[tuple[str, str | None], ...] = ()
-    stack: Any = None  # what the stack's own reader (Needs.read) found: its add-ons, names
+    stack: Any = None  # what the stack's own reader (ExistingNeeds.read) found: its add-ons, names
     asked: int = 0  # how many access reviews were asked (`denied`: those answered no)
 
     @property
@@ -343,24 +303,7 @@ def _at_once(ask: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         return [first, *pool.map(ask, items[1:])]
 
 
-@dataclass(frozen=True)
-class Needs:
-    """What a stack's plan will create in the cluster (its preflight's questions)."""
-
-    namespaces: tuple[str, ...]
-    queues: tuple[str, ...]
-    access: tuple[Access, ...]
-    owned_before: tuple[dict[str, Any], ...] = field(default=())  # this lab's, from lab.json
-    fake_nodes: tuple[str, ...] = ()  # nodes that get fake GPUs (cluster.fake_gpu_nodes)
-    fake_labels: tuple[tuple[str, str], ...] = ()  # the labels each of them gets
-    absent: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name) that must not exist
-    read: Callable[[Any], Any] | None = None  # the stack's own read-only questions (GETs)
-    # (namespace, Pod Security level its pods need, what needs it): each the lab labels when it
-    # creates it (stacks.common.LabNamespaces); one it made before is read again (pod_security)
-    pod_security: tuple[tuple[str, str, str], ...] = ()
-
-
-def pod_security_problems(needs: Needs, facts: ExistingFacts) -> list[str]:
+def pod_security_problems(needs: ExistingNeeds, facts: ExistingFacts) -> list[str]:
     """The lab's own namespaces (an earlier `up` made them) whose Pod Security label now
     refuses the pods gpulab puts there: someone set a stricter level since. Namespaces of
     others are never used (the stack refuses them); an unlabelled one of the lab's gets its
@@ -377,7 +320,7 @@ def pod_security_problems(needs: Needs, facts: ExistingFacts) -> list[str]:
     return problems
 
 
-def _fake_nodes(nodes: list[dict[str, Any]], needs: Needs) -> tuple[FakeNode, ...]:
+def _fake_nodes(nodes: list[dict[str, Any]], needs: ExistingNeeds) -> tuple[FakeNode, ...]:
     """Each node named for fake GPUs as found. A label this lab set before (lab.json's
     `node-label` entries) is its own; a node carrying one of them advertises this lab's fake
     GPUs, not GPUs of its own."""
@@ -445,7 +388,7 @@ def _expose(wanted: str, balanced: bool, given: str | None, found: str | None
                             f"{NODE_PROBE_SECONDS:g} s)")
 
 
-def observe(kube: Any, identity: ClusterIdentity, needs: Needs, *, expose: str = "auto",
+def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expose: str = "auto",
             node_address: str | None = None) -> ExistingFacts:
     """Read the cluster (GETs and SelfSubjectAccessReviews only: nothing is stored)."""
     version = kube.server_version()

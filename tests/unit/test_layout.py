@@ -6,8 +6,7 @@
 - only the adapters import docker, kubernetes, pyhelm3 (or run kind/helm);
 - every stack package has the same inner names;
 - providers (`gpulab/providers/`) import no stack, and no stack imports the kind provider
-  (of the others, only `providers.base`, but for the listed uses of `providers.existing` and
-  `providers.forward`);
+  (of the others, only `providers.base`, but for the listed use of `providers.forward`);
 - no import cycle anywhere in `gpulab/` (lazy imports inside functions count too: a cycle through
   them is still a knot a reader has to untie).
 """
@@ -110,12 +109,11 @@ def test_stacks_do_not_import_the_kind_provider(module: str) -> None:
     assert not {i for i in GRAPH[module] if _kind_provider(i)}, module
 
 
-# What a stack may take from a provider besides providers.base (ClusterNeeds, ClusterFacts...):
-# today's uses of the existing provider and its port-forwards, which no new import may join (a
-# stack speaks to providers in providers.base's words).
+# What a stack may take from a provider besides providers.base (ClusterNeeds, ClusterFacts, and
+# ExistingNeeds with its Access questions for provider existing's preflight): today's use of the
+# port-forwards, which no new import may join (a stack speaks to providers in providers.base's
+# words).
 STACK_PROVIDER_IMPORTS = {
-    ("gpulab.stacks.kamaji_hami.existing", "gpulab.providers.existing"),
-    ("gpulab.stacks.vcluster_kai.steps", "gpulab.providers.existing"),
     ("gpulab.stacks.vcluster_kai.run", "gpulab.providers.forward"),
 }
 
@@ -206,7 +204,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         GRAPH.clear()
         GRAPH.update(saved)
     assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
-    assert "gpulab.providers.existing" in GRAPH["gpulab.stacks.kamaji_hami.existing"]
+    assert "gpulab.providers.forward" in GRAPH["gpulab.stacks.vcluster_kai.run"]
     assert "gpulab.providers.kind" in GRAPH["gpulab.core"]
     assert _kind_provider("gpulab.providers.kind_config")
     assert "gpulab.providers.base" in GRAPH["gpulab.stacks.vcluster_kai.render"]

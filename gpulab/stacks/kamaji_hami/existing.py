@@ -217,10 +217,10 @@ def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> A
     exist yet, each verb and resource the user must be allowed, and the stack's own reader."""
     from functools import partial
 
-    from gpulab.providers.existing import (
+    from gpulab.providers.base import (
         RBAC,
         Access,
-        Needs,
+        ExistingNeeds,
         chart_cluster_access,
         release_access,
     )
@@ -242,9 +242,10 @@ def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> A
     namespaces = lab_namespaces(profile, None)
     if spec is not None and spec.metallb == "allow":
         namespaces = (*namespaces, METALLB_NAMESPACE)
-    return Needs(namespaces=namespaces, queues=(), access=tuple(access), owned_before=owned,
-                 read=partial(read_cluster, profile=profile, owned_before=owned),
-                 pod_security=lab_pod_security(profile, None))
+    return ExistingNeeds(namespaces=namespaces, queues=(), access=tuple(access),
+                         owned_before=owned,
+                         read=partial(read_cluster, profile=profile, owned_before=owned),
+                         pod_security=lab_pod_security(profile, None))
 
 
 def _older(version: str, major: int) -> bool:

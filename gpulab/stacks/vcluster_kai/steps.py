@@ -742,7 +742,12 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> 
     """What the plan creates on an existing cluster, for the provider's read-only preflight:
     namespaces and queues that must not exist yet, and each verb and resource the user must be
     allowed (KAI's own needs only matter when it is installed: namespaces are asked for both)."""
-    from gpulab.providers.existing import Access, Needs, chart_cluster_access, release_access
+    from gpulab.providers.base import (
+        Access,
+        ExistingNeeds,
+        chart_cluster_access,
+        release_access,
+    )
 
     kai = profile.components.kai_scheduler
     namespaces = existing_namespaces(profile, False)
@@ -764,10 +769,10 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> 
         installed = any(o.get("type") == "helm-release" and o.get("namespace") == fgo.namespace
                         for o in owned)  # this lab's own, from an earlier `up`
         absent = () if installed else FAKE_GPU_CLUSTER_OBJECTS
-    return Needs(namespaces=namespaces, queues=queue_names(profile), access=tuple(access),
-                 owned_before=owned, fake_nodes=fake,
-                 fake_labels=tuple(kr.gpu_node_labels(profile).items()), absent=absent,
-                 pod_security=existing_pod_security(profile, False))
+    return ExistingNeeds(namespaces=namespaces, queues=queue_names(profile),
+                         access=tuple(access), owned_before=owned, fake_nodes=fake,
+                         fake_labels=tuple(kr.gpu_node_labels(profile).items()), absent=absent,
+                         pod_security=existing_pod_security(profile, False))
 
 
 def _fake_node_problems(facts: Any) -> list[str]:
