@@ -15,7 +15,7 @@ never what was there before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
@@ -24,6 +24,7 @@ from gpulab.pod_security import ENFORCE_LABEL, allows, enforced
 from gpulab.providers.base import (
     Access,
     ClusterChoice,
+    ClusterFacts,
     ClusterIdentity,
     ExistingNeeds,
     Ground,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step, StepContext
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import HostWorkers, LabProfile
-    from gpulab.providers.base import HostTools, StackSide
+    from gpulab.providers.base import ClusterNeeds, HostTools, PortNeed, StackSide
 
 __all__ = [
     "HELM_PARALLEL",
@@ -55,6 +56,7 @@ __all__ = [
     "KaiFound",
     "Owning",
     "choice_of",
+    "cluster_facts",
     "connect",
     "denied",
     "identity_of",
@@ -62,6 +64,7 @@ __all__ = [
     "observe",
     "owned_entries",
     "pod_security_problems",
+    "port_url",
     "teardown",
 ]
 
@@ -136,6 +139,8 @@ class ExistingFacts:
     namespace_levels: tuple[tuple[str, str | None], ...] = ()
     stack: Any = None  # what the stack's own reader (ExistingNeeds.read) found: its add-ons, names
     asked: int = 0  # how many access reviews were asked (`denied`: those answered no)
+    # the stack's ClusterNeeds answered on this cluster (`cluster_facts`), as kind answers them
+    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts(provider="existing"))
 
     @property
     def minor(self) -> int | None:
@@ -386,6 +391,33 @@ def _expose(wanted: str, balanced: bool, given: str | None, found: str | None
     return "port-forward", (f"no LoadBalancer, and node address {found} does not answer from "
                             f"this machine (TCP {NODE_PROBE_PORT} within "
                             f"{NODE_PROBE_SECONDS:g} s)")
+
+
+def port_url(port: PortNeed, expose: str, node_address: str | None) -> str | None:
+    """Where this host reaches `port` on an existing cluster, as `expose` chose: port-forward,
+    `port.address` at `port.host_port` (where `gpulab kubeconfig TEAM --port-forward` listens
+    by default); NodePort, the node's address at `port.node_port`; None on a LoadBalancer
+    (known once its Service has an address) or a NodePort without an address."""
+    if expose == "port-forward":
+        host, number = port.address, port.host_port
+    elif expose == "NodePort" and node_address:
+        host, number = node_address, port.node_port
+    else:
+        return None
+    return f"https://{f'[{host}]' if ':' in host else host}:{number}"
+
+
+def cluster_facts(needs: ClusterNeeds, found: ExistingFacts) -> ClusterFacts:
+    """A stack's `ClusterNeeds` answered on the cluster as found: each pool's nodes are those
+    advertising GPUs, then those named for fake GPUs (`cluster.fake_gpu_nodes`); each port's
+    URL as `port_url` (none yet on a LoadBalancer); no LoadBalancer range (gpulab hands out no
+    addresses of a cluster it did not make)."""
+    fake = tuple(n.name for n in found.fake_nodes)
+    nodes = (*(n.name for n in found.gpu_nodes if n.name not in fake), *fake)
+    urls = {port.name: url for port in needs.ports
+            if (url := port_url(port, found.expose, found.node_address)) is not None}
+    return ClusterFacts(pool_nodes={pool.name: nodes for pool in needs.pools}, urls=urls,
+                        provider="existing")
 
 
 def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expose: str = "auto",
@@ -766,6 +798,7 @@ class ExistingProvider:
                             f"read: {err.message}",
                             hint="check the kubeconfig, the network path and your access"
                             ) from None
+        facts = replace(facts, cluster=cluster_facts(stack.cluster_needs(profile), facts))
         kept = record.cluster if record else {}
         if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
             raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "

@@ -14,6 +14,7 @@ import yaml
 
 from gpulab import pod_security as ps
 from gpulab.profile.base import ClusterSpec
+from gpulab.providers import existing
 from gpulab.stacks import common, load_profile
 from gpulab.stacks.kamaji_hami import existing as kh_existing
 from gpulab.stacks.kamaji_hami import render as kh
@@ -51,8 +52,9 @@ def test_vcluster_kai_namespaces_are_labelled_with_what_their_charts_need() -> N
     releases = [kr.fake_gpu_operator_release(profile,
                                              reservation_namespace="kai-resource-reservation"),
                 kr.kai_scheduler_release(profile),
-                *(kr.vcluster_release(profile, team, kr.ExistingExpose("NodePort", "10.0.0.5",
-                                                                      "lab"))
+                *(kr.vcluster_release(profile, team, kr.ExistingExpose(
+                    "NodePort", "10.0.0.5", "lab", {team.name: str(existing.port_url(
+                        kr.team_port(team), "NodePort", "10.0.0.5"))}))
                   for team in profile.teams)]
     seen = {}
     for release in releases:

@@ -587,11 +587,14 @@ def test_kamaji_hami_refuses_port_forward(tmp_path: Path) -> None:
 
 
 def _port_forward_release(team: int = 0) -> Any:
+    from gpulab.providers.existing import port_url
     from gpulab.stacks.vcluster_kai import render as kr
 
     profile: Any = load_profile(LAB).profile
-    expose = kr.ExistingExpose("port-forward", None, LAB)
-    return kr.vcluster_release(profile, profile.teams[team], expose)
+    member = profile.teams[team]
+    url = port_url(kr.team_port(member), "port-forward", None)  # what the provider answers
+    expose = kr.ExistingExpose("port-forward", None, LAB, {member.name: str(url)})
+    return kr.vcluster_release(profile, member, expose)
 
 
 def test_port_forward_values_are_the_charts_own() -> None:

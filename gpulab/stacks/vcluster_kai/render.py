@@ -20,6 +20,8 @@ from gpulab.verify import kai
 from gpulab.verify import observe as verify_observe
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 __all__ = [
@@ -265,22 +267,17 @@ def vcluster_release(profile: VclusterKaiProfile, team: TeamSpec,
 
 class ExistingExpose:
     """How a team's vCluster is reached on a cluster gpulab did not make (provider existing):
-    `LoadBalancer` (the server is the Service's address, known once it has one) or `NodePort`
-    on `address`; `lab` labels the Service."""
+    `LoadBalancer` (the server is the Service's address, known once it has one), `NodePort`
+    on `address`, or `port-forward`; `servers`: the URL the provider gives each team's port
+    (`team_port`, by team name: ClusterFacts.urls); `lab` labels the Service."""
 
-    def __init__(self, how: str, address: str | None, lab: str) -> None:
-        self.how, self.address, self.lab = how, address, lab
+    def __init__(self, how: str, address: str | None, lab: str,
+                 servers: Mapping[str, str]) -> None:
+        self.how, self.address, self.lab, self.servers = how, address, lab, servers
 
     def server(self, team: TeamSpec) -> str | None:
-        """The vCluster API URL, None for a LoadBalancer before it has an address; on
-        port-forward, 127.0.0.1 at the team's api_host_port, where `gpulab kubeconfig TEAM
-        --port-forward` listens by default."""
-        if self.how == "port-forward":
-            return f"https://{VCLUSTER_LISTEN_ADDRESS}:{team.host_port}"
-        if self.how == "NodePort" and self.address:
-            host = f"[{self.address}]" if ":" in self.address else self.address
-            return f"https://{host}:{team.api_node_port}"
-        return None
+        """The vCluster API URL, None for a LoadBalancer before it has an address."""
+        return self.servers.get(team.name)
 
 
 def _existing_values(values: dict[str, Any], team: TeamSpec, expose: ExistingExpose

@@ -689,13 +689,16 @@ def queue_names(profile: VclusterKaiProfile) -> tuple[str, ...]:
 
 
 def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> list[Step]:
-    """vcluster-kai on an existing cluster (facts: gpulab.providers.existing.ExistingFacts):
-    its real GPU nodes, its KAI Scheduler when it fits (else KAI installed with GPU sharing),
-    the queue tree, and a vCluster per team reached by LoadBalancer or NodePort. The cluster
-    step itself is the provider's."""
+    """vcluster-kai on an existing cluster (facts: what provider existing found, with the
+    stack's ClusterFacts as `facts.cluster`: the GPU pool's nodes, each team's URL): its real
+    GPU nodes, its KAI Scheduler when it fits (else KAI installed with GPU sharing), the queue
+    tree, and a vCluster per team reached by LoadBalancer, NodePort or port-forward. The
+    cluster step itself is the provider's."""
     kai = profile.components.kai_scheduler
     fake = {n.name: profile.gpu_pool.count for n in facts.fake_nodes}
-    counts = {**{n.name: n.gpus for n in facts.gpu_nodes if n.name not in fake}, **fake}
+    gpus = {n.name: n.gpus for n in facts.gpu_nodes}
+    counts = {name: fake[name] if name in fake else gpus[name]  # the GPU pool: real, then fake
+              for name in facts.cluster.nodes(profile.gpu_pool.name)}
     found = facts.kai is not None
     levels = tuple((n, level) for n, level, _what in existing_pod_security(profile, found))
     steps: list[Step] = [LabNamespaces(lab, existing_namespaces(profile, found), levels=levels)]
@@ -725,7 +728,7 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
                             {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product,
                                       "from": n.source} for n in real}))
     steps.append(Queues(profile, lab))
-    expose = kr.ExistingExpose(facts.expose, facts.node_address, lab)
+    expose = kr.ExistingExpose(facts.expose, facts.node_address, lab, facts.cluster.urls)
     for team in profile.teams:
         steps += [
             TeamVCluster(profile, lab, team, facts, existing=expose,

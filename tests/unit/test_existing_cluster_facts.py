@@ -1,0 +1,90 @@
+"""Provider existing answers a stack's ClusterNeeds as kind does (providers.base.ClusterFacts):
+the GPU pool's nodes are the cluster's GPU nodes, then those named for fake GPUs; each port's
+URL follows how the vClusters are exposed (port-forward on this host, NodePort on the node's
+address, none yet behind a LoadBalancer); no LoadBalancer range is handed out."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from gpulab.providers.base import ClusterIdentity
+from gpulab.providers.existing import ExistingFacts, FakeNode, GpuNode, cluster_facts
+from gpulab.stacks import load_profile
+from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.steps import build_existing_steps
+
+IDENTITY = ClusterIdentity("https://api:6443", "ctx", "(default)", "uid-1")
+
+
+def _facts(**changes: Any) -> ExistingFacts:
+    base: dict[str, Any] = {
+        "identity": IDENTITY, "version": "v1.34.2", "default_storage_class": "standard",
+        "gpu_nodes": (GpuNode("gpu-2", 4, "", "a device plugin"),
+                      GpuNode("gpu-1", 8, "", "a device plugin")),
+        "node_address": "10.0.0.5", "load_balancer": False, "kai": None,
+        "namespaces_found": (), "queues_found": ()}
+    return ExistingFacts(**{**base, **changes})
+
+
+@pytest.mark.parametrize(("expose", "address", "url"), [
+    ("port-forward", None, "https://127.0.0.1:{host}"),
+    ("NodePort", "10.0.0.5", "https://10.0.0.5:{node}"),
+    ("NodePort", "fd00::5", "https://[fd00::5]:{node}"),
+])
+def test_each_teams_url_follows_how_the_vclusters_are_exposed(expose: str, address: str | None,
+                                                             url: str) -> None:
+    profile: Any = load_profile("vcluster-kai").profile
+    facts = cluster_facts(kr.cluster_needs(profile),
+                          _facts(expose=expose, node_address=address))
+    assert facts.provider == "existing" and facts.lb_range is None
+    for team in profile.teams:
+        wanted = url.format(host=team.host_port, node=team.api_node_port)
+        assert facts.url_for(kr.team_port(team)) == wanted
+        kubeconfig = build_existing_steps(
+            profile, "lab", _answered(_facts(expose=expose, node_address=address)))
+        shown = [a.body["server"] for s in kubeconfig if s.name == f"{team.name}/vcluster"
+                 for a in s.describe() if a.kind == "file"]
+        assert shown == [wanted]  # what plan shows as the team's kubeconfig server
+
+
+def _answered(found: ExistingFacts) -> ExistingFacts:
+    """`found` with the vcluster-kai profile's ClusterFacts, as the provider's ground gives it."""
+    profile: Any = load_profile("vcluster-kai").profile
+    return replace(found, cluster=cluster_facts(kr.cluster_needs(profile), found))
+
+
+def test_behind_a_load_balancer_no_url_is_known_before_up() -> None:
+    profile: Any = load_profile("vcluster-kai").profile
+    facts = cluster_facts(kr.cluster_needs(profile), _facts(expose="LoadBalancer"))
+    assert facts.urls == {}
+    steps = build_existing_steps(profile, "lab", _answered(_facts(expose="LoadBalancer")))
+    team = profile.teams[0]
+    shown = [a.body["server"] for s in steps if s.name == f"{team.name}/vcluster"
+             for a in s.describe() if a.kind == "file"]
+    assert shown == [f"https://<the LoadBalancer address of Service {team.namespace}/"
+                     f"{team.name}>:443"]
+
+
+def test_the_gpu_pool_is_the_gpu_nodes_then_the_fake_ones() -> None:
+    profile: Any = load_profile("vcluster-kai").profile
+    found = _facts(expose="NodePort", fake_nodes=(FakeNode("cpu-1", True),
+                                                  FakeNode("gpu-1", True)))
+    facts = cluster_facts(kr.cluster_needs(profile), found)
+    assert facts.nodes(profile.gpu_pool.name) == ("gpu-2", "cpu-1", "gpu-1")
+    steps = build_existing_steps(profile, "lab", _answered(found))
+    gpu_node = next(s for s in steps if s.name.endswith("/gpu-node"))
+    # a node named for fake GPUs gets the profile's count, even one that advertised GPUs
+    assert gpu_node.counts == {"gpu-2": 4, "cpu-1": profile.gpu_pool.count,
+                               "gpu-1": profile.gpu_pool.count}
+
+
+def test_no_pool_nor_port_asked_none_answered() -> None:
+    """kamaji-hami asks for no pool and no port: its facts name no node and no URL."""
+    from gpulab.stacks.kamaji_hami import render as kh
+
+    profile: Any = load_profile("kamaji-hami").profile
+    facts = cluster_facts(kh.cluster_needs(profile), _facts(gpu_nodes=(), expose="NodePort"))
+    assert facts.pool_nodes == {} and facts.urls == {} and facts.lb_range is None
