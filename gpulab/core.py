@@ -720,9 +720,13 @@ def verify(
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
 ) -> VerifyReport:
-    """Run the acceptance checks live against the lab's saved kubeconfigs: NoLabError without
+    """Run the acceptance checks live against the lab's saved kubeconfigs, as its provider
+    reaches them (`reach`: a port-forward lab's vClusters through forwards): NoLabError without
     a lab folder, HostError when the lab is not up or its management API does not answer."""
+    from gpulab import lab_record
     from gpulab.paths import lab_dir
+    from gpulab.providers import ClusterChoice, for_choice
+    from gpulab.providers.existing import choice_of
     from gpulab.stacks import for_profile
 
     require_lab(lab)
@@ -730,9 +734,13 @@ def verify(
     if problem:
         raise HostError(problem, hint=f"gpulab status --name {lab} shows the lab; gpulab up "
                                       f"--name {lab} builds or repairs it")
-    return for_profile(profile).run_checks(
-        profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress
-    )
+    record = lab_record.read(lab)
+    choice = choice_of(record) if record is not None and record.provider == "existing" \
+        else ClusterChoice("kind")  # neither connects to anything until it is asked
+    with for_choice(choice, _host()).reach(lab, profile) as reach:
+        return for_profile(profile).run_checks(
+            profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress,
+            reach=reach)
 
 
 def _stack(stack: str) -> Stack:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from contextlib import AbstractContextManager
     from pathlib import Path
 
     from gpulab.adapters.base import LabAdapters
@@ -291,6 +292,10 @@ class ClusterProvider(Protocol):
       and Docker only for worker containers on this host); reads only, but kind pulls the node
       image unless `pull` is False;
     - `logs`: the diagnostics bundle of what the lab has, written into a folder;
+    - `reach`: for `verify`, how this host reaches the kubeconfigs the lab saved, for as long
+      as the context lasts: None, as saved (kind; an existing cluster's LoadBalancer or
+      NodePort), else a function giving each one's reachable copy (existing, port-forward: a
+      team's kubeconfig through a forward of the cluster's API, closed after);
     - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
       contexts, once, after what the provider removed itself).
 
@@ -320,6 +325,9 @@ class ClusterProvider(Protocol):
 
     def logs(self, lab: str, folder: Path, profile: LabProfile, *,
              kube: Callable[[Path], Any] | None = None) -> None: ...
+
+    def reach(self, lab: str, profile: LabProfile
+              ) -> AbstractContextManager[Callable[[Path], Path] | None]: ...
 
     def teardown(self, lab: str, record: Any,  # gpulab.lab_record.LabRecord | None (its
                  forget: Callable[[], list[str]]) -> Teardown: ...  # import would be a cycle)

@@ -15,6 +15,7 @@ never what was there before.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ from gpulab.providers.base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway, LabAdapters
@@ -972,6 +973,27 @@ class ExistingProvider:
         finally:
             if forwarding is not None:
                 forwarding.close()
+
+    @contextmanager
+    def reach(self, lab: str, profile: LabProfile) -> Iterator[Callable[[Path], Path] | None]:
+        """A lab whose vClusters are reached by port-forward (its record's `expose`): each
+        team's saved kubeconfig through a forward of the cluster's API to its vCluster
+        (ForwardingKube), every forward closed after; else None (reached as saved)."""
+        from gpulab import lab_record
+        from gpulab.adapters.kube import KubeClient
+        from gpulab.paths import lab_dir
+        from gpulab.providers.forward import ForwardingKube, forwarded_teams
+
+        record = lab_record.read(lab)
+        if record is None or record.cluster.get("expose") != "port-forward":
+            yield None
+            return
+        forwarding = ForwardingKube(KubeClient, lab_dir(lab) / "management.kubeconfig",
+                                    forwarded_teams(profile))
+        try:
+            yield forwarding.kubeconfig
+        finally:
+            forwarding.close()
 
     def management(self, lab: str) -> ManagementRow:
         """The cluster as the lab's record names it; in use while the lab's kubeconfig is

@@ -15,6 +15,7 @@ for the stack's `cluster_needs`). Imports no stack.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from gpulab.providers.base import ClusterFacts, Ground, ManagementRow, Session, 
 from gpulab.providers.kind_config import kind_config
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, DockerReader, LabAdapters
@@ -383,6 +384,11 @@ class KindProvider:
     def machines(self) -> ContainerRuntime:
         """The Docker engine: the lab's nodes and workers are its containers."""
         return self._docker()
+
+    @contextmanager
+    def reach(self, lab: str, profile: LabProfile) -> Iterator[Callable[[Path], Path] | None]:
+        """None: this host reaches each saved kubeconfig as it is (127.0.0.1 ports)."""
+        yield None
 
     def logs(self, lab: str, folder: Path, profile: LabProfile, *,
              kube: Callable[[Path], Any] | None = None) -> None:

@@ -77,6 +77,7 @@ class Stack(Protocol):
         checks: list[str] | None,
         keep: bool,
         progress: Callable[[str, str], None] | None,
+        reach: Callable[[Path], Path] | None = None,
     ) -> VerifyReport: ...
 
     def parse_checks(self, value: str | None) -> list[str] | None: ...

@@ -6,7 +6,7 @@
 - only the adapters import docker, kubernetes, pyhelm3 (or run kind/helm);
 - every stack package has the same inner names;
 - providers (`gpulab/providers/`) import no stack, and no stack imports the kind provider
-  (of the others, only `providers.base`, but for the listed use of `providers.forward`);
+  (of the others, only `providers.base`: what it asks and what it is told);
 - no import cycle anywhere in `gpulab/` (lazy imports inside functions count too: a cycle through
   them is still a knot a reader has to untie).
 """
@@ -110,12 +110,10 @@ def test_stacks_do_not_import_the_kind_provider(module: str) -> None:
 
 
 # What a stack may take from a provider besides providers.base (ClusterNeeds, ClusterFacts, and
-# ExistingNeeds with its Access questions for provider existing's preflight): today's use of the
-# port-forwards, which no new import may join (a stack speaks to providers in providers.base's
-# words).
-STACK_PROVIDER_IMPORTS = {
-    ("gpulab.stacks.vcluster_kai.run", "gpulab.providers.forward"),
-}
+# ExistingNeeds with its Access questions for provider existing's preflight): nothing any more.
+# The list only shrinks (it held providers.existing for both stacks' preflight questions and
+# providers.forward for vcluster-kai's verify, which now gets the provider's `reach`).
+STACK_PROVIDER_IMPORTS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpulab.stacks")))
@@ -204,7 +202,13 @@ def test_the_rules_catch_what_they_forbid() -> None:
         GRAPH.clear()
         GRAPH.update(saved)
     assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
-    assert "gpulab.providers.forward" in GRAPH["gpulab.stacks.vcluster_kai.run"]
+    GRAPH["gpulab.stacks.vcluster_kai.run"].add("gpulab.providers.forward")
+    try:
+        with pytest.raises(AssertionError):
+            test_stacks_import_only_the_providers_base("gpulab.stacks.vcluster_kai.run")
+    finally:
+        GRAPH["gpulab.stacks.vcluster_kai.run"].discard("gpulab.providers.forward")
+    assert "gpulab.providers.forward" in GRAPH["gpulab.providers.existing"]  # lazy, seen
     assert "gpulab.providers.kind" in GRAPH["gpulab.core"]
     assert _kind_provider("gpulab.providers.kind_config")
     assert "gpulab.providers.base" in GRAPH["gpulab.stacks.vcluster_kai.render"]

@@ -129,12 +129,15 @@ def run_checks(
     checks: list[str] | None,
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
+    reach: Callable[[Path], Path] | None = None,
 ) -> VerifyReport:
     """The live `verify` of TC-01..TC-08 through the lab's saved kubeconfigs in `folder`: the
     control planes through the management cluster's (on an existing cluster, the one lab.json
-    names), each tenant through its own. A lab on an existing cluster whose workers are machines
-    that joined it (`cluster.workers: machines`, the default there) is judged on the nodes each
-    tenant lists and the GPUs they register (observe.observe_lab's `workers`)."""
+    names), each tenant through its own (`reach` is always None: a tenant's control plane is
+    reached at its own address, on an existing cluster a LoadBalancer's). A lab on an existing
+    cluster whose workers are machines that joined it (`cluster.workers: machines`, the default
+    there) is judged on the nodes each tenant lists and the GPUs they register
+    (observe.observe_lab's `workers`)."""
     members = [t.name for t in profile.tenants]
     with lab_clients(lab, folder, members) as (management, tenant, cross):
         gateways = Gateways(management=management, tenant=tenant, cross=cross)

@@ -118,10 +118,12 @@ def run_checks(
     checks: list[str] | None,
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
+    reach: Callable[[Path], Path] | None = None,
 ) -> VerifyReport:
-    """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs;
-    a lab in a cluster gpulab did not make (its record's provider) is verified on the GPUs
-    found there."""
+    """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs,
+    each team's through `reach` when the provider gives one (a port-forward lab: a copy that
+    reaches the vCluster through a forward); a lab in a cluster gpulab did not make (its
+    record's provider) is verified on the GPUs found there."""
     from gpulab import lab_record
 
     record = lab_record.read(lab)
@@ -129,23 +131,22 @@ def run_checks(
     members = [t.name for t in profile.teams]
     with lab_clients(lab, folder, members) as (host, team, cross):
         gateways = KaiGateways(host=host, team=team, cross=cross)
-        if record is not None and record.cluster.get("expose") == "port-forward":
-            with _forwarded(profile, folder) as forwarded:
-                return run_verify(profile, lab, forwarded(gateways), checks=checks, keep=keep,
+        if reach is not None:
+            with _reached(folder, reach) as reached:
+                return run_verify(profile, lab, reached(gateways), checks=checks, keep=keep,
                                   progress=progress, provider=provider)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress,
                           provider=provider)
 
 
 @contextmanager
-def _forwarded(profile: VclusterKaiProfile, folder: Path
-               ) -> Iterator[Callable[[KaiGateways], KaiGateways]]:
-    """For a lab whose vClusters are reached by port-forward: the gateways with each team's
-    vCluster (and KAI-08's credential probes) reached through forwards of the cluster's API
-    (providers.forward.ForwardingKube); forwards and clients closed after."""
+def _reached(folder: Path, reach: Callable[[Path], Path]
+             ) -> Iterator[Callable[[KaiGateways], KaiGateways]]:
+    """The gateways with each team's vCluster (and KAI-08's credential probes) reached through
+    the kubeconfig `reach` gives for the team's saved one (the provider's: forwards of the
+    cluster's API on a port-forward lab); the clients made here closed after."""
     from dataclasses import replace
 
-    from gpulab.providers.forward import ForwardingKube, forwarded_teams
     from gpulab.verify.observe import kubeconfig_cross_gateway
 
     made: list[KubeGateway] = []
@@ -154,25 +155,21 @@ def _forwarded(profile: VclusterKaiProfile, folder: Path
         made.append(_kube_client(path))
         return made[-1]
 
-    forwarding = ForwardingKube(client, folder / "management.kubeconfig",
-                                forwarded_teams(profile))
-
     def kubeconfig_of(member: str) -> Path:
-        return forwarding.kubeconfig(folder / f"{member}.kubeconfig")
+        return reach(folder / f"{member}.kubeconfig")
 
-    def forwarded(gateways: KaiGateways) -> KaiGateways:
+    def reached(gateways: KaiGateways) -> KaiGateways:
         return replace(gateways, team=lambda member: client(kubeconfig_of(member)),
                        cross=kubeconfig_cross_gateway(kubeconfig_of, client,
                                                       scratch=folder / "verify"))
 
     try:
-        yield forwarded
+        yield reached
     finally:
         for made_client in made:
             close = getattr(made_client, "close", None)
             if callable(close):
                 close()
-        forwarding.close()
 
 
 def _kube_client(path: Path) -> KubeGateway:
