@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.providers.base import ClusterNeeds, ManagementRow
+    from gpulab.providers.base import ClusterNeeds, ExistingNeeds, ManagementRow
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
@@ -61,7 +61,7 @@ class Stack(Protocol):
 
     def cluster_needs(self, profile: Any) -> ClusterNeeds: ...
 
-    def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> Any: ...
+    def existing_needs(self, profile: Any, lab: str, owned_before: Any) -> ExistingNeeds: ...
 
     def existing_problems(self, profile: Any, facts: Any) -> list[str]: ...
 

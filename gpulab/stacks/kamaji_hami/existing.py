@@ -35,6 +35,7 @@ from gpulab.stacks.kamaji_hami import render
 if TYPE_CHECKING:
     from gpulab.adapters.base import HelmRelease, KubeGateway
     from gpulab.engine.step import StepContext
+    from gpulab.providers.base import ExistingNeeds
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 __all__ = [
@@ -212,7 +213,8 @@ def lab_pod_security(profile: KamajiHamiProfile, found: ClusterFound | None
     return tuple(out)
 
 
-def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> Any:
+def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any
+                   ) -> ExistingNeeds:
     """What the plan creates, for the provider's read-only preflight: namespaces that must not
     exist yet, each verb and resource the user must be allowed, and the stack's own reader."""
     from functools import partial

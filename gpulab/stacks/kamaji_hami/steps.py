@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
     from gpulab.netcalc import AddressRange
-    from gpulab.providers.base import AddressRanges, ClusterFacts
+    from gpulab.providers.base import AddressRanges, ClusterFacts, ExistingNeeds
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 __all__ = [
@@ -1183,7 +1183,8 @@ def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> li
     return steps
 
 
-def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any) -> Any:
+def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any
+                   ) -> ExistingNeeds:
     """What the plan creates on an existing cluster, for the provider's preflight."""
     return existing.existing_needs(profile, lab, owned_before)
 

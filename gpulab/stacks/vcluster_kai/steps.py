@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from gpulab.adapters import base
     from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
-    from gpulab.providers.base import ClusterFacts
+    from gpulab.providers.base import ClusterFacts, ExistingNeeds
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 __all__ = [
@@ -741,16 +741,12 @@ def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> l
 # ---------------------------------------------------------------- existing cluster: preflight
 
 
-def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any) -> Any:
+def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any
+                   ) -> ExistingNeeds:
     """What the plan creates on an existing cluster, for the provider's read-only preflight:
     namespaces and queues that must not exist yet, and each verb and resource the user must be
     allowed (KAI's own needs only matter when it is installed: namespaces are asked for both)."""
-    from gpulab.providers.base import (
-        Access,
-        ExistingNeeds,
-        chart_cluster_access,
-        release_access,
-    )
+    from gpulab.providers.base import Access, ExistingNeeds, chart_cluster_access, release_access
 
     kai = profile.components.kai_scheduler
     namespaces = existing_namespaces(profile, False)
