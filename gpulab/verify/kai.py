@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 __all__ = [
+    "BEYOND_ANY_NODE",
     "FRACTION_ANNOTATION",
     "FRACTION_DEVICES_ANNOTATION",
     "GPU_GROUP_LABEL",
@@ -40,6 +41,7 @@ __all__ = [
     "QUEUE_REASONS",
     "SHARE_ANNOTATIONS",
     "KaiReason",
+    "beyond_any_node",
     "kai_pod",
     "kai_reasons",
     "node_reasons",
@@ -148,6 +150,20 @@ def node_reasons(message: str) -> tuple[list[str], list[str]]:
         entries = [text] if any(words in text for words in GPU_SHORTAGE) else []
     gpu = [e for e in entries if any(words in e for words in GPU_SHORTAGE)]
     return gpu, [e for e in entries if e not in gpu]
+
+
+# KAI's MaxNodePoolResources pre-filter turns away a pod asking more GPUs than any node of the
+# shard has allocatable before any node is tried (KAI v0.16.8 pkg/scheduler/k8s_internal/
+# predicates/maxNodeResources.go:78-81, its words :114-136): "The pod NS/NAME requires GPU: 9,
+# ... Max GPU resources available in a single node in the default node-pool is topped at 8",
+# or "... No node in the default node-pool has GPU resources" when no node has any.
+BEYOND_ANY_NODE = ("Max GPU resources available in a single node", "node-pool has GPU resources")
+
+
+def beyond_any_node(message: str) -> bool:
+    """KAI refused the pod because no node of the pool has as many GPUs as it asks."""
+    text = " ".join(message.split())
+    return any(words in text for words in BEYOND_ANY_NODE)
 
 
 def reasons_text(reasons: Sequence[KaiReason], limit: int = 2) -> str:

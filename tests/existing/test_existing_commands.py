@@ -148,6 +148,45 @@ def test_verify_sizes_its_pods_from_the_gpus_found(
                                        if k == "Pod"}
 
 
+def test_verify_asks_a_pool_of_several_nodes_more_than_its_largest_node_has(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the multi-node shape's GPU nodes have 8, 4 and 2 GPUs; with the teams' limits lifted the
+    # capacity probe asks 9 (one more than the largest), which KAI's MaxNodePoolResources
+    # pre-filter refuses on every shard (tests/cluster/fake_kai.py, kai_wire). Sized as
+    # 3 nodes x the least (2), it asked 6, which KAI places on the 8-GPU node: a false fail.
+    from pathlib import Path
+
+    from gpulab import core
+    from gpulab.paths import lab_dir
+    from gpulab.providers import ClusterChoice
+
+    text = (Path(core.__file__).parent / "profiles" / "vcluster-kai.yaml").read_text()
+    unlimited = tmp_path / "unlimited.yaml"
+    unlimited.write_text(text.replace("gpu: {quota: 0.33, limit: 1,", "gpu: {quota: 0.33, "
+                                      "limit: -1,"))
+    loaded = load_profile(str(unlimited))
+    with ExistingCluster(tmp_path, shape="multi-node").running(TEAMS) as cluster:
+        result = core.up(loaded.profile, LAB, lambda _e: None,
+                         adapters=cluster.adapters(lab_dir(LAB)), sleep=lambda _s: None,
+                         cluster=ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
+        assert result.ok, [str(f.error) for f in result.failures]
+        core.record_profile(LAB, loaded)
+        host = _host_after_up(cluster)
+        teams = _vclusters(host)
+        FakeKai(host, controllers=True).attach()
+        _verify_through(monkeypatch, host, teams)
+        result = CliRunner().invoke(app, ["verify", "--name", LAB, "-o", "json"])
+    results = _results(result.stdout)
+    for team in TEAMS:
+        capacity = results[("KAI-07", team)]
+        assert capacity["status"] == "pass", capacity["reason"]
+        assert capacity["evidence"].startswith(
+            "gpu-over-capacity (9 x nvidia.com/gpu) stays Pending: no node of the pool has more "
+            "than 8 GPU(s); KAI (pod condition): Scheduling conditions were not met for pod "
+            f"vcluster-{team}/gpu-over-capacity-x-gpulab-verify-x-{team}: MaxNodePoolResources:")
+        assert results[("KAI-05", team)]["status"] == "pass"
+
+
 def test_kubeconfig_prints_paths_of_the_saved_files(tmp_path: Path) -> None:
     with ExistingCluster(tmp_path).running(TEAMS) as cluster:
         assert _up(cluster, tmp_path).ok

@@ -91,10 +91,11 @@ def node(name: str, *, gpus: str | None = None, labels: dict[str, str] | None = 
 
 def host_nodes(profile: VclusterKaiProfile) -> list[dict[str, Any]]:
     """The kind nodes in the API server's order (by name): the control plane, then the GPU
-    worker."""
+    pool's workers (GPU_NODE, then kind's <cluster>-worker2, ...)."""
     labels = {naming.LABEL_LAB: LAB, **kr.gpu_node_labels(profile)}
     return [node(CONTROL_PLANE, labels={naming.LABEL_LAB: LAB}),
-            node(GPU_NODE, gpus=str(profile.gpu_pool.count), labels=labels)]
+            *(node(name, gpus=str(profile.gpu_pool.count), labels=labels)
+              for name in kr.gpu_node_names(profile, LAB))]
 
 
 def control_plane_pod(team: TeamSpec) -> dict[str, Any]:

@@ -7,7 +7,9 @@ own labels and annotations added) and whose new namespaces refuse pods until the
 ServiceAccount exists (`service_account_after`). `FakeKai` plays KAI whenever host pods are read: pod-grouper
 (a PodGroup `pg-<pod>-<uid>` owned by the pod, with its labels, in the label's queue,
 `default-queue` without one), the scheduler (queue limits up
-the parent chain first, then the GPU pool's capacity, fractions binpacked), the kubelet (bound
+the parent chain first, then KAI's MaxNodePoolResources pre-filter for more GPUs than any node
+has, then the GPU pool's capacity as one sum, fractions binpacked, every placed pod on the first
+GPU node: the pools of these tests hold the share pods on one GPU), the kubelet (bound
 pods turn Running) and the queue-controller (`status.allocated`, `330m` style).
 """
 
@@ -147,6 +149,17 @@ class FakeKai:
                              kw.over_limit(name, float(limit), float(used), float(want)))
                 return
             name = spec.get("parentQueue", "")
+        biggest = max((Decimal(str(((n.get("status") or {}).get("allocatable") or {}).get(
+            kr.GPU_RESOURCE, 0))) for (k, _, _), n in self.host.objects.items() if k == "Node"),
+            default=Decimal(0))
+        if want > biggest:  # k8s_internal/predicates/maxNodeResources.go:78-81 (kai_wire)
+            ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            message = kw.pre_predicate_failed(ns, name, kw.MAX_NODE_POOL_RESOURCES,
+                                              kw.max_node_resources(ns, name, float(want),
+                                                                    float(biggest)))
+            self._refuse(pod, group, "PodSchedulingErrors", kw.not_found(ns, name, message),
+                         pod_message=message)
+            return
         free = Decimal(self.profile.gpu_pool.total) - sum(
             (a for _, a in self.placed.values()), Decimal(0))
         if want > free:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from kubernetes.utils import parse_quantity
 
+from gpulab.verify import kai
 from tests.vcluster_kai import kai_wire as kw
 
 
@@ -56,6 +57,22 @@ def test_the_max_node_refusal_is_upstreams(gpus: float, max_gpus: float, expecte
     """The MaxNodePoolResources texts of upstream's own test (SOURCES.md)."""
     assert f'"{expected}"' in _upstream("k8s_internal_predicates_maxNodeResources_test.go")
     assert kw.max_node_resources("n1", "name1", gpus, max_gpus) == expected
+
+
+@pytest.mark.parametrize(("gpus", "max_gpus"), [(2, 1), (0.5, 0), (9, 8)])
+def test_gpulab_reads_the_max_node_refusal_as_beyond_any_node(gpus: float,
+                                                              max_gpus: float) -> None:
+    """gpulab.verify.kai.beyond_any_node on upstream's texts, as the pod's condition carries
+    them (pre_predicate_failed, newlines and all) and the PodGroup wraps them (not_found); not
+    on KAI's other refusals: a node short of GPUs, a queue's limit, a missing queue."""
+    said = kw.pre_predicate_failed("n1", "name1", kw.MAX_NODE_POOL_RESOURCES,
+                                   kw.max_node_resources("n1", "name1", gpus, max_gpus))
+    assert kai.beyond_any_node(said)
+    assert kai.beyond_any_node(kw.not_found("n1", "name1", said))
+    assert not kai.beyond_any_node(kw.fit_errors({kw.NOT_ENOUGH_GPUS: 2}))
+    assert not kai.beyond_any_node(kw.over_limit("team-nlp", 1, 0.33, 2))
+    assert not kai.beyond_any_node(kw.queue_does_not_exist("team-x"))
+    assert kai.node_reasons(said) == ([], [])  # no per-node histogram: no node was tried
 
 
 def test_a_pre_filter_refusal_reads_as_upstreams_lines() -> None:

@@ -68,6 +68,33 @@ def test_healthy_lab_passes_everything_shows_the_finding_and_cleans_up(
     assert rows[-1][:3] == ("KAI-F1 queue label not enforced", NLP, "FINDING")
 
 
+def test_a_pool_of_several_nodes_is_asked_more_than_any_node_has(
+        kai_profile: VclusterKaiProfile) -> None:
+    # two GPU workers of one GPU each, the teams' limits lifted: the share pods fill part of one
+    # GPU, so gpu-over-capacity asks one GPU more than a node has and KAI's MaxNodePoolResources
+    # pre-filter turns it away (kai_wire; maxNodeResources.go:78-81 at v0.16.8)
+    data = kai_profile.model_dump(mode="json")
+    data["gpu_pool"]["nodes"] = 2
+    for team in data["teams"]:
+        team["queue"]["resources"]["gpu"]["limit"] = -1
+    profile = type(kai_profile).model_validate(data)
+    lab = kai_lab(profile)
+    report = _run(lab, profile)
+    status = _status(report)
+    assert {s for (check, _t), s in status.items() if check != "KAI-06"} == {"pass"}, [
+        (r.id, r.tenant, r.reason) for r in report.results if r.status != "pass"]
+    capacity = next(r for r in report.results if (r.id, r.tenant) == ("KAI-07", NLP))
+    assert capacity.evidence.startswith(
+        "gpu-over-capacity (2 x nvidia.com/gpu) stays Pending: no node of the pool has more "
+        "than 1 GPU(s); KAI (PodGroup): PodSchedulingErrors: Resources were not found for pod "
+        f"vcluster-{NLP}/gpu-over-capacity-x-gpulab-verify-x-{NLP} due to: Scheduling "
+        "conditions were not met for pod")
+    assert "Max GPU resources available in a single node in the default node-pool is topped " \
+        "at 1" in capacity.evidence
+    # no limit: nothing to exceed
+    assert {status[("KAI-06", t)] for t in profile.member_names()} == {"skip"}
+
+
 def test_replay_of_a_live_recording_gives_the_same_verdicts(kai_profile: VclusterKaiProfile,
                                                             tmp_path: Path) -> None:
     lab = kai_lab(kai_profile, enforce_limits=False)  # some failures to reproduce, too

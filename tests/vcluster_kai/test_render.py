@@ -343,6 +343,58 @@ def test_probe_sizes(kai_profile: VclusterKaiProfile, teams: int, share: float,
     assert teams * sizes.share <= 1 < teams * sizes.share + sizes.capacity_amount
 
 
+def _pool(profile: VclusterKaiProfile, nodes: int, count: int, limit: float = -1
+          ) -> VclusterKaiProfile:
+    data = profile.model_dump(mode="json")
+    data["gpu_pool"].update(nodes=nodes, count=count)
+    for team in data["teams"]:
+        team["queue"]["resources"]["gpu"]["limit"] = limit
+    return VclusterKaiProfile.model_validate(data)
+
+
+@pytest.mark.parametrize(("nodes", "count", "probe", "beyond"), [
+    (1, 2, 2, False),  # the node's every GPU: the share pods hold part of one of them
+    (1, 4, 4, False),
+    (2, 1, 2, True),   # one GPU more than a node has: KAI's MaxNodePoolResources must refuse
+    (3, 2, 3, True),   # not 3 x 2: six GPUs would fit on a node of eight (sized_for_host)
+    (4, 4, 5, True)])
+def test_capacity_probe_of_a_pool_of_whole_gpus(kai_profile: VclusterKaiProfile, nodes: int,
+                                                count: int, probe: int, beyond: bool) -> None:
+    profile = _pool(kai_profile, nodes, count)
+    sizes = kr.probe_sizes(profile, profile.teams[0])
+    assert (sizes.capacity_fraction, sizes.capacity_gpus, sizes.capacity_amount) == (
+        None, probe, probe)
+    assert sizes.beyond_any_node is beyond and sizes.largest_node == count
+    assert sizes.capacity_within_limit  # unlimited
+    pods = {p["metadata"]["name"]: p for p in kr.verify_objects(profile, profile.teams[0])}
+    assert pods["gpu-over-capacity"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": str(probe)}
+    # the write-up's limit of 1 cannot hold it on top of the share pod: no probe
+    tight = _pool(kai_profile, nodes, count, limit=1)
+    assert not kr.probe_sizes(tight, tight.teams[0]).capacity_within_limit
+    assert "gpu-over-capacity" not in {
+        p["metadata"]["name"] for p in kr.verify_objects(tight, tight.teams[0])}
+
+
+def _gpu_node(name: str, gpus: str, product: str = "NVIDIA-H100-80GB-HBM3") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"nvidia.com/gpu.product": product}},
+            "status": {"allocatable": {"nvidia.com/gpu": gpus}}}
+
+
+def test_an_existing_pool_is_sized_by_its_largest_node(kai_profile: VclusterKaiProfile) -> None:
+    found = (_gpu_node("gpu-1", "8"), _gpu_node("gpu-2", "4", "other"), _gpu_node("gpu-3", "2"))
+    sized = kr.sized_for_host(kai_profile, "existing", found)
+    assert (sized.gpu_pool.nodes, sized.gpu_pool.count, sized.gpu_pool.model) == (
+        3, 8, "NVIDIA-H100-80GB-HBM3")
+    assert kr.probe_sizes(sized, sized.teams[0]).capacity_gpus == 9
+    # a node whose count cannot be read counts as none; one GPU at least
+    assert kr.sized_for_host(kai_profile, "existing", (_gpu_node("g", "x"),)).gpu_pool.count == 1
+    # kind labs, and an existing cluster whose GPU nodes were not read, keep the profile's pool
+    assert kr.sized_for_host(kai_profile, "kind", found) is kai_profile
+    assert kr.sized_for_host(kai_profile, "existing", ()) is kai_profile
+    assert kr.sized_for_host(kai_profile, "existing", None) is kai_profile
+
+
 def test_unlimited_or_tight_limits_drop_probes(kai_profile: VclusterKaiProfile) -> None:
     data = kai_profile.model_dump(mode="json")
     data["teams"][0]["queue"]["resources"]["gpu"]["limit"] = -1

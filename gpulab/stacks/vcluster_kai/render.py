@@ -335,23 +335,32 @@ class ProbeSizes:
     share: each team's `gpu-share` pod, a fraction such that every team's fits on one GPU at once
       (floor(100 / teams) / 100, at most 0.5): 0.33 for the write-up's three teams;
     capacity: `gpu-over-capacity`, a request that cannot fit while the share pods run, yet stays
-      within the team's limit: a fraction (0.5, or more than what is free) on a one-GPU pool,
-      else every GPU of the pool as whole GPUs;
+      within the team's limit: a fraction (0.5, or more than what is free) on a one-GPU pool;
+      every GPU of the node as whole GPUs on a one-node pool (the share pods hold part of one
+      of them); on a pool of several nodes one GPU more than its largest node has
+      (`beyond_any_node`): the share pods fill part of one GPU, so anything one node can hold
+      would fit on another, and only KAI's refusal of what no node can hold shows it does not
+      over-commit (its MaxNodePoolResources pre-filter, gpulab.verify.kai.beyond_any_node);
     over_limit: `gpu-over-limit`, whole GPUs one above the team's GPU limit (None: no limit).
+
+    The pool's `count` is its largest node's GPUs (sized_for_host).
     """
 
     def __init__(self, profile: VclusterKaiProfile, team: TeamSpec) -> None:
         teams = len(profile.teams)
         self.share = min(50, 100 // max(teams, 1)) / 100
         free = 1 - teams * self.share
-        self.total_gpus = profile.gpu_pool.total
+        pool = profile.gpu_pool
+        self.total_gpus = pool.total
+        self.largest_node = pool.count
+        self.beyond_any_node = pool.nodes > 1
         if self.total_gpus == 1:
             self.capacity_fraction: float | None = 0.5 if free < 0.5 else min(
                 0.99, round(free + 0.1, 2))
             self.capacity_gpus = 0
         else:
             self.capacity_fraction = None
-            self.capacity_gpus = self.total_gpus
+            self.capacity_gpus = pool.count + 1 if self.beyond_any_node else pool.count
         limit = team.queue.resources.gpu.limit
         self.limit = limit
         self.over_limit: int | None = None if limit == -1 else math.floor(limit) + 1
@@ -388,10 +397,12 @@ def node_gpus(node: dict[str, Any] | None) -> int:
 def sized_for_host(profile: VclusterKaiProfile, provider: str,
                    gpu_nodes: tuple[dict[str, Any], ...] | None) -> VclusterKaiProfile:
     """The profile whose GPU pool is what the host has: on a cluster gpulab did not make
-    (`provider` existing) the pool is the GPU nodes found there (their number, the least GPU
-    count among them, as `up`'s gpu-node step waits for, and the first one's product), so
-    verify's pods are sized from the GPUs found, not from the profile's simulated pool; the
-    profile itself otherwise (or when no GPU node was read)."""
+    (`provider` existing) the pool is the GPU nodes found there (their number, the most GPUs
+    one of them has, and the first one's product), so verify's pods are sized from the GPUs
+    found, not from the profile's simulated pool; the profile itself otherwise (or when no GPU
+    node was read). Only verify reads it: the capacity probe of a pool of several nodes must
+    ask more than its largest node has (ProbeSizes), so `count` is the largest, not the least
+    (nodes 8, 4 and 2: a probe of 3 x 2 = 6 GPUs would fit on the first)."""
     if provider != "existing" or not gpu_nodes:
         return profile
     counts = [node_gpus(n) for n in gpu_nodes]
@@ -399,7 +410,7 @@ def sized_for_host(profile: VclusterKaiProfile, provider: str,
         "nvidia.com/gpu.product") or profile.gpu_pool.model
     # model_copy: the pool's bounds (at most 4 kind workers) are for the nodes gpulab makes
     pool = profile.gpu_pool.model_copy(update={"nodes": len(gpu_nodes),
-                                               "count": max(1, min(counts)),
+                                               "count": max(1, *counts),
                                                "model": str(first)})
     return profile.model_copy(update={"gpu_pool": pool})
 

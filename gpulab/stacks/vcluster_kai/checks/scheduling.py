@@ -478,7 +478,8 @@ def check_over_limit(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -
 def check_over_capacity(lab: KaiLabState, profile: VclusterKaiProfile, team: str
                         ) -> CheckResult:
     """With every share pod running, a request the GPU pool can no longer hold (but within the
-    team's limit) stays Pending with KAI's capacity reason, not a queue reason."""
+    team's limit) stays Pending with KAI's capacity reason, not a queue reason; on a pool of
+    several nodes, one that no node can hold (render.ProbeSizes)."""
     ctx = prepare(lab, profile, team, "KAI-07")
     if isinstance(ctx, CheckResult):
         return ctx
@@ -497,8 +498,11 @@ def check_over_capacity(lab: KaiLabState, profile: VclusterKaiProfile, team: str
     if run.host is None or run.created is None:
         return ctx.failed(explain_run(ctx, run))
     used = sizes.share * len(profile.teams)
-    placed = _placed(ctx, run, what, f"while the share pods held {used:g} of the pool's "
-                                     f"{sizes.total_gpus} GPU(s): the GPU is over-committed")
+    largest = f"no node of the pool has more than {sizes.largest_node} GPU(s)"
+    placed = _placed(ctx, run, what, (
+        f"although {largest}: a node is over-committed" if sizes.beyond_any_node else
+        f"while the share pods held {used:g} of the pool's {sizes.total_gpus} GPU(s): the GPU "
+        f"is over-committed"))
     if placed is not None:
         return placed
     if elsewhere := accounted_elsewhere(ctx, run):
@@ -507,6 +511,18 @@ def check_over_capacity(lab: KaiLabState, profile: VclusterKaiProfile, team: str
     # pod's condition and events are read only without them.
     reasons = ko.queue_reasons(run.pod_group) or ko.kai_reasons(run.host, None, run.events)
     capacity = [r for r in reasons if not r.is_queue]
+    # On a pool of several nodes the probe asks one GPU more than the largest node has: KAI's
+    # MaxNodePoolResources pre-filter refuses it before any node is tried (kai.beyond_any_node).
+    too_big = [r for r in capacity if kai.beyond_any_node(r.message)]
+    if too_big and sizes.beyond_any_node:
+        return ctx.passed(f"{run.name} ({what}) stays {o.pod_phase(run.host)}: {largest}; KAI "
+                          f"({too_big[0].source}): {too_big[0].text()}")
+    if too_big:
+        return ctx.failed(f"KAI turned {run.name} ({what}) away because no node has that many "
+                          f"GPUs, although the pool's node has {sizes.largest_node}: "
+                          f"\"{too_big[0].text()}\"; the node KAI sees has fewer GPUs than "
+                          f"verify found (kubectl describe nodes on the host)",
+                          o.pod_summary(run.host))
     # KAI refuses a node for its GPUs before any predicate runs: a node refused for something
     # else (a condition, a taint) had room on its GPU, so only GPU shortages on every node KAI
     # looked at show the GPU is full (gpulab.verify.kai.node_reasons).
@@ -519,8 +535,9 @@ def check_over_capacity(lab: KaiLabState, profile: VclusterKaiProfile, team: str
             f"node had room on its GPU and this does not show the GPU is full; kubectl "
             f"describe nodes on the host (conditions, taints)", o.pod_summary(run.host))
     if any(gpu for gpu, _other in shortages):
-        return ctx.passed(f"{run.name} ({what}) stays {o.pod_phase(run.host)} while the share "
-                          f"pods hold {used:g} of {sizes.total_gpus} GPU(s); KAI "
+        held = ("no node KAI looked at had that many GPUs free" if sizes.beyond_any_node else
+                f"while the share pods hold {used:g} of {sizes.total_gpus} GPU(s)")
+        return ctx.passed(f"{run.name} ({what}) stays {o.pod_phase(run.host)} {held}; KAI "
                           f"({capacity[0].source}): {capacity[0].text()}")
     if capacity:
         return ctx.failed(f"KAI keeps {run.name} ({what}) {o.pod_phase(run.host)} but names no "
