@@ -67,6 +67,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                               "tests/cluster/test_eligibility.py"),
     "gpulab/verify/kai.py": ("tests/unit/test_verify_kai.py", "tests/vcluster_kai/test_checks.py",
                              "tests/vcluster_kai/test_corpus.py",
+                             "tests/vcluster_kai/test_kai_wire.py",
                              "tests/cluster/test_cluster.py"),
     "gpulab/cluster/inventory.py": ("tests/cluster/test_cluster.py",
                                     "tests/cluster/test_eligibility.py",

@@ -441,6 +441,29 @@ def _pod_grouper_warning(state: KaiLabState, profile: VclusterKaiProfile
         b.event(host, "PodGrouperWarning", PODGROUPER_ERROR),)), profile
 
 
+# KAI's MaxNodePoolResources refusal of gpu-over-capacity (kai_wire: pre_predicate_failed,
+# max_node_resources, the PodGroup's not_found), for a probe of `gpus` on nodes of `largest`.
+def _too_big(gpus: float, largest: float) -> str:
+    return kw.pre_predicate_failed(NS, CAPACITY_HOST, kw.MAX_NODE_POOL_RESOURCES,
+                                   kw.max_node_resources(NS, CAPACITY_HOST, gpus, largest))
+
+
+def _refused_too_big(gpus: float, largest: float) -> Build:
+    return _edit_group("gpu-over-capacity", lambda g: g["status"]["schedulingConditions"][
+        0].update(reasons=[{"reason": "PodSchedulingErrors", "message": kw.not_found(
+            NS, CAPACITY_HOST, _too_big(gpus, largest))}]))
+
+
+# Two GPU nodes of one GPU each, no team limit: the probe asks two whole GPUs.
+TWO_NODES = _profile(lambda d: [d["gpu_pool"].update(nodes=2), *(
+    t["queue"]["resources"]["gpu"].update(limit=-1) for t in d["teams"])])
+TOO_BIG_ON_PG = ("PodSchedulingErrors: Resources were not found for pod "
+                 f"{NS}/{CAPACITY_HOST} due to: Scheduling conditions were not met for pod "
+                 f"{NS}/{CAPACITY_HOST}: MaxNodePoolResources: The pod {NS}/{CAPACITY_HOST} "
+                 "requires GPU: 2, CPU: 0 (cores), memory: 0 (GB), pods: 1. Max GPU resources "
+                 "available in a single node in the default node-pool is topped at 1.")
+
+
 def _placed_on_the_worker(host: dict[str, Any]) -> None:
     host["spec"]["nodeName"] = W
     host["status"] = {"phase": "Running"}
@@ -1104,6 +1127,28 @@ ROWS: list[Row] = [
          t["queue"]["resources"]["gpu"].update(limit=3) for t in d["teams"])]), "pass", "",
      "gpu-over-capacity (2 x nvidia.com/gpu) stays Pending while the share pods hold 0.99 of 2 "
      f"GPU(s); KAI (PodGroup): PodSchedulingErrors: {NO_CAPACITY_NLP}"),
+    ("KAI-07 two one-GPU nodes, more than a node has", "KAI-07", NLP,
+     _both(TWO_NODES, _refused_too_big(2, 1)), "pass", "",
+     "gpu-over-capacity (2 x nvidia.com/gpu) stays Pending: no node of the pool has more than 1 "
+     f"GPU(s); KAI (PodGroup): {TOO_BIG_ON_PG}"),
+    ("KAI-07 two one-GPU nodes, no node short", "KAI-07", NLP, TWO_NODES, "pass", "",
+     "gpu-over-capacity (2 x nvidia.com/gpu) stays Pending: no node KAI looked at had that many "
+     f"GPUs free; KAI (PodGroup): PodSchedulingErrors: {NO_CAPACITY_NLP}"),
+    ("KAI-07 two one-GPU nodes, placed", "KAI-07", NLP,
+     _both(TWO_NODES, _edit_host("gpu-over-capacity", _placed_on_the_worker,
+                                 outcome="scheduled")), "fail",
+     f"KAI placed gpu-over-capacity (2 x nvidia.com/gpu) on {W} although no node of the pool has "
+     "more than 1 GPU(s): a node is over-committed",
+     f"Running, schedulerName kai-scheduler, node {W}"),
+    ("KAI-07 one GPU, yet more than a node has", "KAI-07", NLP, _refused_too_big(0.5, 0),
+     "fail",
+     "KAI turned gpu-over-capacity (gpu-fraction 0.5) away because no node has that many GPUs, "
+     "although the pool's node has 1: \"PodSchedulingErrors: Resources were not found for pod "
+     f"{NS}/{CAPACITY_HOST} due to: Scheduling conditions were not met for pod "
+     f"{NS}/{CAPACITY_HOST}: MaxNodePoolResources: The pod {NS}/{CAPACITY_HOST} requires GPU: "
+     "0.5, CPU: 0 (cores), memory: 0 (GB), pods: 1. No node in the default node-pool has GPU "
+     "resources.\"; the node KAI sees has fewer GPUs than verify found (kubectl describe nodes "
+     "on the host)", PENDING),
     # KAI-08
     ("KAI-08 healthy", "KAI-08", NLP, _same, "pass", "",
      f"{LISTED}; {HIDDEN}; {REJECTED_VISION}; {REJECTED_REC}"),

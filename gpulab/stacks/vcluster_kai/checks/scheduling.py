@@ -535,9 +535,9 @@ def check_over_capacity(lab: KaiLabState, profile: VclusterKaiProfile, team: str
             f"node had room on its GPU and this does not show the GPU is full; kubectl "
             f"describe nodes on the host (conditions, taints)", o.pod_summary(run.host))
     if any(gpu for gpu, _other in shortages):
-        held = ("no node KAI looked at had that many GPUs free" if sizes.beyond_any_node else
-                f"while the share pods hold {used:g} of {sizes.total_gpus} GPU(s)")
-        return ctx.passed(f"{run.name} ({what}) stays {o.pod_phase(run.host)} {held}; KAI "
+        held = (": no node KAI looked at had that many GPUs free" if sizes.beyond_any_node
+                else f" while the share pods hold {used:g} of {sizes.total_gpus} GPU(s)")
+        return ctx.passed(f"{run.name} ({what}) stays {o.pod_phase(run.host)}{held}; KAI "
                           f"({capacity[0].source}): {capacity[0].text()}")
     if capacity:
         return ctx.failed(f"KAI keeps {run.name} ({what}) {o.pod_phase(run.host)} but names no "
