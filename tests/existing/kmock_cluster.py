@@ -30,6 +30,7 @@ import re
 import threading
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ from tests.kamaji_hami.kmock_lab import Cluster, status
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from tests.kamaji_hami.kmock_lab import Key
 
 PINNED = Path(__file__).parents[1] / "data" / "pinned"
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
@@ -185,6 +188,52 @@ def _deployment(name: str, namespace: str, image: str = "") -> dict[str, Any]:
             "status": {"availableReplicas": 1}}
 
 
+@dataclass
+class HostCluster(Cluster):
+    """The existing cluster's API server, which knows what each helm release made: every object
+    a FakeHelm install (kmock_kamaji's KamajiHelm's too) stores while it runs (`installing`:
+    what its thread hands to the loop through `call`) is that release's, unless it is put with
+    `owned=False` (what a controller makes at run time that the release's deletion does not take
+    with it); an object that was there already (a node it updates) is not. Keys in the order
+    made."""
+
+    made: dict[tuple[str, str], dict[Key, None]] = field(default_factory=dict)
+    _release: tuple[str, str] | None = None  # loop: the release whose install is storing
+    _caller: threading.local = field(default_factory=threading.local)
+
+    @contextlib.contextmanager
+    def installing(self, release: tuple[str, str]) -> Iterator[None]:
+        """(any thread but the loop's) What this thread stores meanwhile is `release`'s
+        (namespace, name)."""
+        self._caller.release = release
+        try:
+            yield
+        finally:
+            self._caller.release = None
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        release = getattr(self._caller, "release", None)
+        if release is None:
+            return super().call(fn, *args)
+
+        def as_release(*a: Any) -> Any:
+            self._release = release
+            try:
+                return fn(*a)
+            finally:
+                self._release = None
+
+        return super().call(as_release, *args)
+
+    def put(self, resource: Any, obj: dict[str, Any], *, owned: bool = True) -> None:
+        meta = obj["metadata"]
+        key = (resource, meta.get("namespace"), meta["name"])
+        new = key not in self.km.objects or self.km.objects[key].deleted
+        super().put(resource, obj)
+        if new and owned and self._release is not None:  # a node it only updated is not its
+            self.made.setdefault(self._release, {})[key] = None
+
+
 class ExistingCluster:
     """One kmock API server standing for a cluster gpulab did not build, plus vClusters."""
 
@@ -201,7 +250,7 @@ class ExistingCluster:
         self.member_version = member_version  # what each vCluster's (tenant's) /version says
         self.version = version or VERSION  # what the host cluster's /version says
         self.storage_class = storage_class  # it has a default StorageClass
-        self.host: Cluster
+        self.host: HostCluster
         self.vclusters: dict[str, Cluster] = {}
         self.releases: dict[tuple[str, str], HelmRelease] = {}
         self._box: dict[str, Any] = {}
@@ -234,9 +283,10 @@ class ExistingCluster:
                                        ("kai.scheduler/v1/configs", "Config")):
                         km.resources[kmock.resource(path)] = kmock.ResourceInfo(
                             kind=kind, namespaced=False, verbs=_VERBS)
-                    cluster = Cluster(name, km, str(server.url).rstrip("/"), loop,
-                                      version=self.version if name == self.name
-                                      else self.member_version)
+                    kind = HostCluster if name == self.name else Cluster
+                    cluster = kind(name, km, str(server.url).rstrip("/"), loop,
+                                   version=self.version if name == self.name
+                                   else self.member_version)
                     cluster.serve()
                     if name == self.name:
                         self.host = cluster
@@ -401,8 +451,20 @@ class ExistingCluster:
 
 
 class FakeHelm:
-    """Records installs and plays what each chart would create in the host cluster; uninstall
-    removes what the chart made, except CRDs (helm keeps a chart's crds/)."""
+    """Records installs and plays what each chart would create in the host cluster. Uninstall
+    deletes only what that release made (HostCluster.made), never the rest of its namespace:
+    helm deletes the resources of the release's stored manifest, with background propagation
+    so that what they own goes too (helm v4.1.4 pkg/action/uninstall.go:256-289, :291-301,
+    05fa3797). Kept: CRDs (a chart's crds/ are installed apart and are not in the manifest,
+    pkg/action/install.go:315-319; cert-manager's templated ones carry helm.sh/resource-policy:
+    keep, pkg/action/resource_policy.go:26), and what controllers make with no owner among the
+    release's objects: fake-gpu-operator's topology ConfigMaps (its status-updater's), the
+    vCluster's `vc-<name>` kubeconfig Secret (vCluster v0.35.3 sets its owner only with
+    setOwner, pkg/util/kubeconfig/kubeconfig.go:93-96, pkg/setup/config/config.go:200-202;
+    gpulab sets it false). Those go with their namespace. KAI's operator's Deployments are
+    owned by the Config kai-config or the SchedulingShard its chart installs
+    (pkg/operator/operands/deployable/deployable.go:61-67,269 at v0.16.8, 40da4c87), so they
+    go with the release."""
 
     def __init__(self, cluster: ExistingCluster) -> None:
         self.cluster = cluster
@@ -431,11 +493,12 @@ class FakeHelm:
             if pool is None:
                 continue
             host.put(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
-                                  "metadata": {"name": f"topology-{name}", "namespace": ns}})
+                                  "metadata": {"name": f"topology-{name}", "namespace": ns}},
+                     owned=False)  # the status-updater's, at run time
             if labels.get("nvidia.com/gpu.deploy.device-plugin") == "true":
                 live = copy.deepcopy(obj.raw)
-                for field in ("capacity", "allocatable"):
-                    live.setdefault("status", {}).setdefault(field, {})[kr.GPU_RESOURCE] = \
+                for part in ("capacity", "allocatable"):
+                    live.setdefault("status", {}).setdefault(part, {})[kr.GPU_RESOURCE] = \
                         str(pool["gpuCount"])
                 host.put(NODES, live)
 
@@ -449,7 +512,8 @@ class FakeHelm:
             cluster.helm_most = max(cluster.helm_most, cluster._helm_running)
         try:
             self._hold()  # the chart's download, render and --wait
-            self._install(release)
+            with cluster.host.installing((release.namespace, release.name)):
+                self._install(release)
         finally:
             with cluster._helm_lock:
                 cluster._helm_running -= 1
@@ -490,7 +554,8 @@ class FakeHelm:
                 host.put(SECRETS, {"apiVersion": "v1", "kind": "Secret", "metadata": {
                     "name": f"vc-{release.name}", "namespace": release.namespace},
                     "data": {"config": base64.b64encode(
-                        yaml.safe_dump(config).encode()).decode()}})
+                        yaml.safe_dump(config).encode()).decode()}},
+                    owned=False)  # the vCluster's syncer writes it, with no owner
                 service = values["controlPlane"]["service"]
                 svc: dict[str, Any] = {
                     "apiVersion": "v1", "kind": "Service",
@@ -512,15 +577,11 @@ class FakeHelm:
         host = self.cluster.host
 
         def remove() -> None:
-            for (resource, ns, _n), obj in list(host.km.objects.items()):
-                if ns == namespace and resource in (DEPLOYMENTS, SECRETS, SERVICES) \
-                        and not obj.deleted:
-                    obj.delete()
+            for key in reversed(host.made.pop((namespace, name), {})):  # as helm: its own
+                if key[0] != CRDS and key in host.km.objects \
+                        and not host.km.objects[key].deleted:
+                    host.km.objects[key].delete()
             if release is not None and release.chart.endswith("/fake-gpu-operator"):
-                for key in ((RUNTIMECLASSES, None, "nvidia"),
-                            (CLUSTERROLES, None, "fake-status-updater")):
-                    if key in host.km.objects and not host.km.objects[key].deleted:
-                        host.km.objects[key].delete()
                 # the kubelet keeps a gone device plugin's resource in the node's status, at 0
                 # (kubernetes/kubernetes#52510, #92396)
                 for _key, obj in host.live(NODES):
@@ -528,8 +589,8 @@ class FakeHelm:
                     status = live.get("status") or {}
                     if kr.GPU_RESOURCE in (status.get("allocatable") or {}) and (
                             (live["metadata"].get("labels") or {}).get(kr.POOL_LABEL)):
-                        for field in ("capacity", "allocatable"):
-                            status[field][kr.GPU_RESOURCE] = "0"
+                        for part in ("capacity", "allocatable"):
+                            status[part][kr.GPU_RESOURCE] = "0"
                         host.put(NODES, live)
 
         if release is not None:
