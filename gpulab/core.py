@@ -592,10 +592,12 @@ def status(
     `exists`: the lab has a folder or something its provider made); the management row and
     the lab's own containers are the provider's (lab_provider); `management.api_error` says
     why its management API cannot be used ('' when it answers); `kube` builds a client per
-    kubeconfig (tests pass fakes)."""
+    kubeconfig (tests pass fakes). UsageError, before anything else is read, when the lab's
+    saved kubeconfig now reaches another cluster (provider.same_cluster)."""
     from gpulab.paths import lab_dir
     from gpulab.stacks import for_profile
 
+    provider.same_cluster(lab, kube)
     forwarding = None
     if kube is None and lab_expose(lab) == "port-forward":  # the vClusters through the API
         forwarding = _forwarding(_status_client, lab_dir(lab) / "management.kubeconfig", profile)
@@ -651,6 +653,7 @@ def join(lab: str, profile: LabProfile, member: str, *, node: str | None, ttl_se
         raise UsageError(f"lab '{lab}' runs on kind: its workers are containers gpulab starts "
                          "itself; gpulab join is for labs on an existing cluster (up "
                          "--kubeconfig)")
+    lab_provider(lab).same_cluster(lab, kube or _status_client)  # the token goes in its tenant
     return for_profile(profile).join_commands(profile, lab, member, node=node,
                                               ttl_seconds=ttl_seconds,
                                               kube=kube or _status_client)
@@ -689,6 +692,7 @@ def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None
         return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
 
     factory = kube or client
+    lab_provider(lab).same_cluster(lab, factory)
     return open_forward(factory(folder / "management.kubeconfig"), spec.namespace, spec.name,
                         lab_dir(lab) / f"{member}.kubeconfig",
                         port=spec.host_port if port is None else port, kube=factory,
@@ -702,9 +706,11 @@ def collect_logs(lab: str, folder: Path, provider: ClusterProvider, profile: Lab
                  tar: bool, kube: Callable[[Path], KubeGateway] | None = None) -> Path:
     """Write the diagnostics bundle of what the lab has, as its provider collects it (kind: the
     nodes and every cluster; existing: only what gpulab created there); returns the folder (or
-    tarball) path."""
+    tarball) path. UsageError, before the folder is made, when the lab's saved kubeconfig now
+    reaches another cluster (provider.same_cluster)."""
     from gpulab.diagnostics import tarball
 
+    provider.same_cluster(lab, kube)
     provider.logs(lab, folder, profile, kube=kube)
     return tarball(folder) if tar else folder
 
@@ -722,7 +728,8 @@ def verify(
 ) -> VerifyReport:
     """Run the acceptance checks live against the lab's saved kubeconfigs, as its provider
     reaches them (`reach`: a port-forward lab's vClusters through forwards): NoLabError without
-    a lab folder, HostError when the lab is not up or its management API does not answer."""
+    a lab folder, HostError when the lab is not up or its management API does not answer,
+    UsageError when its saved kubeconfig now reaches another cluster (same_cluster)."""
     from gpulab import lab_record
     from gpulab.paths import lab_dir
     from gpulab.providers import ClusterChoice, for_choice
@@ -737,7 +744,9 @@ def verify(
     record = lab_record.read(lab)
     choice = choice_of(record) if record is not None and record.provider == "existing" \
         else ClusterChoice("kind")  # neither connects to anything until it is asked
-    with for_choice(choice, _host()).reach(lab, profile) as reach:
+    provider = for_choice(choice, _host())
+    provider.same_cluster(lab)
+    with provider.reach(lab, profile) as reach:
         return for_profile(profile).run_checks(
             profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress,
             reach=reach)

@@ -296,6 +296,10 @@ class ClusterProvider(Protocol):
       as the context lasts: None, as saved (kind; an existing cluster's LoadBalancer or
       NodePort), else a function giving each one's reachable copy (existing, port-forward: a
       team's kubeconfig through a forward of the cluster's API, closed after);
+    - `same_cluster`: before status, verify, logs, join or kubeconfig --port-forward reach
+      the lab through the kubeconfigs it saved, UsageError when they now reach another
+      cluster than the lab was built in (existing: the kube-system uid differs; kind: nothing
+      to check);
     - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
       contexts, once, after what the provider removed itself).
 
@@ -328,6 +332,8 @@ class ClusterProvider(Protocol):
 
     def reach(self, lab: str, profile: LabProfile
               ) -> AbstractContextManager[Callable[[Path], Path] | None]: ...
+
+    def same_cluster(self, lab: str, kube: Callable[[Path], Any] | None = None) -> None: ...
 
     def teardown(self, lab: str, record: Any,  # gpulab.lab_record.LabRecord | None (its
                  forget: Callable[[], list[str]]) -> Teardown: ...  # import would be a cycle)

@@ -783,8 +783,21 @@ class ExistingProvider:
         record = lab_record.read(lab)
         needs = stack.existing_needs(profile, lab, record.owned if record else ())
         where = str(choice.kubeconfig.absolute()) if choice.kubeconfig else "(default)"
+        unreadable = "check the kubeconfig, the network path and your access"
         try:
             identity = identity_of(client, client.server, context, where)
+        except GpulabError as err:
+            raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
+                            f"read: {err.message}", hint=unreadable) from None
+        kept = record.cluster if record else {}
+        if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
+            # before anything else is asked there (not even an access review)
+            raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
+                             f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
+                             f"kubeconfig reaches {identity.kube_system_uid} at "
+                             f"{identity.server}",
+                             hint="give --kubeconfig/--context of the lab's cluster")
+        try:
             facts = observe(client, identity, needs, expose=choice.expose,
                             node_address=choice.node_address)
             if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
@@ -796,16 +809,8 @@ class ExistingProvider:
                                 asked=facts.asked + len(asks))
         except GpulabError as err:
             raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
-                            f"read: {err.message}",
-                            hint="check the kubeconfig, the network path and your access"
-                            ) from None
+                            f"read: {err.message}", hint=unreadable) from None
         facts = replace(facts, cluster=cluster_facts(stack.cluster_needs(profile), facts))
-        kept = record.cluster if record else {}
-        if kept and kept.get("kube_system_uid") != identity.kube_system_uid:
-            raise UsageError(f"lab '{lab}' is in another cluster (kube-system uid "
-                             f"{kept.get('kube_system_uid')} at {kept.get('server')}); this "
-                             f"kubeconfig reaches {identity.kube_system_uid} at "
-                             f"{identity.server}")
         return Ground(facts, [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
                       "", stack.existing_problems(profile, facts)
                       + pod_security_problems(needs, facts))
@@ -994,6 +999,53 @@ class ExistingProvider:
             yield forwarding.kubeconfig
         finally:
             forwarding.close()
+
+    def same_cluster(self, lab: str, kube: Callable[[Path], Any] | None = None) -> None:
+        """UsageError (exit 2) when the kubeconfig the lab saved (management.kubeconfig) now
+        reaches another cluster than lab.json records: its kube-system uid differs, as when the
+        cluster was rebuilt or replaced behind the same address. Asks GET /version and the
+        kube-system namespace, nothing more, so status, verify, logs, join and kubeconfig
+        --port-forward read and change nothing in another cluster. HostError (exit 4) when the
+        API answers but kube-system cannot be read: which cluster it is stays unknown. Nothing
+        to compare, so no refusal: no kubeconfig saved yet, a record without the uid (`up`
+        always writes it), an API that does not answer (the command's own reads say so).
+        `kube`: the client factory (default 10 s a request, no retries)."""
+        from gpulab import lab_record
+        from gpulab.adapters.kube import KubeClient, RetryPolicy
+        from gpulab.errors import GpulabError, HostError
+        from gpulab.paths import lab_dir
+
+        record = lab_record.read(lab)
+        kept = record.cluster if record is not None else {}
+        path = lab_dir(lab) / "management.kubeconfig"
+        if "kube_system_uid" not in kept or not path.is_file():
+            return
+        client = (kube or (lambda p: KubeClient(p, request_timeout=10,
+                                                retry=RetryPolicy.disabled())))(path)
+        server = str(getattr(client, "server", "") or kept.get("server"))
+        try:
+            try:
+                client.server_version()
+            except GpulabError:
+                return
+            try:
+                uid = identity_of(client, server, "", str(path)).kube_system_uid
+            except GpulabError as err:
+                first = (err.message.strip().splitlines() or [type(err).__name__])[0]
+                raise HostError(f"lab '{lab}': which cluster {server} is cannot be told: "
+                                f"reading its kube-system namespace failed ({first})",
+                                hint="check the access of the kubeconfig saved in "
+                                     f"{path.parent}") from None
+        finally:
+            close = getattr(client, "close", None)
+            if callable(close):
+                close()
+        if uid != kept["kube_system_uid"]:
+            raise UsageError(f"lab '{lab}' is in the cluster with kube-system uid "
+                             f"{kept['kube_system_uid']} ({kept.get('server')}); the kubeconfig "
+                             f"it saved now reaches {uid or '(none)'} at {server}: another "
+                             "cluster, nothing read or changed there",
+                             hint="see docs/own-cluster.md#another-cluster")
 
     def management(self, lab: str) -> ManagementRow:
         """The cluster as the lab's record names it; in use while the lab's kubeconfig is

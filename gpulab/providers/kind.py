@@ -390,6 +390,10 @@ class KindProvider:
         """None: this host reaches each saved kubeconfig as it is (127.0.0.1 ports)."""
         yield None
 
+    def same_cluster(self, lab: str, kube: Callable[[Path], Any] | None = None) -> None:
+        """Nothing to tell apart: a kind lab's cluster is this host's containers, found by the
+        lab's labels."""
+
     def logs(self, lab: str, folder: Path, profile: LabProfile, *,
              kube: Callable[[Path], Any] | None = None) -> None:
         """gpulab.diagnostics.collect: the nodes' containers and journals, and each cluster
