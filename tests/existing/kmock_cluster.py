@@ -1,7 +1,16 @@
 """An existing cluster played by kmock over HTTP (gpulab's real KubeClient talks to it), a fake
 helm that records installs and plays what the charts would create, and a kmock API server per
-vCluster. Every request is in kmock's log; `state()` is what the cluster holds, to compare the
-cluster before `up` with the cluster after `down`.
+vCluster. `state()` is what the cluster holds, to compare the cluster before `up` with the
+cluster after `down`.
+
+Every request is logged: when `running` exits, also after a failing test, every request each
+API server received (the host's, then each vCluster's or tenant's, oldest first; a write with
+its body, a Secret's body left out), then FakeHelm's installs and uninstalls, is written to
+`<folder>/<name>.requests.log`, the folder the cluster was given: the test's `tmp_path`, e.g.
+microk8s.requests.log. `log_also` adds the calls of the in-memory fakes a test runs beside it
+(verify's copy of the host). pytest keeps the `tmp_path` folders of its last three runs
+(`/tmp/pytest-of-<user>/pytest-current/<test name>0/`); `--basetemp=DIR` puts them in DIR
+instead (emptied when the run starts). tests/existing/README.md says more.
 
 Shapes: the write-up's one-node MicroK8s + GPU Operator host (one node, nvidia.com/gpu 1, the
 L40S labels of GPU feature discovery as gpulab already writes them: render.gpu_node_labels), and
@@ -26,10 +35,12 @@ import asyncio
 import contextlib
 import copy
 import functools
+import json
 import re
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -262,6 +273,8 @@ class ExistingCluster:
         self._helm_running = 0
         self._helm_lock = threading.Lock()
         self._clients: list[KubeClient] = []
+        self._also_logged: dict[str, Callable[[], Iterable[str]]] = {}
+        self.helm_log: list[str] = []  # FakeHelm's installs and uninstalls, in order
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -308,8 +321,11 @@ class ExistingCluster:
         finally:
             for client in self._clients:
                 client.close()
-            self._box["loop"].call_soon_threadsafe(self._box["stop"].set)
-            thread.join(10)
+            try:
+                self._write_request_log()
+            finally:
+                self._box["loop"].call_soon_threadsafe(self._box["stop"].set)
+                thread.join(10)
 
     def _seed(self) -> None:
         put = self.host.put
@@ -406,6 +422,64 @@ class ExistingCluster:
             "apiVersion": "v1", "kind": "NamespaceList", "metadata": {},
             "items": copy.deepcopy(list(self.host.namespaces.values()))})
 
+    # ------------------------------------------------------------------ the request log
+
+    @property
+    def request_log(self) -> Path:
+        """Where `running` writes every request when it exits (appended to, if it exists)."""
+        return self.folder / f"{self.name}.requests.log"
+
+    def log_also(self, title: str, calls: Callable[[], Iterable[str]]) -> None:
+        """Write `calls()` (one line each) under `title` in the request log too, at exit."""
+        self._also_logged[title] = calls
+
+    def _server_lines(self, cluster: Cluster) -> list[str]:
+        lines = []
+        for request in cluster.requests():
+            query = "&".join(f"{k}={v}" for k, v in request.params.items())
+            line = f"{request.method.value} {request.url.path}" + (f"?{query}" if query else "")
+            if str(request.method.value) != "GET" and request.data is not None:
+                line += (" (a Secret's body, left out)" if "/secrets" in request.url.path
+                         else " " + json.dumps(request.data, sort_keys=True,
+                                               separators=(",", ":"), default=str))
+            lines.append(line)
+        return lines
+
+    def _write_request_log(self) -> None:
+        """Every request of every API server (and of the fakes given to `log_also`)."""
+        out = ["# every request the kmock API servers of this cluster received, oldest first "
+               "per server (tests/existing/kmock_cluster.py)"]
+        servers = [(f"{self.name} (host)", getattr(self, "host", None))] + [
+            (f"{name} (vCluster / tenant API server)", c) for name, c in self.vclusters.items()]
+        sections: list[tuple[str, Callable[[], Iterable[str]]]] = [
+            (f"{title} {c.url}", functools.partial(self._server_lines, c))
+            for title, c in servers if c is not None]
+        sections.append(("helm (FakeHelm, in process: what a helm client would send)",
+                         lambda: list(self.helm_log)))
+        sections += list(self._also_logged.items())
+        for title, lines in sections:
+            try:
+                got = list(lines())
+            except Exception as err:  # the loop is gone: say so, keep the rest
+                out.append(f"== {title}: not read ({type(err).__name__}: {err})")
+                continue
+            out.append(f"== {title}: {len(got)} request(s)")
+            out += got
+        with self.request_log.open("a") as log:
+            log.write("\n".join(out) + "\n")
+
+    def read_request_log(self) -> dict[str, list[str]]:
+        """The request log as written: each section's lines by the first word of its title
+        (the server's name: the host's, each vCluster's; `helm`; `log_also`'s titles')."""
+        sections: dict[str, list[str]] = {}
+        current: list[str] = []
+        for line in self.request_log.read_text().splitlines():
+            if line.startswith("== "):
+                current = sections.setdefault(line[3:].split(" ", 1)[0].rstrip(":"), [])
+            elif not line.startswith("# "):
+                current.append(line)
+        return sections
+
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "microk8s",
@@ -448,6 +522,12 @@ class ExistingCluster:
         return LabAdapters(runtime=cast("Any", None), kind=cast("Any", None), kube=self.client,
                            helm=lambda path: FakeHelm(self), fetch=lambda url: "",
                            lab_dir=lab_dir)
+
+
+def _keys_text(keys: list[Key]) -> str:
+    """`deployments kai-scheduler/binder, customresourcedefinitions queues.scheduling.run.ai`."""
+    return ", ".join(f"{getattr(r, 'plural', r)} {ns + '/' if ns else ''}{n}"
+                     for r, ns, n in keys) or "nothing"
 
 
 class FakeHelm:
@@ -514,6 +594,11 @@ class FakeHelm:
             self._hold()  # the chart's download, render and --wait
             with cluster.host.installing((release.namespace, release.name)):
                 self._install(release)
+            made = cluster.host.call(lambda: list(cluster.host.made.get(
+                (release.namespace, release.name), {})))
+            cluster.helm_log.append(f"install {release.namespace}/{release.name} "
+                                    f"{release.chart} {release.version}: made "
+                                    f"{_keys_text(made)}")
         finally:
             with cluster._helm_lock:
                 cluster._helm_running -= 1
@@ -576,11 +661,14 @@ class FakeHelm:
         release = self.cluster.releases.pop((namespace, name), None)
         host = self.cluster.host
 
+        deleted: list[Key] = []
+
         def remove() -> None:
             for key in reversed(host.made.pop((namespace, name), {})):  # as helm: its own
                 if key[0] != CRDS and key in host.km.objects \
                         and not host.km.objects[key].deleted:
                     host.km.objects[key].delete()
+                    deleted.append(key)
             if release is not None and release.chart.endswith("/fake-gpu-operator"):
                 # the kubelet keeps a gone device plugin's resource in the node's status, at 0
                 # (kubernetes/kubernetes#52510, #92396)
@@ -595,6 +683,8 @@ class FakeHelm:
 
         if release is not None:
             host.call(remove)
+        self.cluster.helm_log.append(f"uninstall {namespace}/{name}: " + (
+            f"deleted {_keys_text(deleted)}" if release is not None else "no such release"))
 
     def releases(self) -> list[dict[str, Any]]:
         return [{"name": n, "namespace": ns} for ns, n in self.cluster.releases]

@@ -7,7 +7,9 @@
   lab.json, and `down` removes exactly those labels (while they keep gpulab's value) and the
   release.
 
-Every request the cluster received is written to `requests.log` in the test's folder."""
+Every request each API server received (the host's and each vCluster's) and each of the fake
+helm's installs and uninstalls are in the test's folder, `microk8s.requests.log`, written when
+the cluster stops, also when the test fails (tests/existing/kmock_cluster.py)."""
 
 from __future__ import annotations
 
@@ -70,13 +72,6 @@ def _down(cluster: ExistingCluster) -> Any:
     return core.down_existing(LAB, record, helm=lambda _p: FakeHelm(cluster))
 
 
-def _log(cluster: ExistingCluster, tmp_path: Path) -> list[tuple[str, str]]:
-    """Every request the host received, oldest first, also kept in requests.log."""
-    calls = cluster.host.calls()
-    (tmp_path / "requests.log").write_text("".join(f"{m} {p}\n" for m, p in calls))
-    return calls
-
-
 def _status() -> dict[str, Any]:
     result = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
     assert result.exit_code == 0, result.output
@@ -109,10 +104,18 @@ def test_multi_node_device_plugin_nodes_of_different_counts(tmp_path: Path) -> N
         assert not any(o["type"] == "node-label" for o in record.owned)  # real GPUs: no labels
         assert _down(cluster).leftovers == []
         assert cluster.state() == before  # every object, the nodes and device plugin included
-        calls = _log(cluster, tmp_path)
+        calls = cluster.host.calls()
         writes = [(m, p) for m, p in calls if m != "GET"]
         assert writes, "up and down wrote nothing"
         assert not [w for w in writes if "/nodes" in w[1] or "/kube-system/" in w[1]]
+    # the request log the cluster wrote when it stopped: every request of the host, then each
+    # vCluster's (up's gpu-node step listed each one's nodes), then the fake helm's
+    logged = cluster.read_request_log()
+    assert [tuple(line.split(" ", 2)[:2]) for line in logged["microk8s"]] == calls
+    for team in TEAMS:
+        assert "GET /api/v1/nodes" in logged[team]
+    assert "uninstall vcluster-team-nlp/team-nlp: deleted services vcluster-team-nlp/team-nlp" \
+        in logged["helm"]
 
 
 def test_gpu_node_step_takes_each_nodes_own_count(tmp_path: Path) -> None:
@@ -206,7 +209,7 @@ def test_fake_gpus_on_named_nodes_up_status_down(tmp_path: Path) -> None:
             assert now["metadata"]["labels"] == was
             assert now["status"]["allocatable"][kr.GPU_RESOURCE] == "0"  # the kubelet's
         assert {n: cluster.node(n) for n in ("cp-1", "cpu-1")} == untouched
-        calls = _log(cluster, tmp_path)
+        calls = cluster.host.calls()
         node_writes = [p for m, p in calls if m != "GET" and "/nodes" in p]
         # one patch per named node to label it, one to unlabel it; no other node written
         assert sorted(node_writes) == ["/api/v1/nodes/cpu-2"] * 2 + ["/api/v1/nodes/cpu-3"] * 2
@@ -422,7 +425,6 @@ def test_fake_gpu_node_flag_builds_records_continues_and_down_removes(
         teardown = _down(cluster)
         assert teardown.leftovers == []
         assert _nodes_without_status(cluster.state()) == _nodes_without_status(before)
-        _log(cluster, tmp_path)
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
@@ -534,7 +536,6 @@ def test_namespaces_are_labelled_for_pod_security_and_a_stricter_one_is_refused(
 
         assert _down(cluster).leftovers == []
         assert _nodes_without_status(cluster.state()) == _nodes_without_status(before)
-        _log(cluster, tmp_path)
 
 
 def test_plan_shows_each_namespaces_pod_security_label(tmp_path: Path) -> None:
