@@ -1,7 +1,7 @@
 """`gpulab verify` on a kamaji-hami lab whose management cluster is an existing cluster, through
-the CLI after a kmock `up` (tests/existing/kmock_kamaji.py), on three shapes of management
+the CLI after a kmock `up` (tests/existing/kmock_kamaji.py), on four shapes of management
 cluster: up -> status -> verify (before and after a machine joins) -> down, which leaves the
-management cluster exactly as found.
+management cluster exactly as found (and what was there before, exactly as found all along).
 
 The control planes are read from the management cluster through the kubeconfig `up` saved
 (lab.json's cluster), each tenant through its saved kubeconfig (its server, the LoadBalancer
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from typer.testing import CliRunner
 
-from gpulab import core
+from gpulab import core, lab_record
 from gpulab.adapters.kube import RetryPolicy
 from gpulab.cli import app
 from gpulab.stacks import load_profile
@@ -115,6 +115,39 @@ def _put_kamaji(cluster: KamajiCluster) -> None:
     cluster.host.call(cluster.put_objects, chart_objects(release))
 
 
+def _put_kai_release(cluster: KamajiCluster) -> None:
+    """KAI Scheduler's Helm release, as helm v3.19.2 (the pinned helm) stores it: a Secret
+    sh.helm.release.v1.<name>.v<revision> in the release's namespace (pkg/storage/storage.go:35,
+    251-253), type helm.sh/release.v1, labelled name/owner/status/version, its `release` the
+    release's JSON gzipped and base64-encoded (pkg/storage/driver/secrets.go:216-256,
+    util.go:37-53; the fields: pkg/release/release.go:24-39). Its namespace, CRDs, Deployments
+    and Config are kmock_cluster's `kai=True` (KAI v0.16.8 as its chart renders them)."""
+    import base64
+    import gzip
+
+    from tests.existing.kmock_cluster import SECRETS
+
+    release = {"name": "kai-scheduler", "namespace": "kai-scheduler", "version": 1,
+               "info": {"status": "deployed", "description": "Install complete"},
+               "chart": {"metadata": {"name": "kai-scheduler", "version": "v0.16.8",
+                                      "appVersion": "v0.16.8"}},
+               "config": {"global": {"gpuSharing": True}}}
+    stored = base64.b64encode(gzip.compress(json.dumps(release).encode(), 9)).decode()
+    cluster.host.call(cluster.host.put, SECRETS, {
+        "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+        "metadata": {"name": "sh.helm.release.v1.kai-scheduler.v1",
+                     "namespace": "kai-scheduler",
+                     "labels": {"name": "kai-scheduler", "owner": "helm",
+                                "status": "deployed", "version": "1"}},
+        "data": {"release": base64.b64encode(stored.encode()).decode()}})
+
+
+def _theirs(state: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """What of `state` was in the cluster before gpulab came (objects and namespaces)."""
+    return {"objects": {k: state["objects"].get(k) for k in before["objects"]},
+            "namespaces": {k: state["namespaces"].get(k) for k in before["namespaces"]}}
+
+
 # (shape, KamajiCluster arguments, cluster: settings of the profile)
 SHAPES = [
     ("one node, its own LoadBalancer, cert-manager installed",
@@ -124,6 +157,8 @@ SHAPES = [
      {"metallb": "allow", "metallb_range": "10.0.1.240-10.0.1.250"}),
     ("Kamaji at the pinned tag already installed",
      {"cert_manager": True, "kamaji": True}, {}),
+    ("KAI Scheduler already installed: its namespace, CRDs, operator, Config, Helm release",
+     {"kai": True, "kai_release": True}, {}),
 ]
 
 
@@ -133,14 +168,27 @@ def test_up_status_verify_down_on_joined_machines(
         monkeypatch: pytest.MonkeyPatch) -> None:
     options = dict(options)
     kamaji = options.pop("kamaji", False)
+    kai_release = options.pop("kai_release", False)
     with KamajiCluster(tmp_path, **options).running(TENANTS) as cluster:
         if kamaji:
             _put_kamaji(cluster)
+        if kai_release:
+            _put_kai_release(cluster)
         before = cluster.state()
         result = _up(cluster, _profile(**settings) if settings else None)
         assert result.ok, [str(f.error) for f in result.failures]
         if kamaji:
             assert ("kamaji-system", "kamaji") not in cluster.releases  # reused, not installed
+        if kai_release:  # the shape is what it says, and none of it is the lab's
+            kai = [k for k in before["objects"] if "kai" in k or "scheduling.run.ai" in k]
+            for name in ("'kai-operator'", "'queues.scheduling.run.ai'", "'kai-config'",
+                         "'sh.helm.release.v1.kai-scheduler.v1'"):
+                assert any(name in k for k in kai), (name, kai)
+            assert "kai-scheduler" in before["namespaces"]
+            record = lab_record.read(LAB)
+            assert record is not None
+            assert not [o for o in record.owned if "kai" in str(o.get("name"))
+                        or "kai" in str(o.get("namespace"))], record.owned
         _through(monkeypatch, cluster)
         status = CliRunner().invoke(app, ["status", "--name", LAB, "-o", "json"])
         assert status.exit_code == 0, status.output
@@ -177,6 +225,9 @@ def test_up_status_verify_down_on_joined_machines(
                     "evidence"])
         assert "l4-box Ready (v1.36.2)" in results[("TC-02", "tenant-b")]["evidence"]
         assert leftovers == {"tenant-a": [], "tenant-b": []}  # verify removed its pods
+        # what was there before (KAI, cert-manager, Kamaji, the nodes...) untouched by up,
+        # status and verify, not only once down is done
+        assert _theirs(cluster.state(), before) == _theirs(before, before)
         # the recording keeps how the tenants' workers came: a replay judges the same
         replay = CliRunner().invoke(app, ["verify", "--replay", str(recording), "-o", "json"])
         replayed = {(r["id"], r["tenant"]): r for r in json.loads(replay.stdout)["results"]}
