@@ -253,6 +253,14 @@ def _node_address(nodes: list[dict[str, Any]], wanted: str | None) -> str | None
     return None
 
 
+def image_tag(image: str) -> str:
+    """The tag of an image reference, '' when it has none (a digest alone says no version):
+    `reference := name [ ":" tag ] [ "@" digest ]`, a port only in the domain before the first
+    '/' (distribution/reference reference.go:6-18, vendored by moby at v28.5.2)."""
+    last = image.rsplit("/", 1)[-1].split("@", 1)[0]
+    return last.rsplit(":", 1)[1] if ":" in last else ""
+
+
 def _kai(kube: KubeGateway) -> KaiFound | None:
     for dep in kube.list_objects("apps/v1", "Deployment"):
         if dep["metadata"]["name"] != "kai-operator":
@@ -261,7 +269,7 @@ def _kai(kube: KubeGateway) -> KaiFound | None:
             "containers") or []
         image = next((str(c.get("image", "")) for c in containers
                       if c.get("name") == "operator"), "")
-        version = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
+        version = image_tag(image)
         config = kube.get("kai.scheduler/v1", "Config", "kai-config") or {}
         spec = config.get("spec") or {}
         sharing = (spec.get("admission") or {}).get("gpuSharing")
