@@ -237,6 +237,22 @@ def forbidden(user: str, verb: str, resource: str, *, group: str = "", namespace
         user, verb, resource, group=group, namespace=namespace, name=name), details)
 
 
+def quota_exceeded_message(resource: str, name: str, quota: str, requested: Mapping[str, str],
+                           used: Mapping[str, str], limited: Mapping[str, str]) -> str:
+    """The ResourceQuota admission plugin's refusal of a create that would pass a quota's hard
+    limits (apiserver v0.36.3 pkg/admission/plugin/resourcequota/controller.go:617-627:
+    `exceeded quota: %s, requested: %s, used: %s, limited: %s` of the quota's name and the
+    exceeded resources, each list as prettyPrint writes it, :741-754: `name=quantity` in sorted
+    name order joined by ","), wrapped by admission.NewForbidden (pkg/admission/errors.go:53-63)
+    in apierrors.NewForbidden's `%s %q is forbidden: %v` (apimachinery errors.go:209-217)."""
+    def pretty(items: Mapping[str, str]) -> str:
+        return ",".join(f"{key}={items[key]}" for key in sorted(items))
+
+    why = (f"exceeded quota: {quota}, requested: {pretty(requested)}, used: {pretty(used)}, "
+           f"limited: {pretty(limited)}")
+    return f"{resource} {_go_quote(name)} is forbidden: {why}"
+
+
 def kube_client_says(status: Mapping[str, Any]) -> str:
     """NOT upstream: the end of the line gpulab's KubeClient raises for an error answered with
     this Status (gpulab/adapters/kube.py, `{status} {reason}: {message}` after `<verb> <what>

@@ -28,6 +28,7 @@ from gpulab.cluster.plan import plan
 from gpulab.cluster.run import evaluate, run_verify
 from gpulab.cluster.state import ClusterRun, ClusterVerifyState
 from gpulab.verify.observe import Clock
+from tests import kube_wire as kube
 from tests.cluster import builders as b
 from tests.cluster.fake_hami import FakeHami
 from tests.cluster.fake_kai import FakeKai
@@ -307,9 +308,9 @@ def _events(base: Callable[[], ClusterVerifyState], name: str, *said: tuple[str,
 
 
 def _refusing_pods(api: b.ClusterApi) -> b.ClusterApi:
-    """Pods refused on create by a ResourceQuota (the namespace's own is created): the API
-    server's words (resourcequota admission: `exceeded quota: <name>, requested: ..., used: ...,
-    limited: ...`), as the adapter words them."""
+    """Pods refused on create by a ResourceQuota named `pods` (hard pods=0; the namespace's own
+    is created): the API server's words (kube_wire.quota_exceeded_message), as the adapter
+    words them."""
     apply = api.apply
 
     def refuse(obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
@@ -317,8 +318,8 @@ def _refusing_pods(api: b.ClusterApi) -> b.ClusterApi:
             return apply(obj, dry_run=dry_run)
         name = obj["metadata"]["name"]
         raise _api_error(f"apply Pod {NS}/{name}", 403, "Forbidden",
-                         f'pods "{name}" is forbidden: exceeded quota: pods, requested: pods=1, '
-                         f'used: pods=0, limited: pods=0')
+                         kube.quota_exceeded_message("pods", name, "pods", {"pods": "1"},
+                                                     {"pods": "0"}, {"pods": "0"}))
 
     api.apply = refuse  # type: ignore[method-assign]
     return api
