@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -499,6 +500,66 @@ def test_a_gpu_check_never_sizes_pods_without_a_card(kamaji_profile: KamajiHamiP
     del node["metadata"]["annotations"]["hami.io/node-nvidia-register"]
     with pytest.raises(ValueError, match=r"^tenant-a has no card to size GPU pods from$"):
         _machines(kamaji_profile, node).sized_card()
+
+
+MIG_WHY = ("HAMi v2.10.0 grants a pod on a MIG card a whole MIG instance, the smallest allowed "
+           "profile whose memory fits (pkg/device/nvidia/device.go:601-644, 645-659), not the "
+           "memory and cores it asks, which TC-05..TC-07 measure")
+CORDON_WHY = "HAMi's Fit skips a cordoned card (pkg/device/nvidia/device.go:698-713, 726, 735)"
+NO_POD = "verify created no GPU pod (TC-04 judges the cards' registration)"
+
+
+def _registering(name: str, register: str, cordon: str | None = None) -> dict[str, Any]:
+    """A joined machine whose registration is upstream's text (tests/cluster/upstream.py)."""
+    node = _gpu_machine(name)
+    node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = register
+    if cordon is not None:
+        node["metadata"]["annotations"]["hami.io/device-cordon"] = cordon
+    return node
+
+
+def _skip_reason(profile: KamajiHamiProfile, *nodes: dict[str, Any]) -> str:
+    from gpulab.stacks.kamaji_hami.checks.common import gpu_scenario
+
+    result = gpu_scenario(_machines(profile, *nodes))
+    assert result.status == "skip", result  # type: ignore[union-attr]
+    return result.reason  # type: ignore[union-attr]
+
+
+def test_on_joined_machines_mig_or_cordoned_cards_alone_say_why_no_gpu_pod_was_made(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from tests.cluster import upstream
+
+    mig = [_registering(n, upstream.REGISTER_MIG_GPU0) for n in ("gpu-8", "gpu-9")]
+    both_cards = json.dumps([*json.loads(upstream.REGISTER_A100_GPU0),
+                             *json.loads(upstream.REGISTER_A100_GPU1)])
+    cordoned = _registering("gpu-7", both_cards, cordon="GPU-0, GPU-1, ")
+    lead = "unknown, because every healthy card the nodes of tenant-a register with HAMi is"
+    in_mig = ("in MIG mode (gpu-8 GPU-0 (MIG profiles 1g.5gb); gpu-9 GPU-0 (MIG profiles "
+              "1g.5gb))")
+    in_cordon = "cordoned (hami.io/device-cordon: gpu-7 GPU-0; gpu-7 GPU-1)"
+    assert _skip_reason(kamaji_profile, *mig) == f"{lead} {in_mig}: {MIG_WHY}; {NO_POD}"
+    assert _skip_reason(kamaji_profile, cordoned) == f"{lead} {in_cordon}: {CORDON_WHY}; {NO_POD}"
+    assert _skip_reason(kamaji_profile, cordoned, *mig) == (
+        f"{lead} {in_mig} or {in_cordon}: {MIG_WHY}; {CORDON_WHY}; {NO_POD}")
+
+
+def test_on_joined_machines_the_cards_verify_did_not_use_are_named(
+        kamaji_profile: KamajiHamiProfile) -> None:
+    from gpulab.stacks.kamaji_hami.checks.common import Ctx, other_cards, prepare
+    from tests.cluster import upstream
+    from tests.existing.kamaji_machines import card
+
+    two = _gpu_machine("gpu-7", card(A100, "NVIDIA A100-SXM4-80GB", 81920),
+                       card("GPU-b", "NVIDIA L4", 23034, index=1))
+    cordoned = _registering("gpu-8", upstream.REGISTER_A100_GPU0, cordon=upstream.CORDON_GPU0)
+    mig = _registering("gpu-9", upstream.REGISTER_MIG_GPU0)
+    assert other_cards(_machines(kamaji_profile, two, cordoned, mig)) == (
+        "; not exercised by TC-05..TC-07 (unknown whether HAMi shares them), also registered: "
+        "gpu-7 GPU-b NVIDIA L4; gpu-9 GPU-0 (MIG profiles 1g.5gb); gpu-8 GPU-0 cordoned")
+    assert other_cards(_machines(kamaji_profile, _gpu_machine())) == ""
+    kind = prepare(b.healthy_state(kamaji_profile), kamaji_profile, "tenant-a", "TC-05")
+    assert isinstance(kind, Ctx) and other_cards(kind) == ""
 
 
 # --------------------------------------------------------------------------- verdict fields

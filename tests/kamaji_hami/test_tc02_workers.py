@@ -234,3 +234,63 @@ def test_unobserved_names_what(healthy: LabState, profile: KamajiHamiProfile, fi
     result = judge(tenant_replace(healthy, "tenant-a", **{field: None}), profile, "TC-02")
     assert result.status == "error"
     assert result.reason == f"{what} of tenant-a was not observed in this run or recording"
+
+
+# --------------------------------------------------------------------------- joined machines
+
+
+def _machines(profile: KamajiHamiProfile, *nodes: dict[str, Any]) -> LabState:
+    """tenant-a's workers are the joined machines `nodes`, each with calico-node's logs read
+    through the tunnel as on the kind worker."""
+    from dataclasses import replace
+
+    state = b.healthy_state(profile)
+    probe = (state.tenants["tenant-a"].logs_probes or ())[0]
+    probes = tuple(replace(probe, node=n["metadata"]["name"]) for n in nodes)
+    return b.tenant_replace(state, "tenant-a", workers="machines", nodes=nodes,
+                            logs_probes=probes)
+
+
+def _tunnel(node: str) -> str:
+    return f"logs of kube-system/calico-node-j62f8 on {node} read through the tunnel"
+
+
+def _machine(name: str, kubelet: str) -> dict[str, Any]:
+    from tests.existing.kamaji_machines import _machine_node, card
+
+    return _machine_node(name, b.LAB, "tenant-a", kubelet,
+                         [card("GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21",
+                               "NVIDIA A100-SXM4-80GB", 81920)])
+
+
+def test_a_joined_machine_may_run_any_patch_of_the_tenants_minor(
+        profile: KamajiHamiProfile) -> None:
+    """tenant-a is v1.36.4: `gpulab join` asks kubelet v1.36.x, so v1.36.1 fits, v1.35.9 and
+    v1.3.6 (same first digits) do not."""
+    result = judge(_machines(profile, _machine("gpu-7", "v1.36.1")), profile, "TC-02")
+    assert result.status == "pass", result.reason
+    assert result.evidence == f"gpu-7 Ready (v1.36.1); {CALICO}; {_tunnel('gpu-7')}"
+    for other in ("v1.35.9", "v1.3.6"):
+        result = judge(_machines(profile, _machine("gpu-7", "v1.36.1"), _machine("gpu-8", other)),
+                       profile, "TC-02")
+        assert (result.status, result.reason) == (
+            "fail", f"node gpu-8 runs kubelet {other} but tenant-a is v1.36.4: install kubelet "
+            "and kubeadm v1.36.x on that machine (gpulab join tenant-a lists what it needs)")
+        assert result.evidence == (f"gpu-7 Ready (v1.36.1); {CALICO}; {_tunnel('gpu-7')}; "
+                                   f"{_tunnel('gpu-8')}")
+
+
+def test_a_joined_machine_not_ready_points_at_its_own_kubelet(
+        profile: KamajiHamiProfile) -> None:
+    node = _machine("gpu-7", "v1.36.4")
+    node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown",
+                                     "reason": "NodeStatusUnknown",
+                                     "message": "Kubelet stopped posting node status."}]
+    result = judge(_machines(profile, node), profile, "TC-02")
+    assert (result.status, result.reason) == (
+        "fail", "node gpu-7 is NotReady (NodeStatusUnknown Kubelet stopped posting node "
+        "status.): check its kubelet on the machine: `journalctl -u kubelet`")
+    node["status"]["conditions"][0]["message"] = kube.network_not_ready()
+    result = judge(_machines(profile, node), profile, "TC-02")
+    assert result.reason.endswith("): the pod network is not up on it: check the calico-node "
+                                  "pod on that node in kube-system"), result.reason

@@ -318,6 +318,29 @@ def test_an_unlabelled_pod_on_another_tenants_worker(healthy: LabState,
             f"{b.worker('tenant-b')} of tenant-b") in result.reason
 
 
+def test_a_pod_on_a_machine_joined_to_another_tenant(healthy: LabState,
+                                                    profile: KamajiHamiProfile) -> None:
+    """tenant-b's workers are joined machines: its workers are the nodes its API lists (gpu-9),
+    not the kindest/node names the profile would give it, so a pod of tenant-a's listing on
+    gpu-9 is on another tenant's worker."""
+    from tests.existing.kamaji_machines import _machine_node, card
+
+    machine = _machine_node("gpu-9", b.LAB, "tenant-b", "v1.36.4",
+                            [card("GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "NVIDIA L4", 23034)])
+    state = tenant_replace(healthy, "tenant-b", workers="machines", nodes=(machine,))
+    stray = copy.deepcopy(b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1"))
+    stray["metadata"].update(name="stray", uid="never-seen-elsewhere")
+    del stray["metadata"]["labels"][naming.LABEL_TENANT]
+    stray["spec"]["nodeName"] = "gpu-9"
+    listing = _listing(state, "tenant-a")
+    state = tenant_replace(state, "tenant-a",
+                           listing=replace(listing, pods=(*listing.pods, stray)))
+    result = judge(state, profile, "TC-08")
+    assert result.status == "fail"
+    assert ("tenant-a's API lists pod gpulab-verify/stray running on gpu-9 of tenant-b"
+            in result.reason), result.reason
+
+
 def test_another_tenants_created_pod_is_found_by_uid(healthy: LabState,
                                                      profile: KamajiHamiProfile) -> None:
     """A pod tenant-b's create call returned, unlabelled and unbound, found by its uid only."""

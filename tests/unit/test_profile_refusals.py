@@ -396,3 +396,27 @@ def test_a_huge_file_is_refused_with_its_own_size_not_the_bytes_read(tmp_path: P
         load_profile(str(just_over))
     assert caught.value.problems == [f"{just_over}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile "
                                      f"is at most {safe_yaml.MAX_BYTES} bytes"]
+
+
+def test_a_file_of_exactly_the_limit_is_refused_for_what_is_wrong_with_it(
+        tmp_path: Path) -> None:
+    """At MAX_BYTES a file is not too big: a byte that is not UTF-8 is what it is refused for."""
+    path = tmp_path / "exact.yaml"
+    data = b"#" * (safe_yaml.MAX_BYTES - 1) + b"\xff"
+    path.write_bytes(data)
+    with pytest.raises(ProfileError) as caught:
+        load_profile(str(path))
+    assert caught.value.problems == [
+        f"{path}: is not UTF-8 text (byte {safe_yaml.MAX_BYTES - 1} is 0xff)"]
+
+
+def test_a_huge_file_gone_before_its_size_is_asked_keeps_the_bytes_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file was read (one byte past the limit) and deleted before its size was asked."""
+    path = tmp_path / "gone.yaml"
+    monkeypatch.setattr(load, "read_profile_file",
+                        lambda _: b"#" * (safe_yaml.MAX_BYTES + 1))
+    with pytest.raises(ProfileError) as caught:
+        load_profile(str(path))
+    assert caught.value.problems == [f"{path}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile "
+                                     f"is at most {safe_yaml.MAX_BYTES} bytes"]

@@ -65,7 +65,10 @@ def _node_problems(ctx: Ctx) -> tuple[list[str], list[str]]:
         ready, why = o.node_ready(node)
         kubelet = str(((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""))
         if not ready:
-            if "cni" in why.lower() or "network" in why.lower():
+            # The kubelet words a pod-network NotReady as "container runtime network not
+            # ready: ..." (kubernetes pkg/kubelet/kubelet.go updateRuntimeUp, whatever the
+            # runtime's CNI error: tests/kube_wire.py network_not_ready).
+            if "network" in why.lower():
                 hint = ("the pod network is not up on it: check the calico-node pod on that node "
                         "in kube-system")
             else:
