@@ -185,3 +185,17 @@ def test_team_lookup(kai_profile: VclusterKaiProfile) -> None:
     assert kai_profile.team("team-vision").api_node_port == 31444
     with pytest.raises(KeyError, match="no team 'x'"):
         kai_profile.team("x")
+
+
+def test_more_than_a_hundred_teams_are_refused_in_one_line(
+        kai_profile: VclusterKaiProfile) -> None:
+    """KAI-05 gives every team floor(100 / teams) hundredths of one GPU: a 101st team would get
+    a share of 0, so such a profile is refused where `teams:` is."""
+    import yaml
+
+    data = kai_profile.model_dump(mode="json")
+    data["teams"] = [data["teams"][0]] * 101
+    text = yaml.safe_dump(data)
+    assert _problems(text) == [
+        f"{SRC}:{_line_of(text, 'teams:')}: teams: List should have at most 100 items "
+        "after validation, not 101"]

@@ -24,7 +24,7 @@ from tests.rendered import render as helm_template
 from tests.schemas import pinned_data, validate_object
 
 # Verbatim from the vCluster + KAI write-up, step 5 (create-queues.yaml).
-WRITE_UP_QUEUES = yaml.safe_load_all("""
+WRITE_UP_QUEUES = list(yaml.safe_load_all("""
 apiVersion: scheduling.run.ai/v2
 kind: Queue
 metadata:
@@ -62,7 +62,7 @@ spec:
   priority: 100
   resources:
     gpu: { quota: 0.33, limit: 1, overQuotaWeight: 1 }
-""")
+"""))
 # Verbatim from the write-up, step 6 (vcluster.yaml).
 WRITE_UP_VCLUSTER = yaml.safe_load("""
 experimental:
@@ -100,7 +100,7 @@ def contains(big: Any, small: Any) -> bool:
 def test_queues_are_the_write_up_plus_explicit_cpu_and_memory_limits(
         kai_profile: VclusterKaiProfile) -> None:
     rendered = kr.queue_objects(kai_profile)
-    want = list(WRITE_UP_QUEUES)
+    want = WRITE_UP_QUEUES
     assert [q["metadata"]["name"] for q in rendered] == [q["metadata"]["name"] for q in want]
     for ours, theirs in zip(rendered, want, strict=True):
         assert contains(ours, theirs), (ours, theirs)

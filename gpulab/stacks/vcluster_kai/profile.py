@@ -260,7 +260,9 @@ class VclusterKaiProfile(LabProfile):
     gpu_pool: GpuPoolSpec
     components: KaiComponentsSpec
     org_queue: OrgQueueSpec
-    teams: list[TeamSpec] = Field(min_length=1)
+    # verify's KAI-05 shares one GPU among every team in hundredths (render.ProbeSizes:
+    # floor(100 / teams) / 100 each): beyond 100 teams a share would be 0
+    teams: list[TeamSpec] = Field(min_length=1, max_length=100)
 
     def member_names(self) -> list[str]:
         """The teams, each with a kubeconfig of its own (`gpulab kubeconfig <team>`)."""

@@ -305,12 +305,11 @@ def _existing_values(values: dict[str, Any], team: TeamSpec, expose: ExistingExp
         service["spec"] = {"type": "LoadBalancer"}
         plane["proxy"] = {"extraSANs": ["localhost"]}
         out.pop("exportKubeConfig", None)
-    else:
+    else:  # NodePort: the kind values' Service (type and fixed node ports), labelled
         service.update(plane["service"])
         plane["proxy"] = {"extraSANs": [a for a in (expose.address, "localhost") if a]}
         out["exportKubeConfig"] = {"server": expose.server(team)}
-    plane["service"] = {**plane["service"], **service} if expose.how != "LoadBalancer" \
-        else service
+    plane["service"] = service
     out["controlPlane"] = plane
     return out
 
