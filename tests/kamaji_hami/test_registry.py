@@ -619,7 +619,8 @@ def test_hamis_filter_failure_is_quoted_even_when_a_later_event_follows(
                           {"model": "NVIDIA-L4", "count": 2, "memory_mib": 24576, "split": 10})
     run = b.refused(profile.tenant("tenant-a"), "gpu-share-4", hw.CARD_INSUFFICIENT_CORE)
     last_filter = o.event_message(o.events_with(run.events, "FilteringFailed")[-1])
-    later = b.event("gpu-share-4", "Pulled", "image pulled", kind="Normal")
+    later = b.event("gpu-share-4", "Pulled",
+                    kw.image_pulled("busybox:1.36", "1.2s", "1.502s", 2231050), kind="Normal")
     said = _explain(profile, replace(run, events=(*run.events, later)), "gpu-share-4")
     assert said.startswith(f"HAMi found no card for gpu-share-4 (CardInsufficientCore, "
                            f"CardUuidMismatch: {last_filter}); ")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.errors import AdapterError
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.verify import observe as verify_observe
+from tests import kube_wire as kube
 from tests.kamaji_hami.fakes import FakeApi, FakeClock
 from tests.vcluster_kai import builders as b
 from tests.vcluster_kai import kai_wire as kw
@@ -240,8 +241,8 @@ class VClusterApi(FakeApi):
                 self.refused.append(meta["name"])
                 raise AdapterError(
                     f"apply Pod {namespace}/{meta['name']} at https://127.0.0.1:31443: 403 "
-                    f"Forbidden: pods \"{meta['name']}\" is forbidden: error looking up service "
-                    f"account {namespace}/{account}: serviceaccount \"{account}\" not found")
+                    f"Forbidden: "
+                    + kube.service_account_missing_message(meta["name"], namespace, account))
             return super().apply(obj, dry_run=dry_run)
 
     def get(self, api_version: str, kind: str, name: str,
