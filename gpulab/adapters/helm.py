@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pydantic
+import semver
 import yaml
 from pyhelm3 import Client, Command
 from pyhelm3 import errors as helm_errors
@@ -59,7 +60,7 @@ _CHART_NAME = re.compile(r"^[a-z0-9-]+$")
 _INSTALL_HINT = "install helm (v3.9+ or v4) on PATH, or run `gpulab doctor --install-tools`"
 POST_RENDERER = "gpulab-labels"  # the post-renderer's folder, and its plugin name for helm 4
 _RENDERS = ("upgrade", "install", "template")  # the helm commands that render a chart
-_ENV_TIMEOUT = 20  # seconds for `helm env HELM_PLUGINS`
+_ENV_TIMEOUT = 20  # seconds for `helm version` and `helm env HELM_PLUGINS`
 
 
 def post_renderer(folder: Path, python: str = sys.executable) -> Path:
@@ -133,6 +134,15 @@ class _LabellingCommand(Command):  # type: ignore[misc]  # pyhelm3 is untyped
         super().__init__(**kwargs)
         self.post_render = list(post_render)
         self.errors = errors
+
+    def client_version(self) -> semver.VersionInfo:
+        """`helm version --template {{ .Version }}` as pyhelm3 0.5.8 asks it (command.py:
+        1052-1070, from Client.__init__), with a deadline: pyhelm3 runs it with none, so a helm
+        that never answers would hang gpulab (subprocess.TimeoutExpired, one line in
+        PyHelm3Gateway._client_of)."""
+        done = subprocess.run([self._executable, "version", "--template", "{{ .Version }}"],
+                              capture_output=True, check=True, timeout=_ENV_TIMEOUT)
+        return semver.VersionInfo.parse(done.stdout.decode().strip().removeprefix("v"))
 
     async def run(self, command: list[Any], input: bytes | None = None) -> bytes:
         if not self.post_render or self.errors is None or not command \
@@ -259,6 +269,10 @@ class PyHelm3Gateway:
         try:
             # Runs `helm version` synchronously and parses it as semver.
             return Client(command, executable=executable)
+        except subprocess.TimeoutExpired:
+            raise HostError(
+                f"helm at {self.executable} did not answer `helm version` within "
+                f"{_ENV_TIMEOUT}s", hint=_INSTALL_HINT) from None
         except (subprocess.CalledProcessError, OSError, ValueError, AssertionError) as err:
             detail = err.stderr.decode(errors="replace") if isinstance(
                 err, subprocess.CalledProcessError) and err.stderr else str(err)

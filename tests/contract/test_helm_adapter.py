@@ -366,3 +366,32 @@ def test_releases_lists_every_namespace(gateway: PyHelm3Gateway, fake_helm: Fake
         "gpulab-probe", "0.3.1", "deployed")
     listed = fake_helm.argv("list")[0]
     assert "--all-namespaces" in listed and "--failed" in listed and "--pending" in listed
+
+
+def test_a_helm_that_never_answers_is_a_host_error_within_its_deadline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyhelm3 asks `helm version` with no deadline; gpulab asks it with one."""
+    import time
+
+    from gpulab.adapters import helm as helm_adapter
+
+    exe = tmp_path / "helm"
+    exe.write_text("#!/bin/sh\nsleep 30\n")
+    exe.chmod(0o755)
+    monkeypatch.setattr(helm_adapter, "_ENV_TIMEOUT", 1)
+    started = time.monotonic()
+    with pytest.raises(HostError) as info:
+        PyHelm3Gateway(None, executable=str(exe))
+    assert time.monotonic() - started < 10
+    assert info.value.hint is not None and "gpulab doctor --install-tools" in info.value.hint
+    assert str(info.value) == (f"helm at {exe} did not answer `helm version` within 1s "
+                               f"({info.value.hint})")
+
+
+def test_the_helm_version_is_read_as_pyhelm3_reads_it(tmp_path: Path) -> None:
+    exe = tmp_path / "helm"
+    exe.write_text("#!/bin/sh\n[ \"$1 $2 $3\" = 'version --template {{ .Version }}' ] || exit 3\n"
+                   "printf 'v4.1.4'\n")
+    exe.chmod(0o755)
+    gateway = PyHelm3Gateway(None, executable=str(exe))
+    assert gateway.version == "4.1.4"
