@@ -69,8 +69,11 @@ def register_annotation(cards: list[dict[str, Any]]) -> str:
     return json.dumps(out, separators=(",", ":"))
 
 
-def _machine_node(name: str, lab: str, tenant: str, kubelet: str,
-                  cards: list[dict[str, Any]]) -> dict[str, Any]:
+def machine_node(name: str, lab: str, tenant: str, kubelet: str,
+                 cards: list[dict[str, Any]]) -> dict[str, Any]:
+    """A joined machine's Node with `cards` registered as HAMi's real device plugin does, its
+    kubelet at `kubelet`, Ready, labelled gpu=on and for the lab and tenant, with the
+    scheduler's handshake (also the shape the unit tests of the checks on joined machines use)."""
     slices = str(sum(c["count"] for c in cards))
     resources = {"cpu": "32", "memory": "257000Mi", "pods": "110", "nvidia.com/gpu": slices}
     return {
@@ -109,7 +112,7 @@ def join_machine(cluster: KamajiCluster, spec: TenantSpec, lab: str, *, node: st
     tenant = cluster.vclusters[spec.name]
 
     def put() -> None:
-        tenant.put(NODES, _machine_node(node, lab, spec.name, kubelet, cards))
+        tenant.put(NODES, machine_node(node, lab, spec.name, kubelet, cards))
         t = spec.name
         daemonsets = (b._calico_node(), b._kube_proxy(spec), b._konnectivity_agent(),
                       _hami_device_plugin())

@@ -292,12 +292,12 @@ def test_containers_workers_are_judged_as_on_kind(tmp_path: Path,
 
 def _machines_state(*nodes: dict[str, Any]) -> Any:
     """The write-up's healthy observation, tenant-a's workers a joined machine's node(s)."""
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
     from tests.kamaji_hami import builders as b
 
     profile = b._builtin_profile()
     state = b.healthy_state(profile)
-    shown = nodes or (_machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
+    shown = nodes or (machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
                                     [card(A100, "NVIDIA A100-SXM4-80GB", 81920)]),)
     return profile, b.tenant_replace(state, "tenant-a", workers="machines", nodes=tuple(shown))
 
@@ -309,9 +309,9 @@ def _judge(profile: Any, state: Any, check: str) -> Any:
 
 
 def test_a_machine_at_another_minor_fails_tc02_with_what_to_install() -> None:
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
 
-    node = _machine_node("gpu-7", LAB, "tenant-a", "v1.35.9",
+    node = machine_node("gpu-7", LAB, "tenant-a", "v1.35.9",
                          [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
     profile, state = _machines_state(node)
     result = _judge(profile, state, "TC-02")
@@ -322,9 +322,9 @@ def test_a_machine_at_another_minor_fails_tc02_with_what_to_install() -> None:
 
 def test_a_gpu_machine_that_registers_no_card_fails_tc04_and_the_gpu_checks_say_unknown(
 ) -> None:
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
 
-    node = _machine_node("gpu-7", LAB, "tenant-a", "v1.36.4", [])
+    node = machine_node("gpu-7", LAB, "tenant-a", "v1.36.4", [])
     del node["metadata"]["annotations"]["hami.io/node-nvidia-register"]
     profile, state = _machines_state(node)
     tc04 = _judge(profile, state, "TC-04")
@@ -340,9 +340,9 @@ def test_a_gpu_machine_that_registers_no_card_fails_tc04_and_the_gpu_checks_say_
 
 
 def test_a_cpu_machine_alone_is_no_gpu_worker() -> None:
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
 
-    node = _machine_node("cpu-1", LAB, "tenant-a", "v1.36.4", [])
+    node = machine_node("cpu-1", LAB, "tenant-a", "v1.36.4", [])
     del node["metadata"]["labels"]["gpu"]
     del node["metadata"]["annotations"]["hami.io/node-nvidia-register"]
     profile, state = _machines_state(node)
@@ -353,9 +353,9 @@ def test_a_cpu_machine_alone_is_no_gpu_worker() -> None:
 
 
 def test_a_machine_advertising_other_slices_than_it_registers_fails_tc04() -> None:
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
 
-    node = _machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
+    node = machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
                          [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
     node["status"]["allocatable"]["nvidia.com/gpu"] = "0"  # the plugin is gone (kubelet keeps 0)
     profile, state = _machines_state(node)
@@ -367,12 +367,12 @@ def test_a_machine_advertising_other_slices_than_it_registers_fails_tc04() -> No
 
 def test_the_gpu_pods_are_sized_from_the_first_healthy_card_found() -> None:
     from gpulab.stacks.kamaji_hami import render
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
 
     sick = card("GPU-0000", "NVIDIA H100 80GB HBM3", 81559)
     sick["health"] = False
-    nodes = [_machine_node("b-node", LAB, "tenant-a", "v1.36.4", [card(L4, "NVIDIA L4", 23034)]),
-             _machine_node("a-node", LAB, "tenant-a", "v1.36.4", [sick])]
+    nodes = [machine_node("b-node", LAB, "tenant-a", "v1.36.4", [card(L4, "NVIDIA L4", 23034)]),
+             machine_node("a-node", LAB, "tenant-a", "v1.36.4", [sick])]
     found = render.machine_card(nodes)
     assert found == render.VerifyCard(L4, "NVIDIA L4", 23034, 100, 10, "b-node")
     profile: Any = load_profile("kamaji-hami").profile
@@ -393,11 +393,11 @@ def _mig_node(name: str) -> dict[str, Any]:
     instance count, which the kubelet advertises."""
     import json as _json
 
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
     from tests.upstream import hami_mig_register_annotation
 
     raw = hami_mig_register_annotation()
-    node = _machine_node(name, LAB, "tenant-a", "v1.36.4", _json.loads(raw))
+    node = machine_node(name, LAB, "tenant-a", "v1.36.4", _json.loads(raw))
     node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = raw
     return node
 
@@ -424,9 +424,9 @@ def test_a_tenant_whose_cards_are_all_in_mig_mode_is_unknown_saying_why() -> Non
 
 
 def test_cordoned_and_unhealthy_cards_are_told_apart() -> None:
-    from tests.existing.kamaji_machines import _machine_node
+    from tests.existing.kamaji_machines import machine_node
 
-    cordoned = _machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
+    cordoned = machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
                              [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
     cordoned["metadata"]["annotations"]["hami.io/device-cordon"] = f" {A100}, "
     profile, state = _machines_state(cordoned, _mig_node("mig-box"))
@@ -440,7 +440,7 @@ def test_cordoned_and_unhealthy_cards_are_told_apart() -> None:
 
     sick = card(A100, "NVIDIA A100-SXM4-80GB", 81920)
     sick["health"] = False
-    profile, state = _machines_state(_machine_node("gpu-7", LAB, "tenant-a", "v1.36.4", [sick]))
+    profile, state = _machines_state(machine_node("gpu-7", LAB, "tenant-a", "v1.36.4", [sick]))
     assert _judge(profile, state, "TC-05").reason.startswith(
         "unknown, because no node of tenant-a registers a healthy card with HAMi (see TC-04)")
 

@@ -436,9 +436,9 @@ def _machines(profile: KamajiHamiProfile, *nodes: dict[str, Any] | None, **chang
 
 
 def _gpu_machine(name: str = "gpu-7", *cards: dict[str, Any]) -> dict[str, Any]:
-    from tests.existing.kamaji_machines import _machine_node, card
+    from tests.existing.kamaji_machines import card, machine_node
 
-    return _machine_node(name, b.LAB, "tenant-a", "v1.36.4",
+    return machine_node(name, b.LAB, "tenant-a", "v1.36.4",
                          list(cards) or [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
 
 

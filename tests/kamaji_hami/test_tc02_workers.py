@@ -256,9 +256,9 @@ def _tunnel(node: str) -> str:
 
 
 def _machine(name: str, kubelet: str) -> dict[str, Any]:
-    from tests.existing.kamaji_machines import _machine_node, card
+    from tests.existing.kamaji_machines import card, machine_node
 
-    return _machine_node(name, b.LAB, "tenant-a", kubelet,
+    return machine_node(name, b.LAB, "tenant-a", kubelet,
                          [card("GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21",
                                "NVIDIA A100-SXM4-80GB", 81920)])
 

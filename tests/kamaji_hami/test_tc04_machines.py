@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from tests.cluster import upstream
-from tests.existing.kamaji_machines import _machine_node, card
+from tests.existing.kamaji_machines import card, machine_node
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge
 
@@ -34,7 +34,7 @@ LOOK = ("hami-scheduler pods in kube-system: [hami-scheduler-7d9f6c8b9-4qj2w Run
 
 
 def _gpu(name: str = "gpu-7", cards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return _machine_node(name, b.LAB, "tenant-a", "v1.36.4",
+    return machine_node(name, b.LAB, "tenant-a", "v1.36.4",
                          cards or [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
 
 

@@ -323,9 +323,9 @@ def test_a_pod_on_a_machine_joined_to_another_tenant(healthy: LabState,
     """tenant-b's workers are joined machines: its workers are the nodes its API lists (gpu-9),
     not the kindest/node names the profile would give it, so a pod of tenant-a's listing on
     gpu-9 is on another tenant's worker."""
-    from tests.existing.kamaji_machines import _machine_node, card
+    from tests.existing.kamaji_machines import card, machine_node
 
-    machine = _machine_node("gpu-9", b.LAB, "tenant-b", "v1.36.4",
+    machine = machine_node("gpu-9", b.LAB, "tenant-b", "v1.36.4",
                             [card("GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "NVIDIA L4", 23034)])
     state = tenant_replace(healthy, "tenant-b", workers="machines", nodes=(machine,))
     stray = copy.deepcopy(b.verify_pod(profile.tenant("tenant-a"), "gpu-share-1"))
