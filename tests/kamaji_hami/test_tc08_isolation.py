@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,14 @@ def _listing(state: LabState, tenant: str) -> Listing:
     return listing
 
 
+def _also_listed(state: LabState, tenant: str, *, nodes: tuple[dict[str, Any], ...] = (),
+                 pods: tuple[dict[str, Any], ...] = ()) -> LabState:
+    """`state` with `nodes` and `pods` added to what `tenant`'s API listed."""
+    listing = _listing(state, tenant)
+    return tenant_replace(state, tenant, listing=replace(
+        listing, nodes=(*listing.nodes, *nodes), pods=(*listing.pods, *pods)))
+
+
 def test_passes_on_the_write_up_lab(healthy: LabState, profile: KamajiHamiProfile) -> None:
     for tenant, other in (("tenant-a", "tenant-b"), ("tenant-b", "tenant-a")):
         result = judge(healthy, profile, "TC-08", tenant)
@@ -35,10 +43,8 @@ def test_passes_on_the_write_up_lab(healthy: LabState, profile: KamajiHamiProfil
 
 
 def test_sees_the_other_tenants_node(healthy: LabState, profile: KamajiHamiProfile) -> None:
-    listing = _listing(healthy, "tenant-a")
     foreign = b.node(profile.tenant("tenant-b"))
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, foreign)))
+    state = _also_listed(healthy, "tenant-a", nodes=(foreign,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert f"tenant-a's API lists node {b.worker('tenant-b')} of tenant-b" in result.reason
@@ -51,9 +57,7 @@ def test_sees_the_other_tenants_verify_pod(healthy: LabState,
                                            profile: KamajiHamiProfile) -> None:
     run = healthy.tenants["tenant-b"].pod_run("gpu-share-1")
     assert run is not None and run.pod is not None
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, pods=(*listing.pods, run.pod)))
+    state = _also_listed(healthy, "tenant-a", pods=(run.pod,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert "lists pod gpulab-verify/gpu-share-1 of tenant-b (same uid)" in result.reason
@@ -62,9 +66,7 @@ def test_sees_the_other_tenants_verify_pod(healthy: LabState,
 def test_pod_labelled_for_another_tenant(healthy: LabState, profile: KamajiHamiProfile) -> None:
     stray = copy.deepcopy(b.verify_pod(profile.tenant("tenant-b"), "gpu-share-2"))
     stray["metadata"]["uid"] = "never-seen-elsewhere"
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, pods=(*listing.pods, stray)))
+    state = _also_listed(healthy, "tenant-a", pods=(stray,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert f"labelled {naming.LABEL_TENANT}=tenant-b" in result.reason
@@ -84,9 +86,7 @@ def test_same_api_server_for_both_tenants(healthy: LabState, profile: KamajiHami
 def test_unexpected_node(healthy: LabState, profile: KamajiHamiProfile) -> None:
     stray = b.node(profile.tenant("tenant-a"))
     stray["metadata"].update(name="someone-elses-laptop", uid="x-1")
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, stray)))
+    state = _also_listed(healthy, "tenant-a", nodes=(stray,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert "lists node someone-elses-laptop, which is not one of its workers" in result.reason
@@ -207,10 +207,8 @@ def test_an_unobserved_tenant_does_not_stop_the_comparison_with_the_next(
 def test_gpus_of_several_foreign_nodes_are_summed_and_named(profile: KamajiHamiProfile) -> None:
     three = _three_tenants(profile)
     state = b.healthy_state(three)
-    listing = _listing(state, "tenant-a")
     foreign = (b.node(three.tenant("tenant-b")), b.node(three.tenant("tenant-c")))
-    state = tenant_replace(state, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, *foreign)))
+    state = _also_listed(state, "tenant-a", nodes=foreign)
     result = judge(state, three, "TC-08")
     assert result.status == "fail"
     assert (f"shows 98304 nvidia.com/gpumem on nodes that are not its own "
@@ -222,10 +220,8 @@ def test_gpus_of_several_foreign_nodes_are_summed_and_named(profile: KamajiHamiP
 def test_the_second_worker_of_another_tenant_is_named(profile: KamajiHamiProfile) -> None:
     three = _three_tenants(profile, b_workers=2)
     state = b.healthy_state(three)
-    listing = _listing(state, "tenant-a")
     second = b.node(three.tenant("tenant-b"), 1)
-    state = tenant_replace(state, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, second)))
+    state = _also_listed(state, "tenant-a", nodes=(second,))
     result = judge(state, three, "TC-08")
     assert f"tenant-a's API lists node {b.worker('tenant-b', 1)} of tenant-b" in result.reason
 
@@ -234,9 +230,7 @@ def test_a_renamed_node_of_another_tenant_is_found_by_uid(healthy: LabState,
                                                           profile: KamajiHamiProfile) -> None:
     renamed = copy.deepcopy(_listing(healthy, "tenant-b").nodes[0])
     renamed["metadata"]["name"] = "renamed"
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, renamed)))
+    state = _also_listed(healthy, "tenant-a", nodes=(renamed,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert ("tenant-a's API lists node renamed, which tenant-b's API lists too (same uid)"
@@ -253,9 +247,7 @@ def test_a_node_without_uid_is_not_matched_to_another_without_uid(
     stray = copy.deepcopy(nameless)
     stray["metadata"]["name"] = "stray"
     stray["status"]["allocatable"] = {}
-    listing = _listing(state, "tenant-a")
-    state = tenant_replace(state, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, stray)))
+    state = _also_listed(state, "tenant-a", nodes=(stray,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert (f"tenant-a's API lists node stray, which is not one of its workers "
@@ -267,9 +259,7 @@ def test_a_foreign_node_without_gpus_is_not_a_gpu_problem(healthy: LabState,
     stray = b.node(profile.tenant("tenant-a"))
     stray["metadata"].update(name="laptop", uid="x-1")
     stray["status"]["allocatable"] = {}
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, stray)))
+    state = _also_listed(healthy, "tenant-a", nodes=(stray,))
     result = judge(state, profile, "TC-08")
     assert "GPU" not in result.reason
     assert "GPU gpumem 81920, gpucores 100" in result.evidence
@@ -283,9 +273,7 @@ def test_two_workers_of_its_own_are_named(profile: KamajiHamiProfile) -> None:
     state = b.healthy_state(two)
     stray = b.node(spec_a)
     stray["metadata"].update(name="laptop", uid="x-1")
-    listing = _listing(state, "tenant-a")
-    state = tenant_replace(state, "tenant-a",
-                           listing=replace(listing, nodes=(*listing.nodes, stray)))
+    state = _also_listed(state, "tenant-a", nodes=(stray,))
     result = judge(state, two, "TC-08")
     assert (f"lists node laptop, which is not one of its workers ({b.worker('tenant-a')}, "
             f"{b.worker('tenant-a', 1)})") in result.reason
@@ -296,9 +284,7 @@ def test_a_pod_without_namespace_is_named_by_name(healthy: LabState,
     stray = copy.deepcopy(b.verify_pod(profile.tenant("tenant-b"), "gpu-share-2"))
     stray["metadata"]["uid"] = "never-seen-elsewhere"
     del stray["metadata"]["namespace"]
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, pods=(*listing.pods, stray)))
+    state = _also_listed(healthy, "tenant-a", pods=(stray,))
     result = judge(state, profile, "TC-08")
     assert f"lists pod /gpu-share-2 labelled {naming.LABEL_TENANT}=tenant-b" in result.reason
 
@@ -309,9 +295,7 @@ def test_an_unlabelled_pod_on_another_tenants_worker(healthy: LabState,
     stray["metadata"]["uid"] = "never-seen-elsewhere"
     del stray["metadata"]["labels"][naming.LABEL_TENANT]
     stray["spec"]["nodeName"] = b.worker("tenant-b")
-    listing = _listing(healthy, "tenant-a")
-    state = tenant_replace(healthy, "tenant-a",
-                           listing=replace(listing, pods=(*listing.pods, stray)))
+    state = _also_listed(healthy, "tenant-a", pods=(stray,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert (f"tenant-a's API lists pod gpulab-verify/gpu-share-2 running on "
@@ -332,9 +316,7 @@ def test_a_pod_on_a_machine_joined_to_another_tenant(healthy: LabState,
     stray["metadata"].update(name="stray", uid="never-seen-elsewhere")
     del stray["metadata"]["labels"][naming.LABEL_TENANT]
     stray["spec"]["nodeName"] = "gpu-9"
-    listing = _listing(state, "tenant-a")
-    state = tenant_replace(state, "tenant-a",
-                           listing=replace(listing, pods=(*listing.pods, stray)))
+    state = _also_listed(state, "tenant-a", pods=(stray,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert ("tenant-a's API lists pod gpulab-verify/stray running on gpu-9 of tenant-b"
@@ -350,9 +332,7 @@ def test_another_tenants_created_pod_is_found_by_uid(healthy: LabState,
     del stray["metadata"]["labels"][naming.LABEL_TENANT]
     state = tenant_replace(healthy, "tenant-b",
                            listing=replace(_listing(healthy, "tenant-b"), pods=()))
-    listing = _listing(state, "tenant-a")
-    state = tenant_replace(state, "tenant-a",
-                           listing=replace(listing, pods=(*listing.pods, stray)))
+    state = _also_listed(state, "tenant-a", pods=(stray,))
     result = judge(state, profile, "TC-08")
     assert result.status == "fail"
     assert "lists pod gpulab-verify/gpu-share-1 of tenant-b (same uid)" in result.reason

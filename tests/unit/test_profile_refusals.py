@@ -31,6 +31,13 @@ def _line_of(needle: str, text: str = TEXT) -> int:
     return text.count("\n", 0, text.index(needle)) + 1
 
 
+def _file_problems(path: Path) -> list[str]:
+    """The problem lines of the ProfileError that loading the profile file `path` raises."""
+    with pytest.raises(ProfileError) as caught:
+        load_profile(str(path))
+    return caught.value.problems
+
+
 def _refusal(text: str, source: str = SRC, **models: type[LabProfile]) -> list[str]:
     """The problem lines under the refusal; the refusal line itself names the source and counts
     them."""
@@ -235,9 +242,7 @@ def test_a_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
 def test_problems_in_a_file_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text(TEXT.replace("pool_size: 51", "pool_size: 0", 1))
-    with pytest.raises(ProfileError) as caught:
-        load_profile(str(path))
-    assert caught.value.problems == [
+    assert _file_problems(path) == [
         f"{path}:{_line_of('pool_size')}: components.metallb.pool_size: must be >= 1"]
 
 
@@ -386,16 +391,13 @@ def test_a_huge_file_is_refused_with_its_own_size_not_the_bytes_read(tmp_path: P
     """Only MAX_BYTES + 1 bytes are read; the refusal still tells the file's real size."""
     path = tmp_path / "huge.yaml"
     path.write_bytes(b"#" * (safe_yaml.MAX_BYTES * 2))
-    with pytest.raises(ProfileError) as caught:
-        load_profile(str(path))
-    assert caught.value.problems == [f"{path}: is {safe_yaml.MAX_BYTES * 2} bytes; a profile is "
-                                     f"at most {safe_yaml.MAX_BYTES} bytes"]
+    assert _file_problems(path) == [f"{path}: is {safe_yaml.MAX_BYTES * 2} bytes; a profile is "
+                                    f"at most {safe_yaml.MAX_BYTES} bytes"]
     just_over = tmp_path / "over.yaml"
     just_over.write_bytes(b"#" * (safe_yaml.MAX_BYTES + 1))
-    with pytest.raises(ProfileError) as caught:
-        load_profile(str(just_over))
-    assert caught.value.problems == [f"{just_over}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile "
-                                     f"is at most {safe_yaml.MAX_BYTES} bytes"]
+    assert _file_problems(just_over) == [
+        f"{just_over}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile is at most "
+        f"{safe_yaml.MAX_BYTES} bytes"]
 
 
 def test_a_file_of_exactly_the_limit_is_refused_for_what_is_wrong_with_it(
@@ -404,9 +406,7 @@ def test_a_file_of_exactly_the_limit_is_refused_for_what_is_wrong_with_it(
     path = tmp_path / "exact.yaml"
     data = b"#" * (safe_yaml.MAX_BYTES - 1) + b"\xff"
     path.write_bytes(data)
-    with pytest.raises(ProfileError) as caught:
-        load_profile(str(path))
-    assert caught.value.problems == [
+    assert _file_problems(path) == [
         f"{path}: is not UTF-8 text (byte {safe_yaml.MAX_BYTES - 1} is 0xff)"]
 
 
@@ -416,7 +416,5 @@ def test_a_huge_file_gone_before_its_size_is_asked_keeps_the_bytes_read(
     path = tmp_path / "gone.yaml"
     monkeypatch.setattr(load, "read_profile_file",
                         lambda _: b"#" * (safe_yaml.MAX_BYTES + 1))
-    with pytest.raises(ProfileError) as caught:
-        load_profile(str(path))
-    assert caught.value.problems == [f"{path}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile "
-                                     f"is at most {safe_yaml.MAX_BYTES} bytes"]
+    assert _file_problems(path) == [f"{path}: is {safe_yaml.MAX_BYTES + 1} bytes; a profile "
+                                    f"is at most {safe_yaml.MAX_BYTES} bytes"]
