@@ -91,6 +91,36 @@ def machine_node(name: str, lab: str, tenant: str, kubelet: str,
     }
 
 
+# The A100 80GB of the kamaji-hami tests' joined machines (a made-up uuid in NVML's form).
+A100 = "GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21"
+
+
+def a100(uuid: str = A100, index: int = 0) -> dict[str, Any]:
+    """An A100 80GB as the real plugin registers it (`card`)."""
+    return card(uuid, "NVIDIA A100-SXM4-80GB", 81920, index)
+
+
+def joined(name: str = "gpu-7", *, tenant: str = "tenant-a", kubelet: str = "v1.36.4",
+           cards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`machine_node` for the unit tests' lab (builders.LAB): a machine joined to `tenant`,
+    registering `cards` (default: one A100)."""
+    return machine_node(name, b.LAB, tenant, kubelet, cards if cards is not None else [a100()])
+
+
+def registering(name: str, register: str, *, slices: str | None = None,
+                cordon: str | None = None) -> dict[str, Any]:
+    """`joined` with `register` (upstream's text) as its HAMi registration, advertising
+    `slices` of nvidia.com/gpu (default: as `joined` does) and with `cordon` as HAMi's
+    hami.io/device-cordon."""
+    node = joined(name)
+    node["metadata"]["annotations"][wire.REGISTER] = register
+    if slices is not None:
+        node["status"]["allocatable"]["nvidia.com/gpu"] = slices
+    if cordon is not None:
+        node["metadata"]["annotations"]["hami.io/device-cordon"] = cordon
+    return node
+
+
 def _hami_device_plugin() -> dict[str, Any]:
     """HAMi's NVIDIA device plugin DaemonSet as the pinned chart renders it by default."""
     import yaml
@@ -107,8 +137,7 @@ def join_machine(cluster: KamajiCluster, spec: TenantSpec, lab: str, *, node: st
     """What `gpulab join`'s commands leave in the tenant once the machine ran them
     (`pod_index`: which pod of each kube-system DaemonSet runs there, for a second machine)."""
     kubelet = kubelet or spec.kubernetes_version
-    cards = cards if cards is not None else [
-        card("GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21", "NVIDIA A100-SXM4-80GB", 81920)]
+    cards = cards if cards is not None else [a100()]
     tenant = cluster.vclusters[spec.name]
 
     def put() -> None:

@@ -27,7 +27,7 @@ from gpulab import core, lab_record
 from gpulab.adapters.kube import RetryPolicy
 from gpulab.cli import app
 from gpulab.stacks import load_profile
-from tests.existing.kamaji_machines import card, hami_on, join_machine
+from tests.existing.kamaji_machines import A100, a100, card, hami_on, join_machine
 from tests.existing.kmock_kamaji import KamajiCluster, chart_objects
 from tests.existing.test_kamaji_existing import LAB, TENANTS, _down, _profile, _up
 from tests.kamaji_hami.kmock_lab import RejectingClient
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-A100 = "GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21"
 L4 = "GPU-0a7d2e55-1b9c-4f3a-8e6d-2c4b9f0e7a13"
 
 
@@ -199,7 +198,7 @@ def test_up_status_verify_down_on_joined_machines(
         # the machines: an A100 80GB joins tenant-a; two L4s join tenant-b, its kubelet a patch
         # behind the control plane (same minor, as gpulab join asks)
         join_machine(cluster, spec_a, LAB, node="gpu-7",
-                     cards=[card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+                     cards=[a100()])
         join_machine(cluster, spec_b, LAB, node="l4-box", kubelet="v1.36.2",
                      cards=[card(L4, "NVIDIA L4", 23034), card(L4[:-2] + "99", "NVIDIA L4",
                                                                23034, index=1)])
@@ -298,7 +297,7 @@ def _machines_state(*nodes: dict[str, Any]) -> Any:
     profile = b._builtin_profile()
     state = b.healthy_state(profile)
     shown = nodes or (machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
-                                    [card(A100, "NVIDIA A100-SXM4-80GB", 81920)]),)
+                                    [a100()]),)
     return profile, b.tenant_replace(state, "tenant-a", workers="machines", nodes=tuple(shown))
 
 
@@ -312,7 +311,7 @@ def test_a_machine_at_another_minor_fails_tc02_with_what_to_install() -> None:
     from tests.existing.kamaji_machines import machine_node
 
     node = machine_node("gpu-7", LAB, "tenant-a", "v1.35.9",
-                         [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+                         [a100()])
     profile, state = _machines_state(node)
     result = _judge(profile, state, "TC-02")
     assert result.status == "fail"
@@ -356,7 +355,7 @@ def test_a_machine_advertising_other_slices_than_it_registers_fails_tc04() -> No
     from tests.existing.kamaji_machines import machine_node
 
     node = machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
-                         [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+                         [a100()])
     node["status"]["allocatable"]["nvidia.com/gpu"] = "0"  # the plugin is gone (kubelet keeps 0)
     profile, state = _machines_state(node)
     tc04 = _judge(profile, state, "TC-04")
@@ -427,7 +426,7 @@ def test_cordoned_and_unhealthy_cards_are_told_apart() -> None:
     from tests.existing.kamaji_machines import machine_node
 
     cordoned = machine_node("gpu-7", LAB, "tenant-a", "v1.36.4",
-                             [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+                             [a100()])
     cordoned["metadata"]["annotations"]["hami.io/device-cordon"] = f" {A100}, "
     profile, state = _machines_state(cordoned, _mig_node("mig-box"))
     reason = _judge(profile, state, "TC-05").reason
@@ -438,7 +437,7 @@ def test_cordoned_and_unhealthy_cards_are_told_apart() -> None:
     assert "; HAMi's Fit skips a cordoned card (pkg/device/nvidia/device.go:698-713, 726, 735)" \
         in reason
 
-    sick = card(A100, "NVIDIA A100-SXM4-80GB", 81920)
+    sick = a100()
     sick["health"] = False
     profile, state = _machines_state(machine_node("gpu-7", LAB, "tenant-a", "v1.36.4", [sick]))
     assert _judge(profile, state, "TC-05").reason.startswith(
@@ -456,7 +455,7 @@ def test_verify_says_which_registered_cards_its_pods_did_not_exercise(
         spec_a, spec_b = profile.tenants
         # tenant-a: an A100 machine, and a machine whose plugin runs in MIG mode
         join_machine(cluster, spec_a, LAB, node="gpu-7",
-                     cards=[card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+                     cards=[a100()])
         join_machine(cluster, spec_a, LAB, node="mig-box", pod_index=1,
                      cards=json.loads(_mig_node("mig-box")["metadata"]["annotations"][
                          "hami.io/node-nvidia-register"]))

@@ -20,6 +20,7 @@ from gpulab.stacks.kamaji_hami.checks.registry import (
 from gpulab.verify.hami import DeviceGrant
 from gpulab.verify.observe import classify_probe_error, cross_kubeconfig
 from tests import kube_wire as kw
+from tests.existing.kamaji_machines import A100, a100, joined, registering
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami import hami_wire as hw
 from tests.kamaji_hami.builders import judge, node_replace, run_replace, tenant_replace
@@ -420,7 +421,6 @@ def test_system_pods_are_summarized_each_with_its_containers_problems(
 
 # --------------------------------------------------------------------------- joined machines
 
-A100 = "GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21"
 
 
 def _machines(profile: KamajiHamiProfile, *nodes: dict[str, Any] | None, **changes: Any) -> Any:
@@ -436,10 +436,7 @@ def _machines(profile: KamajiHamiProfile, *nodes: dict[str, Any] | None, **chang
 
 
 def _gpu_machine(name: str = "gpu-7", *cards: dict[str, Any]) -> dict[str, Any]:
-    from tests.existing.kamaji_machines import card, machine_node
-
-    return machine_node(name, b.LAB, "tenant-a", "v1.36.4",
-                         list(cards) or [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
+    return joined(name, cards=list(cards) or None)
 
 
 def test_on_joined_machines_the_gpu_checks_size_their_pods_from_the_machines_card(
@@ -509,15 +506,6 @@ CORDON_WHY = "HAMi's Fit skips a cordoned card (pkg/device/nvidia/device.go:698-
 NO_POD = "verify created no GPU pod (TC-04 judges the cards' registration)"
 
 
-def _registering(name: str, register: str, cordon: str | None = None) -> dict[str, Any]:
-    """A joined machine whose registration is upstream's text (tests/cluster/upstream.py)."""
-    node = _gpu_machine(name)
-    node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = register
-    if cordon is not None:
-        node["metadata"]["annotations"]["hami.io/device-cordon"] = cordon
-    return node
-
-
 def _skip_reason(profile: KamajiHamiProfile, *nodes: dict[str, Any]) -> str:
     from gpulab.stacks.kamaji_hami.checks.common import gpu_scenario
 
@@ -530,10 +518,10 @@ def test_on_joined_machines_mig_or_cordoned_cards_alone_say_why_no_gpu_pod_was_m
         kamaji_profile: KamajiHamiProfile) -> None:
     from tests.cluster import upstream
 
-    mig = [_registering(n, upstream.REGISTER_MIG_GPU0) for n in ("gpu-8", "gpu-9")]
+    mig = [registering(n, upstream.REGISTER_MIG_GPU0) for n in ("gpu-8", "gpu-9")]
     both_cards = json.dumps([*json.loads(upstream.REGISTER_A100_GPU0),
                              *json.loads(upstream.REGISTER_A100_GPU1)])
-    cordoned = _registering("gpu-7", both_cards, cordon="GPU-0, GPU-1, ")
+    cordoned = registering("gpu-7", both_cards, cordon="GPU-0, GPU-1, ")
     lead = "unknown, because every healthy card the nodes of tenant-a register with HAMi is"
     in_mig = ("in MIG mode (gpu-8 GPU-0 (MIG profiles 1g.5gb); gpu-9 GPU-0 (MIG profiles "
               "1g.5gb))")
@@ -550,10 +538,9 @@ def test_on_joined_machines_the_cards_verify_did_not_use_are_named(
     from tests.cluster import upstream
     from tests.existing.kamaji_machines import card
 
-    two = _gpu_machine("gpu-7", card(A100, "NVIDIA A100-SXM4-80GB", 81920),
-                       card("GPU-b", "NVIDIA L4", 23034, index=1))
-    cordoned = _registering("gpu-8", upstream.REGISTER_A100_GPU0, cordon=upstream.CORDON_GPU0)
-    mig = _registering("gpu-9", upstream.REGISTER_MIG_GPU0)
+    two = _gpu_machine("gpu-7", a100(), card("GPU-b", "NVIDIA L4", 23034, index=1))
+    cordoned = registering("gpu-8", upstream.REGISTER_A100_GPU0, cordon=upstream.CORDON_GPU0)
+    mig = registering("gpu-9", upstream.REGISTER_MIG_GPU0)
     assert other_cards(_machines(kamaji_profile, two, cordoned, mig)) == (
         "; not exercised by TC-05..TC-07 (unknown whether HAMi shares them), also registered: "
         "gpu-7 GPU-b NVIDIA L4; gpu-9 GPU-0 (MIG profiles 1g.5gb); gpu-8 GPU-0 cordoned")

@@ -8,6 +8,7 @@ import pytest
 
 from gpulab.verify.state import LogsProbe
 from tests import kube_wire as kube
+from tests.existing.kamaji_machines import joined
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge, node_replace, tenant_replace
 
@@ -255,24 +256,17 @@ def _tunnel(node: str) -> str:
     return f"logs of kube-system/calico-node-j62f8 on {node} read through the tunnel"
 
 
-def _machine(name: str, kubelet: str) -> dict[str, Any]:
-    from tests.existing.kamaji_machines import card, machine_node
-
-    return machine_node(name, b.LAB, "tenant-a", kubelet,
-                         [card("GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21",
-                               "NVIDIA A100-SXM4-80GB", 81920)])
-
-
 def test_a_joined_machine_may_run_any_patch_of_the_tenants_minor(
         profile: KamajiHamiProfile) -> None:
     """tenant-a is v1.36.4: `gpulab join` asks kubelet v1.36.x, so v1.36.1 fits, v1.35.9 and
     v1.3.6 (same first digits) do not."""
-    result = judge(_machines(profile, _machine("gpu-7", "v1.36.1")), profile, "TC-02")
+    result = judge(_machines(profile, joined("gpu-7", kubelet="v1.36.1")), profile, "TC-02")
     assert result.status == "pass", result.reason
     assert result.evidence == f"gpu-7 Ready (v1.36.1); {CALICO}; {_tunnel('gpu-7')}"
     for other in ("v1.35.9", "v1.3.6"):
-        result = judge(_machines(profile, _machine("gpu-7", "v1.36.1"), _machine("gpu-8", other)),
-                       profile, "TC-02")
+        machines = _machines(profile, joined("gpu-7", kubelet="v1.36.1"),
+                             joined("gpu-8", kubelet=other))
+        result = judge(machines, profile, "TC-02")
         assert (result.status, result.reason) == (
             "fail", f"node gpu-8 runs kubelet {other} but tenant-a is v1.36.4: install kubelet "
             "and kubeadm v1.36.x on that machine (gpulab join tenant-a lists what it needs)")
@@ -282,7 +276,7 @@ def test_a_joined_machine_may_run_any_patch_of_the_tenants_minor(
 
 def test_a_joined_machine_not_ready_points_at_its_own_kubelet(
         profile: KamajiHamiProfile) -> None:
-    node = _machine("gpu-7", "v1.36.4")
+    node = joined("gpu-7", kubelet="v1.36.4")
     node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown",
                                      "reason": "NodeStatusUnknown",
                                      "message": "Kubelet stopped posting node status."}]

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from tests.cluster import upstream
-from tests.existing.kamaji_machines import card, machine_node
+from tests.existing.kamaji_machines import A100, a100, joined, registering
 from tests.kamaji_hami import builders as b
 from tests.kamaji_hami.builders import judge
 
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.verify.result import CheckResult
 
-A100 = "GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21"
 A100_2 = "GPU-9e1f3a5b-7c2d-4e6f-8a0b-1c3d5e7f9a2b"
 REGISTER = "hami.io/node-nvidia-register"
 HANDSHAKE = "hami.io/node-handshake"
@@ -33,24 +32,11 @@ LOOK = ("hami-scheduler pods in kube-system: [hami-scheduler-7d9f6c8b9-4qj2w Run
         "{node} in tenant-a")
 
 
-def _gpu(name: str = "gpu-7", cards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return machine_node(name, b.LAB, "tenant-a", "v1.36.4",
-                         cards or [card(A100, "NVIDIA A100-SXM4-80GB", 81920)])
-
-
 def _cpu(name: str) -> dict[str, Any]:
     """A machine without GPUs: not labelled gpu=on, nothing registered with HAMi."""
-    node = _gpu(name)
+    node = joined(name)
     del node["metadata"]["labels"]["gpu"]
     del node["metadata"]["annotations"][REGISTER]
-    return node
-
-
-def _registering(name: str, register: str, slices: str) -> dict[str, Any]:
-    """A GPU machine whose annotation is `register` (upstream's text), advertising `slices`."""
-    node = _gpu(name)
-    node["metadata"]["annotations"][REGISTER] = register
-    node["status"]["allocatable"]["nvidia.com/gpu"] = slices
     return node
 
 
@@ -66,18 +52,17 @@ def _verdict(result: CheckResult) -> tuple[str, str, str]:
 
 def test_a_gpu_machine_and_a_cpu_machine_pass_in_either_order(
         kamaji_profile: KamajiHamiProfile) -> None:
-    cpu_first = _tc04(kamaji_profile, _cpu("cpu-1"), _gpu())
+    cpu_first = _tc04(kamaji_profile, _cpu("cpu-1"), joined())
     assert _verdict(cpu_first) == (
         "pass", "", f"cpu-1: no GPU (not labelled gpu=on, no card registered); {GPU7}")
-    gpu_first = _tc04(kamaji_profile, _gpu(), _cpu("worker-cpu"))
+    gpu_first = _tc04(kamaji_profile, joined(), _cpu("worker-cpu"))
     assert _verdict(gpu_first) == (
         "pass", "", f"{GPU7}; worker-cpu: no GPU (not labelled gpu=on, no card registered)")
 
 
 def test_two_cards_advertise_their_slices_together(kamaji_profile: KamajiHamiProfile) -> None:
-    cards = [card(A100, "NVIDIA A100-SXM4-80GB", 81920),
-             card(A100_2, "NVIDIA A100-SXM4-80GB", 81920, index=1)]
-    result = _tc04(kamaji_profile, _gpu(cards=cards))
+    cards = [a100(), a100(A100_2, index=1)]
+    result = _tc04(kamaji_profile, joined(cards=cards))
     assert _verdict(result) == (
         "pass", "",
         f"gpu-7 registers 2 card(s) with HAMi: {A100} NVIDIA A100-SXM4-80GB 81920 MiB 100 cores "
@@ -86,24 +71,24 @@ def test_two_cards_advertise_their_slices_together(kamaji_profile: KamajiHamiPro
 
 
 def test_a_card_in_mig_mode_shows_its_profiles(kamaji_profile: KamajiHamiProfile) -> None:
-    result = _tc04(kamaji_profile, _registering("gpu-7", upstream.REGISTER_MIG_GPU0, "7"))
+    result = _tc04(kamaji_profile, registering("gpu-7", upstream.REGISTER_MIG_GPU0, slices="7"))
     assert _verdict(result) == (
         "pass", "",
         "gpu-7 registers 1 card(s) with HAMi: GPU-0 NVIDIA-A100-SXM4-40GB 40960 MiB 100 cores "
         f"split 7 MIG (1g.5gb); nvidia.com/gpu=7; {SHAKE}")
     two = json.loads(upstream.REGISTER_MIG_GPU0)
     two[0]["migProfiles"].append({**two[0]["migProfiles"][0], "name": "7g.40gb"})
-    result = _tc04(kamaji_profile, _registering("gpu-7", json.dumps(two), "7"))
+    result = _tc04(kamaji_profile, registering("gpu-7", json.dumps(two), slices="7"))
     assert "split 7 MIG (1g.5gb, 7g.40gb); nvidia.com/gpu=7" in result.evidence
     bare = json.loads(upstream.REGISTER_MIG_GPU0)
     del bare[0]["migProfiles"]
-    result = _tc04(kamaji_profile, _registering("gpu-7", json.dumps(bare), "7"))
+    result = _tc04(kamaji_profile, registering("gpu-7", json.dumps(bare), slices="7"))
     assert "split 7 MIG (no profile); nvidia.com/gpu=7" in result.evidence
 
 
 def test_a_labelled_machine_without_registered_cards_names_the_device_plugins_pods(
         kamaji_profile: KamajiHamiProfile) -> None:
-    node = _gpu()
+    node = joined()
     del node["metadata"]["annotations"][REGISTER]
     system = b.healthy_state(kamaji_profile).tenants["tenant-a"].system_pods or ()
     plugin = copy.deepcopy(next(p for p in system
@@ -122,17 +107,17 @@ def test_a_labelled_machine_without_registered_cards_names_the_device_plugins_po
 def test_an_annotation_hami_cannot_decode_is_quoted_up_to_120_characters(
         kamaji_profile: KamajiHamiProfile) -> None:
     raw = "[" + "x" * 130
-    node = _registering("gpu-7", raw, "10")
+    node = registering("gpu-7", raw, slices="10")
     assert _verdict(_tc04(kamaji_profile, node)) == (
         "fail", "node gpu-7 annotation hami.io/node-nvidia-register is not a list of devices "
         f"HAMi v2.10 decodes: {raw[:120]}", "")
-    empty = _registering("gpu-7", "[]", "10")  # HAMi gets no cards from an empty list
+    empty = registering("gpu-7", "[]", slices="10")  # HAMi gets no cards from an empty list
     assert _tc04(kamaji_profile, empty).reason.endswith("HAMi v2.10 decodes: []")
 
 
 def test_an_unhealthy_card_a_stale_kubelet_count_and_no_handshake_are_each_named(
         kamaji_profile: KamajiHamiProfile) -> None:
-    node = _registering("gpu-8", upstream.REGISTER_A100_GPU0_UNHEALTHY, "8")
+    node = registering("gpu-8", upstream.REGISTER_A100_GPU0_UNHEALTHY, slices="8")
     del node["metadata"]["annotations"][HANDSHAKE]
     result = _tc04(kamaji_profile, node)
     assert _verdict(result) == (
@@ -147,7 +132,7 @@ def test_an_unhealthy_card_a_stale_kubelet_count_and_no_handshake_are_each_named
 
 def test_a_node_advertising_no_gpu_resource_counts_zero(
         kamaji_profile: KamajiHamiProfile) -> None:
-    node = _gpu()
+    node = joined()
     del node["status"]["allocatable"]["nvidia.com/gpu"]
     assert _tc04(kamaji_profile, node).reason == (
         "node gpu-7 allocatable nvidia.com/gpu=0, but HAMi registered 1 card(s) of 10 slice(s) "
@@ -159,9 +144,9 @@ def test_a_node_advertising_no_gpu_resource_counts_zero(
 
 def test_problems_of_every_machine_are_told_and_only_sound_machines_are_evidence(
         kamaji_profile: KamajiHamiProfile) -> None:
-    eight = _registering("gpu-8", upstream.REGISTER_A100_GPU0_UNHEALTHY, "10")
-    nine = _registering("gpu-9", upstream.REGISTER_A100_GPU1, "4")
-    result = _tc04(kamaji_profile, _gpu(), eight, nine)
+    eight = registering("gpu-8", upstream.REGISTER_A100_GPU0_UNHEALTHY, slices="10")
+    nine = registering("gpu-9", upstream.REGISTER_A100_GPU1, slices="4")
+    result = _tc04(kamaji_profile, joined(), eight, nine)
     assert _verdict(result) == (
         "fail",
         "registered device GPU-0 on gpu-8 is not healthy; node gpu-9 allocatable "
@@ -190,7 +175,7 @@ def test_a_machine_is_checked_for_the_handshake_whatever_the_profile_says_of_gpu
                for t in kamaji_profile.tenants]
     profile = kamaji_profile.model_copy(update={"tenants": tenants})
     assert not profile.tenant("tenant-a").gpus
-    node = _gpu()
+    node = joined()
     node["metadata"]["annotations"][HANDSHAKE] = "Requested_yesterday"
     state = b.tenant_replace(b.healthy_state(kamaji_profile), "tenant-a", workers="machines",
                              nodes=(node,))

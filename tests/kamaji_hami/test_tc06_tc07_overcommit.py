@@ -124,18 +124,15 @@ def test_memory_check_on_joined_machines_names_the_card_as_the_machine_registere
         healthy: LabState, profile: KamajiHamiProfile) -> None:
     """On joined machines verify sizes gpu-mem-big from the card a machine registered, so a
     refusal for another reason names that card and machine, not the profile's mock card."""
-    from tests.existing.kamaji_machines import card, machine_node
+    from tests.existing.kamaji_machines import A100, joined
 
-    a100 = "GPU-5c3e9c41-8a0f-4c7e-9d2b-7f1e0a6b3c21"
-    machine = machine_node("gpu-7", b.LAB, "tenant-a", "v1.36.4",
-                            [card(a100, "NVIDIA A100-SXM4-80GB", 81920)])
-    state = b.tenant_replace(healthy, "tenant-a", workers="machines", nodes=(machine,))
+    state = b.tenant_replace(healthy, "tenant-a", workers="machines", nodes=(joined(),))
     run = b.refused(profile.tenant("tenant-a"), "gpu-mem-big", hw.CARD_UUID_MISMATCH)
     result = judge(run_replace(state, "tenant-a", run), profile, "TC-07")
     assert result.status == "fail"
     assert result.reason.endswith(
         "not CardInsufficientMemory: HAMi would have named CardInsufficientMemory if card "
-        f"{a100} were registered as 81920 MiB NVIDIA A100-SXM4-80GB, as gpu-7 registered it "
+        f"{A100} were registered as 81920 MiB NVIDIA A100-SXM4-80GB, as gpu-7 registered it "
         "when verify sized its pods, so the card HAMi sees differs (see TC-04)"), result.reason
 
 
