@@ -335,8 +335,8 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
 def _forwarding(kube: Callable[[Path], KubeGateway], management: Path, profile: LabProfile
                 ) -> Any:
     """A kube factory that reaches each team's vCluster by port-forward through the cluster's
-    API (providers.forward.ForwardingKube); close it when done."""
-    from gpulab.providers.forward import ForwardingKube, forwarded_teams
+    API (providers.existing.forward.ForwardingKube); close it when done."""
+    from gpulab.providers.existing.forward import ForwardingKube, forwarded_teams
 
     return ForwardingKube(kube, management, forwarded_teams(profile))
 
@@ -666,12 +666,12 @@ def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None
     """`gpulab kubeconfig TEAM --port-forward`: forward 127.0.0.1:`port` (None: the team's
     api_host_port, as its saved kubeconfig names on a port-forward lab; 0: any free port)
     through the lab's cluster's API to the team's vCluster, as `vcluster connect` does
-    (providers.forward), and write a temporary kubeconfig for it. Labs in an existing cluster
-    only (a kind lab publishes each vCluster on 127.0.0.1 itself). The caller closes it."""
+    (providers.existing.forward), and write a temporary kubeconfig for it. Labs in an existing
+    cluster only (a kind lab publishes each vCluster on 127.0.0.1 itself). The caller closes it."""
     from gpulab import lab_record
     from gpulab.adapters.kube import KubeClient, RetryPolicy
     from gpulab.paths import lab_dir
-    from gpulab.providers.forward import open_forward
+    from gpulab.providers.existing.forward import open_forward
 
     folder = require_lab(lab)
     record = lab_record.read(lab)

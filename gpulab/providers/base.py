@@ -85,7 +85,7 @@ class AddressNeed:
 class ClusterNeeds:
     """What a stack asks of the cluster, pure, from its profile (the stack's `cluster_needs`):
     node pools, host ports, LoadBalancer addresses. The provider meets them (kind renders its
-    cluster config from them: providers.kind_config) and answers `ClusterFacts`; the stack
+    cluster config from them: providers.kind.config) and answers `ClusterFacts`; the stack
     never says how."""
 
     pools: tuple[NodePool, ...] = ()
@@ -95,7 +95,7 @@ class ClusterNeeds:
 
 class AddressRanges(Protocol):
     """Where the addresses of an `AddressNeed` come from (kind: its Docker network, and the
-    range each lab on the host recorded: providers.kind_network)."""
+    range each lab on the host recorded: providers.kind.network)."""
 
     def planned(self) -> AddressRange | None:
         """The range, when it is known before `up` runs (None: pending)."""

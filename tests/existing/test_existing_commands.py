@@ -435,7 +435,7 @@ def test_kubeconfig_port_forward_waits_until_ctrl_c_and_removes_only_its_file(
 
 
 def test_expose_is_chosen_from_what_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpulab.providers import existing
+    from gpulab.providers.existing import facts as existing
 
     monkeypatch.setattr(existing, "node_reachable", lambda address: address == "10.0.0.5")
     assert existing._expose("auto", True, None, "10.0.0.5")[0] == "LoadBalancer"
@@ -451,7 +451,7 @@ def test_expose_is_chosen_from_what_answers(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_node_answers_when_it_accepts_or_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from gpulab.providers import existing
+    from gpulab.providers.existing import facts as existing
 
     monkeypatch.undo()  # the conftest's stand-in: the real probe here
     probe = existing.node_reachable
@@ -485,7 +485,7 @@ def _dial_kmock(cluster: ExistingCluster, monkeypatch: pytest.MonkeyPatch) -> li
         url = urlsplit(cluster.vclusters[namespace.removeprefix("vcluster-")].url)
         return socket.create_connection((url.hostname, url.port), timeout=5)
 
-    monkeypatch.setattr("gpulab.providers.forward._pod_port", pod_port)
+    monkeypatch.setattr("gpulab.providers.existing.forward._pod_port", pod_port)
     return dialled
 
 

@@ -346,7 +346,7 @@ class _RacingNode:
 
 
 def test_down_reads_a_node_again_when_it_changed_under_the_patch() -> None:
-    from gpulab.providers.existing import teardown
+    from gpulab.providers.existing.teardown import remove_owned as teardown
 
     node = _RacingNode()
     owned = ({"type": "node-label", "node": "cpu-2", "key": "run.ai/simulated-gpu-node-pool",

@@ -15,7 +15,8 @@ from gpulab.engine.runner import run_steps
 from gpulab.engine.step import StepContext
 from gpulab.paths import lab_dir
 from gpulab.providers.base import ClusterIdentity
-from gpulab.providers.existing import ExistingFacts, Owning, teardown
+from gpulab.providers.existing import ExistingFacts, Owning
+from gpulab.providers.existing.teardown import remove_owned as teardown
 from gpulab.stacks import load_profile
 from gpulab.stacks.kamaji_hami.existing import ClusterFound
 from gpulab.stacks.kamaji_hami.steps import build_steps

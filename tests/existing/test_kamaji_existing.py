@@ -348,7 +348,7 @@ class _Stuck:
 
 def test_down_waits_for_a_control_plane_and_stops_before_kamaji_when_it_stays() -> None:
     from gpulab.errors import AdapterError
-    from gpulab.providers.existing import teardown
+    from gpulab.providers.existing.teardown import remove_owned as teardown
 
     owned = (
         {"type": "helm-release", "name": "kamaji", "namespace": "kamaji-system"},

@@ -15,8 +15,8 @@ from gpulab.errors import HostError
 from gpulab.paths import lab_dir
 from gpulab.providers.base import AddressNeed, ClusterNeeds, HostTools, NodePool, PortNeed
 from gpulab.providers.kind import KindProvider, cluster_facts
-from gpulab.providers.kind_config import kind_config, node_names, port_url
-from gpulab.providers.kind_network import POOL_FILE
+from gpulab.providers.kind.config import kind_config, node_names, port_url
+from gpulab.providers.kind.network import POOL_FILE
 
 IPAM = [{"Subnet": "fc00:f853:ccd:e793::/64"},
         {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"}]

@@ -98,8 +98,8 @@ def test_providers_import_no_stack(module: str) -> None:
 
 
 def _kind_provider(module: str) -> bool:
-    """The kind provider's modules: providers.kind and its siblings providers.kind_*."""
-    return module == "gpulab.providers.kind" or module.startswith("gpulab.providers.kind_")
+    """The kind provider's modules: the package providers.kind and its modules."""
+    return module == "gpulab.providers.kind" or module.startswith("gpulab.providers.kind.")
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpulab.stacks")))
@@ -112,7 +112,7 @@ def test_stacks_do_not_import_the_kind_provider(module: str) -> None:
 # What a stack may take from a provider besides providers.base (ClusterNeeds, ClusterFacts, and
 # ExistingNeeds with its Access questions for provider existing's preflight): nothing any more.
 # The list only shrinks (it held providers.existing for both stacks' preflight questions and
-# providers.forward for vcluster-kai's verify, which now gets the provider's `reach`).
+# providers.existing.forward for vcluster-kai's verify, which now gets the provider's `reach`).
 STACK_PROVIDER_IMPORTS: set[tuple[str, str]] = set()
 
 
@@ -202,15 +202,16 @@ def test_the_rules_catch_what_they_forbid() -> None:
         GRAPH.clear()
         GRAPH.update(saved)
     assert "gpulab.stacks.kamaji_hami.render" in _imports("gpulab.stacks.kamaji_hami.steps")
-    GRAPH["gpulab.stacks.vcluster_kai.run"].add("gpulab.providers.forward")
+    GRAPH["gpulab.stacks.vcluster_kai.run"].add("gpulab.providers.existing.forward")
     try:
         with pytest.raises(AssertionError):
             test_stacks_import_only_the_providers_base("gpulab.stacks.vcluster_kai.run")
     finally:
-        GRAPH["gpulab.stacks.vcluster_kai.run"].discard("gpulab.providers.forward")
-    assert "gpulab.providers.forward" in GRAPH["gpulab.providers.existing"]  # lazy, seen
+        GRAPH["gpulab.stacks.vcluster_kai.run"].discard("gpulab.providers.existing.forward")
+    assert "gpulab.providers.existing.forward" in GRAPH["gpulab.providers.existing"]  # lazy, seen
+    assert not _kind_provider("gpulab.providers.kindred")
     assert "gpulab.providers.kind" in GRAPH["gpulab.core"]
-    assert _kind_provider("gpulab.providers.kind_config")
+    assert _kind_provider("gpulab.providers.kind.config")
     assert "gpulab.providers.base" in GRAPH["gpulab.stacks.vcluster_kai.render"]
 
 

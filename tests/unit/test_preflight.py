@@ -243,7 +243,7 @@ def _with_host_port(profile: Any, port: int) -> Any:
 
 def test_every_team_port_is_a_host_port_kind_publishes(kai_profile) -> None:
     """The neutral accessor doctor reads is exactly what the kind config publishes."""
-    from gpulab.providers.kind_config import kind_config
+    from gpulab.providers.kind.config import kind_config
     from gpulab.stacks.vcluster_kai.render import cluster_needs
 
     published = kind_config(kai_profile, "x", cluster_needs(kai_profile))["nodes"][0]

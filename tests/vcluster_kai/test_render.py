@@ -15,7 +15,7 @@ from gpulab import naming, stacks
 from gpulab.engine.plan import plan_documents
 from gpulab.errors import ProfileError
 from gpulab.providers.kind import cluster_facts, kind_steps
-from gpulab.providers.kind_config import kind_config
+from gpulab.providers.kind.config import kind_config
 from gpulab.stacks import parse_profile
 from gpulab.stacks.vcluster_kai import render as kr
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile

@@ -287,7 +287,8 @@ def _existing_values(values: dict[str, Any], team: TeamSpec, expose: ExistingExp
     kind but with the node's address as server and SAN; LoadBalancer, whose address vCluster
     adds to its certificate by itself (pkg/server/cert/cert.go:268-279) and which gpulab writes
     into the saved kubeconfig once the Service has it (port 443: templates/service.yaml:25-30);
-    port-forward: a ClusterIP Service, the saved kubeconfig at 127.0.0.1 (providers.forward)."""
+    port-forward: a ClusterIP Service, the saved kubeconfig at 127.0.0.1
+    (providers.existing.forward)."""
     service: dict[str, Any] = {"labels": {naming.LABEL_LAB: expose.lab,
                                           naming.LABEL_MANAGED: "gpulab"}}
     out = dict(values)

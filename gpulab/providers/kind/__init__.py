@@ -9,7 +9,7 @@ a lab (`lab_exists`, `created`), status's management row (the control-plane node
 `logs` (`KindProvider.logs`) and `down` (`KindProvider.teardown`: kind delete, then a sweep by
 label, then what is left), each after `connect` (Docker and kind on one endpoint); `plan`'s
 host facts (`ground`), `up`'s preflight and adapters (`open`), and step `management/cluster`
-(`ManagementCluster`: `kind create cluster` from the kind config providers.kind_config renders
+(`ManagementCluster`: `kind create cluster` from the kind config providers.kind.config renders
 for the stack's `cluster_needs`). Imports no stack.
 """
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.engine.step import Artifact
 from gpulab.errors import GpulabError, HostError
 from gpulab.providers.base import ClusterFacts, Ground, ManagementRow, Session, Teardown
-from gpulab.providers.kind_config import kind_config
+from gpulab.providers.kind.config import kind_config
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -250,8 +250,8 @@ def cluster_facts(profile: LabProfile, lab: str, needs: ClusterNeeds,
     the pools' nodes and the control-plane node, the URL of each port on this host, and the
     LoadBalancer range on the kind network as Docker shows it (`runtime` None: pending until
     `up`; `lb_range` fixes it outright: tests, benchmarks)."""
-    from gpulab.providers.kind_config import control_plane_node, node_names, port_url
-    from gpulab.providers.kind_network import KindAddresses, observe
+    from gpulab.providers.kind.config import control_plane_node, node_names, port_url
+    from gpulab.providers.kind.network import KindAddresses, observe
 
     need = needs.load_balancer
     network = profile.management.network
