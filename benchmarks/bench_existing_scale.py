@@ -106,7 +106,7 @@ def measure(teams: int, nodes: int, folder: Path) -> dict[str, Any]:
         short_logs(cluster)
         choice = ClusterChoice("existing", kubeconfig=cluster.kubeconfig)
         preflight, preflight_requests, (facts, _step, problems) = requests_to(
-            cluster, lambda: core.existing_facts(profile, lab, choice))
+            cluster, lambda: core.survey(profile, lab, choice))
         if problems:
             raise SystemExit(f"bench_existing_scale: preflight refused: {problems}")
         if len(facts.gpu_nodes) != nodes:

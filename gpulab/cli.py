@@ -617,25 +617,11 @@ def _fake_gpu_nodes(loaded: LoadedProfile, lab: str, nodes: list[str] | None,
 
 def _up_cluster(profile: LabProfile, lab: str, kubeconfig: Path | None, context: str | None
                 ) -> Any:
-    """The cluster `up` builds in: `--kubeconfig/--context`; else, for a lab already in an
-    existing cluster, the one its record names; else the profile's."""
-    from gpulab import lab_record
+    """The cluster `up` builds in: `--kubeconfig/--context`; else, for a lab already built, the
+    one its record names; else the profile's."""
+    from gpulab.providers import choose
 
-    record = lab_record.read(lab)
-    if kubeconfig is None and context is None and record is not None \
-            and record.provider == "existing":
-        from gpulab.providers.base import ClusterChoice
-
-        kept = record.cluster
-        file = kept.get("kubeconfig")
-        spec = profile.cluster
-        return ClusterChoice("existing",
-                             kubeconfig=Path(file) if file and file != "(default)" else None,
-                             context=kept.get("context"),
-                             expose=spec.expose if spec else "auto",
-                             node_address=spec.node_address if spec else None,
-                             helm_parallel=(spec.helm_parallel or 4) if spec else 4)
-    return _cluster_choice(profile, kubeconfig, context)
+    return choose(profile, kubeconfig, context, lab=lab)
 
 
 def _up_summary(output: Output, lab: str, loaded: LoadedProfile, result: Any, outcome: str,
@@ -676,16 +662,16 @@ def _emit_timings(result: Any) -> None:
 
 def _next_steps(profile: Any, lab: str) -> str:
     """What kind prints after `create cluster`: how to use what was just built."""
-    from gpulab import lab_record
+    from gpulab import core
     from gpulab.paths import lab_dir
 
     first = profile.member_names()[0]
     kubeconfig = lab_dir(lab) / f"{first}.kubeconfig"
-    record = lab_record.read(lab)
+    joined = core.lab_cluster(lab, profile).workers == "join"
     last = (f"  gpulab join TENANT --name {lab}   (its workers are your machines: the kubeadm "
-            "join and HAMi for each)" if profile.stack == "kamaji-hami" and record is not None
-            and record.provider == "existing" else f"  gpulab verify --name {lab}")
-    if record is not None and record.cluster.get("expose") == "port-forward":
+            "join and HAMi for each)" if profile.stack == "kamaji-hami" and joined
+            else f"  gpulab verify --name {lab}")
+    if core.lab_forwarded(lab):
         # nothing listens at the saved kubeconfigs' servers until a forward runs
         ports = ", ".join(f"{t.name} 127.0.0.1:{t.host_port}"
                           for t in getattr(profile, "teams", ()))
@@ -718,22 +704,12 @@ def down(
     ] = None,
     context: ClusterContextOpt = None,
 ) -> None:
-    """Remove everything the lab owns (found by Docker labels), then check nothing is left. A
-    lab in an existing cluster: exactly what `up` created there (its record), never the
-    cluster or what was there before."""
+    """Remove what the lab's provider made for it, then check nothing is left: on kind
+    everything labelled for the lab; in an existing cluster exactly what `up` created there
+    (its record), never the cluster or what was there before."""
 
     def body() -> int:
         from gpulab import core, lab_record
-
-        existing = _existing_record(profile, name)
-        if existing is not None:
-            lab, record = existing
-            with _locked(lab, f"down{_flags(profile, name)}"):
-                result = core.down_existing(lab, record, kubeconfig=kubeconfig,
-                                            context=context)
-            return _down_report(lab, result, _chosen_output(output, json_out))
-        if kubeconfig is not None or context is not None:
-            raise UsageError("--kubeconfig and --context go with a lab in an existing cluster")
 
         try:
             loaded, lab = _resolve_lab(profile, name)
@@ -745,28 +721,13 @@ def down(
             lab, members = name, []
             err.print(f"note: the profile recorded in {record.path} is not valid for this "
                       "gpulab; removing the lab by its record and labels", markup=False)
-        provider = core.lab_provider(lab)  # kind: Docker and kind, before the lab is locked
+        # as lab.json recorded it (kind: Docker and kind, connected before the lab is locked)
+        provider = core.lab_provider(lab, kubeconfig=kubeconfig, context=context)
         with _locked(lab, f"down{_flags(profile, name)}"):
             result = core.down(lab, provider, members)
         return _down_report(lab, result, _chosen_output(output, json_out))
 
     _guard(body)
-
-
-def _existing_record(profile: str | None, name: str | None) -> Any:
-    """(lab, record) when the lab named (or the profile's) is in an existing cluster."""
-    from gpulab import lab_record
-    from gpulab.profile.base import dns_label
-
-    if name is not None:
-        try:
-            lab = dns_label(name)
-        except ValueError as error:
-            raise UsageError(f"--name: {error}") from None
-    else:
-        lab = _load(profile).profile.name
-    record = lab_record.read(lab)
-    return (lab, record) if record is not None and record.provider == "existing" else None
 
 
 def _down_report(lab: str, result: Any, chosen: Output) -> int:
@@ -864,15 +825,15 @@ def doctor(
     def body() -> int:
         from gpulab import core
         from gpulab.engine.progress import make_reporter
-        from gpulab.tools import HELM_VERSION
+        from gpulab.tools import tool_versions
 
         loaded, lab = _resolve_lab(profile, name)
         cluster = _up_cluster(loaded.profile, lab, kubeconfig, context)
-        tools = core.doctor_tools(cluster)
-        wanted = {"kind": (kind_binary, loaded.profile.management.kind_version),
-                  "helm": (helm_binary, HELM_VERSION)}
-        _install_tools(install_tools, {tool: given for tool, given in wanted.items()
-                                       if tool in tools or given[0] is not None})
+        tools = core.provider_tools(cluster)
+        given = {"kind": kind_binary, "helm": helm_binary}  # --kind, --helm
+        versions = tool_versions(loaded.profile)
+        _install_tools(install_tools, {tool: (given[tool], versions[tool]) for tool in given
+                                       if tool in tools or given[tool] is not None})
         with make_reporter(err, json_lines=False, verbose=False) as reporter:
             findings = core.doctor(loaded.profile, lab, reporter, pull=not no_pull,
                                    cluster=cluster)
@@ -974,7 +935,7 @@ def kubeconfig(
         if not path.is_file():
             raise HostError(f"lab '{lab}' is not up: no kubeconfig saved for {tenant} in "
                             f"{folder}", hint=f"run gpulab up --name {lab}")
-        if tenant != "management" and core.lab_expose(lab) == "port-forward":
+        if tenant != "management" and core.lab_forwarded(lab):
             err.print(f"note: {tenant}'s vCluster is reached by port-forward: its kubeconfig "
                       f"answers only while `gpulab kubeconfig {tenant} --name {lab} "
                       "--port-forward` runs", markup=False, highlight=False)
@@ -1535,9 +1496,7 @@ def labs_command(output: OutputOpt = Output.text) -> None:
         table = Table("NAME", "PROFILE", "STACK", "STATE", "TENANTS", "AGE", "KUBECONFIGS",
                       "CLUSTER", box=None)
         for lab in found["labs"]:
-            where = lab["cluster"]
-            cluster = (f"{where['server']} (context {where['context']})"
-                       if where["provider"] == "existing" else f"kind {where['name']}")
+            cluster = core.cluster_text(lab["cluster"])
             _add_row(table, lab["name"], lab["profile"] or "-", lab["stack"] or "-",
                      lab["state"], ",".join(lab["tenants"]) or "-", _age(lab["age_seconds"]),
                      str(len(lab["kubeconfigs"])), cluster)

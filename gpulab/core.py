@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
 from gpulab.profile.base import dns_label
 from gpulab.providers.base import HostTools, Teardown
-
-# kind's own pieces live in providers.kind; the CLI's doctor reaches them here, and the kind
-# provider reaches this host through core's names (_host), which tests replace
-from gpulab.providers.kind import kind_cli, lab_adapters, preflight
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -37,8 +33,7 @@ if TYPE_CHECKING:
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.providers.base import ClusterChoice, ClusterProvider
-    from gpulab.providers.existing import ExistingCluster, ExistingFacts
+    from gpulab.providers.base import ClusterChoice, ClusterProvider, LabCluster
     from gpulab.stacks import Stack
     from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.report import VerifyReport
@@ -51,12 +46,10 @@ __all__ = [
     "connect_runtime",
     "docker_endpoint",
     "doctor",
-    "doctor_tools",
     "down",
     "inspect_clusters",
-    "kind_cli",
-    "lab_adapters",
-    "lab_expose",
+    "lab_cluster",
+    "lab_forwarded",
     "lab_name",
     "lab_provider",
     "labs",
@@ -64,7 +57,7 @@ __all__ = [
     "no_lab",
     "plan_steps",
     "port_forward",
-    "preflight",
+    "provider_tools",
     "read_docker",
     "record_profile",
     "record_timings",
@@ -149,7 +142,7 @@ def plan_steps(
 def _host() -> HostTools:
     """This host's tools as core reaches them, for the providers."""
     return HostTools(endpoint=docker_endpoint, docker=connect_runtime, reader=read_docker,
-                     helm=_helm_on_host, kind=kind_cli, host_checks=preflight)
+                     helm=_helm_on_host)
 
 
 def doctor(profile: LabProfile, lab: str, report: Reporter, *, pull: bool,
@@ -163,28 +156,40 @@ def doctor(profile: LabProfile, lab: str, report: Reporter, *, pull: bool,
     return provider.doctor(profile, lab, for_profile(profile), report, pull=pull)
 
 
-def doctor_tools(cluster: ClusterChoice) -> tuple[str, ...]:
-    """The tools `doctor --install-tools` installs for a lab on `cluster`: kind and helm on
-    kind, helm alone on an existing cluster."""
-    return ("helm",) if cluster.provider == "existing" else ("kind", "helm")
+def provider_tools(cluster: ClusterChoice) -> tuple[str, ...]:
+    """The tools `doctor --install-tools` installs for a lab on `cluster` (its provider's)."""
+    from gpulab.providers import for_choice
+
+    return tuple(for_choice(cluster, _host()).tools)
 
 
-def lab_provider(lab: str, *, kubeconfig: Path | None = None, context: str | None = None
-                 ) -> ClusterProvider:
+def lab_provider(lab: str, *, kubeconfig: Path | None = None, context: str | None = None,
+                 **given: Any) -> ClusterProvider:
     """The provider of a lab that exists (or may: its leftovers), for `status`, `logs` and
-    `down`: by its record, an existing cluster reached as recorded (`kubeconfig`/`context`
-    instead, when given); else kind, connected to this host's Docker engine (HostError when it
-    does not answer) with the kind binary driving the same engine."""
-    from gpulab import lab_record
-    from gpulab.providers import ClusterChoice, for_choice
-    from gpulab.providers.existing import choice_of
+    `down`, as its lab.json recorded it (`kubeconfig`/`context`: how its cluster is reached
+    now, for a provider that takes them), connected to what it needs of this host first (kind:
+    the Docker engine and the kind binary driving it, HostError when Docker does not answer);
+    `given`: what the caller has already (a Helm gateway factory, a Docker engine)."""
+    from gpulab.providers import for_lab
 
-    record = lab_record.read(lab)
-    if record is not None and record.provider == "existing":
-        return for_choice(choice_of(record, kubeconfig, context), _host())
-    provider = for_choice(ClusterChoice("kind"), _host())
+    provider = for_lab(lab, _host(), kubeconfig=kubeconfig, context=context, **given)
     provider.connect()
     return provider
+
+
+def lab_cluster(lab: str, profile: LabProfile) -> LabCluster:
+    """What the lab's cluster is, as its provider answers (where the GPUs are, how workers
+    come); reaches nothing."""
+    from gpulab.providers import for_lab
+
+    return for_lab(lab).lab_cluster(lab, profile)
+
+
+def lab_forwarded(lab: str) -> bool:
+    """The lab's member APIs answer only through a forward of its cluster's API."""
+    from gpulab.providers import for_lab
+
+    return for_lab(lab).forwarded(lab)
 
 
 # --------------------------------------------------------------------------- lab record
@@ -291,17 +296,15 @@ def management_api_problem(lab: str, kube: Callable[[Path], KubeGateway] | None 
 # --------------------------------------------------------------------------- up
 
 
-def existing_facts(profile: LabProfile, lab: str, choice: ClusterChoice
-                   ) -> tuple[ExistingFacts, ExistingCluster, list[str]]:
-    """Provider existing, read-only: what the cluster is, its `management/cluster` step, and
-    why the lab cannot go into it ([]: it can). HostError when its API does not answer."""
-    from typing import cast
-
+def survey(profile: LabProfile, lab: str, choice: ClusterChoice) -> tuple[Any, Step, list[str]]:
+    """Read-only, what `choice`'s cluster is for the lab: the facts the stack builds on, the
+    provider's `management/cluster` step, and why the lab cannot go there ([]: it can).
+    HostError when the cluster cannot be read."""
     from gpulab.providers import for_choice
     from gpulab.stacks import for_profile
 
     ground = for_choice(choice, _host()).ground(profile, lab, for_profile(profile), probe=True)
-    return ground.facts, cast("ExistingCluster", ground.steps[0]), ground.problems
+    return ground.facts, ground.steps[0], ground.problems
 
 
 def up(profile: LabProfile, name: str | None, report: Reporter, *,
@@ -330,24 +333,6 @@ def up(profile: LabProfile, name: str | None, report: Reporter, *,
     if result.built_anything:
         provider.built(lab, session.adapters)
     return result
-
-
-def _forwarding(kube: Callable[[Path], KubeGateway], management: Path, profile: LabProfile
-                ) -> Any:
-    """A kube factory that reaches each team's vCluster by port-forward through the cluster's
-    API (providers.existing.forward.ForwardingKube); close it when done."""
-    from gpulab.providers.existing.forward import ForwardingKube, forwarded_teams
-
-    return ForwardingKube(kube, management, forwarded_teams(profile))
-
-
-def lab_expose(lab: str) -> str:
-    """How an existing-cluster lab's vClusters are reached, as `up` recorded it ('' for kind
-    labs and older records)."""
-    from gpulab import lab_record
-
-    record = lab_record.read(lab)
-    return str(record.cluster.get("expose") or "") if record is not None else ""
 
 
 def _helm_on_host(lab: str | None = None) -> Callable[[Path], HelmGateway]:
@@ -380,22 +365,6 @@ def down(lab: str, provider: ClusterProvider, members: Sequence[str] = ()) -> Te
 
     record = lab_record.read(lab)  # before the lab's folder goes
     return provider.teardown(lab, record, lambda: _forget(lab, record, members))
-
-
-def down_existing(lab: str, record: LabRecord, *, kubeconfig: Path | None = None,
-                  context: str | None = None,
-                  helm: Callable[[Path], HelmGateway] | None = None,
-                  runtime: ContainerRuntime | None = None) -> Teardown:
-    """`down` of a lab in a cluster gpulab did not make (providers.existing): UsageError
-    (exit 2) when the kubeconfig now reaches another cluster; else exactly what lab.json says
-    gpulab created, newest first, then the lab's files. What was there before is never
-    touched."""
-    from gpulab.providers import for_choice
-    from gpulab.providers.existing import choice_of
-
-    provider = for_choice(choice_of(record, kubeconfig, context), _host(), helm=helm,
-                          runtime=runtime)
-    return provider.teardown(lab, record, lambda: _forget(lab, record, []))
 
 
 def _forget(lab: str, record: LabRecord | None, members: Sequence[str]) -> list[str]:
@@ -445,56 +414,51 @@ def _remove_contexts(lab: str, record: LabRecord | None, members: Sequence[str]
 
 def labs(reader: DockerReader | None) -> dict[str, Any]:
     """Every lab on this host, from the state folder and Docker's labels: `labs` (one dict per
-    lab with a state folder: profile, stack, state ready | partial | broken, tenants, age,
-    kubeconfigs, cluster) and `leftovers` (labs with containers but no state folder, each with
-    the command that removes them). Without Docker (`reader` None) kind labs' states are
-    `unknown`. A lab in an existing cluster is ready | partial | unreachable by its saved
-    kubeconfigs and its cluster's API (GET /version, LABS_API_TIMEOUT)."""
+    lab with a state folder: profile, stack, state, tenants, age, kubeconfigs, `cluster`: where
+    its provider says it is) and `leftovers` (labs with containers but no state folder, each
+    with the command that removes them). Each lab's state is its provider's (`lab_state`:
+    ready | partial | broken | unreachable | unknown; without Docker, `reader` None, what
+    depends on containers is unknown); the providers are asked at once (LABS_AT_ONCE), so N
+    unreachable clusters cost one timeout, not N."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
     from gpulab.naming import LABEL_LAB
     from gpulab.paths import labs_root
-    from gpulab.providers.kind import kind_lab
+    from gpulab.providers import container_lab, for_lab
 
     containers: dict[str, list[Any]] = {}
     if reader is not None:
         for info in reader.containers({}):
-            lab = info.labels.get(LABEL_LAB) or kind_lab(info.labels)
+            lab = info.labels.get(LABEL_LAB) or container_lab(info.labels)
             if lab:
                 containers.setdefault(lab, []).append(info)
     root = labs_root()
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    rows = []
-    # existing clusters are asked at once (LABS_AT_ONCE), so N unreachable APIs cost one
-    # LABS_API_TIMEOUT, not N
+    rows: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=LABS_AT_ONCE, thread_name_prefix="gpulab-labs") as pool:
         for folder in folders:
             lab = folder.name
-            ref = recorded_profile(lab)
             members, stack = _recorded_members(lab)
             kubeconfigs = sorted(p.stem for p in folder.glob("*.kubeconfig"))
             found = containers.get(lab, [])
             record = folder / LAB_RECORD
             since = record.stat().st_mtime if record.exists() else folder.stat().st_mtime
-            cluster = _recorded_cluster(lab)
-            state: Any = (pool.submit(_existing_state, lab, kubeconfigs, members)
-                          if cluster["provider"] == "existing"
-                          else _lab_state(found, kubeconfigs, members, reader is not None))
+            provider = for_lab(lab)
             rows.append({
                 "name": lab,
-                "profile": ref or "",
+                "profile": recorded_profile(lab) or "",
                 "stack": stack,
-                "state": state,
+                "state": pool.submit(provider.lab_state, lab, found, kubeconfigs, members,
+                                     observed=reader is not None),
                 "tenants": members,
                 "age_seconds": int(time.time() - since),
                 "containers": sorted(f"{c.name} {c.status}" for c in found),
                 "kubeconfigs": [str(folder / f"{name}.kubeconfig") for name in kubeconfigs],
-                "cluster": cluster,
+                "cluster": provider.where(lab),
             })
     for row in rows:
-        if not isinstance(row["state"], str):
-            row["state"] = row["state"].result()
+        row["state"] = row["state"].result()
     known = {row["name"] for row in rows}
     leftovers = [{"name": lab, "containers": sorted(c.name for c in found),
                   "remove": f"gpulab down --name {lab}"}
@@ -502,46 +466,14 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
     return {"labs": rows, "leftovers": leftovers}
 
 
-def _recorded_cluster(lab: str) -> dict[str, str]:
-    """Where the lab's cluster is: kind's cluster name, or an existing cluster's server and
-    context as its record keeps them (a server URL's user:password part, if any, left out:
-    `labs` never prints credentials)."""
-    from urllib.parse import urlsplit, urlunsplit
+def cluster_text(where: dict[str, str]) -> str:
+    """`labs`' one line for a lab's `cluster` (its provider's words)."""
+    from gpulab.providers import cluster_text as text
 
-    from gpulab import lab_record
-    from gpulab.naming import kind_cluster_name
-
-    record = lab_record.read(lab)
-    if record is None or record.provider != "existing":
-        return {"provider": "kind", "name": kind_cluster_name(lab)}
-    server = str(record.cluster.get("server") or "")
-    try:
-        parts = urlsplit(server)
-        if parts.username or parts.password:
-            server = urlunsplit(parts._replace(netloc=parts.hostname + (
-                f":{parts.port}" if parts.port else "") if parts.hostname else ""))
-    except ValueError:
-        server = "(unreadable server URL)"
-    return {"provider": "existing", "server": server,
-            "context": str(record.cluster.get("context") or "")}
+    return text(where)
 
 
-LABS_API_TIMEOUT = 3.0  # seconds `labs` waits for an existing cluster's API
-LABS_AT_ONCE = 8  # existing clusters `labs` asks at once
-
-
-def _existing_state(lab: str, kubeconfigs: list[str], members: list[str]) -> str:
-    """An existing-cluster lab: unreachable when its cluster's API does not answer within
-    LABS_API_TIMEOUT; else ready when every kubeconfig is saved, partial otherwise."""
-    from gpulab.adapters.kube import KubeClient, RetryPolicy
-
-    def client(path: Path) -> KubeGateway:
-        return KubeClient(path, request_timeout=LABS_API_TIMEOUT, retry=RetryPolicy.disabled())
-
-    if "management" in kubeconfigs and management_api_problem(lab, client):
-        return "unreachable"
-    wanted = {"management", *members}
-    return "ready" if members and wanted <= set(kubeconfigs) else "partial"
+LABS_AT_ONCE = 8  # labs whose providers `labs` asks at once
 
 
 def _recorded_members(lab: str) -> tuple[list[str], str]:
@@ -565,20 +497,6 @@ def _recorded_members(lab: str) -> tuple[list[str], str]:
     return loaded.profile.member_names(), loaded.profile.stack
 
 
-def _lab_state(found: list[Any], kubeconfigs: list[str], members: list[str],
-               observed: bool) -> str:
-    """ready: containers all running and every kubeconfig saved; broken: a container is not
-    running; partial: otherwise (being built, or failed half-way)."""
-    if not observed:
-        return "unknown"
-    if any(not c.running for c in found):
-        return "broken"
-    wanted = {"management", *members}
-    if found and members and wanted <= set(kubeconfigs):
-        return "ready"
-    return "partial"
-
-
 # --------------------------------------------------------------------------- status
 
 
@@ -598,21 +516,21 @@ def status(
     from gpulab.stacks import for_profile
 
     provider.same_cluster(lab, kube)
-    forwarding = None
-    if kube is None and lab_expose(lab) == "port-forward":  # the vClusters through the API
-        forwarding = _forwarding(_status_client, lab_dir(lab) / "management.kubeconfig", profile)
-    kube = forwarding or kube or _status_client
-    try:
+    with provider.reach(lab, profile) if kube is None else nullcontext() as reach:
+        if kube is None:  # members the provider reaches otherwise (port-forwards) as it says
+            kube = _status_client if reach is None else _reached_client(reach)
         info = dict(for_profile(profile).lab_status(lab, provider.machines(), profile, kube,
                                                     provider.management(lab)))
         info["exists"] = bool(info.get("exists")) or lab_dir(lab).is_dir()
         info["timings"] = recorded_timings(lab)
         if info["exists"] and isinstance(info.get("management"), dict):
             info["management"]["api_error"] = management_api_problem(lab, kube) or ""
-    finally:
-        if forwarding is not None:
-            forwarding.close()
     return info
+
+
+def _reached_client(reach: Callable[[Path], Path]) -> Callable[[Path], KubeGateway]:
+    """`_status_client` on the copy of each saved kubeconfig the provider's `reach` gives."""
+    return lambda path: _status_client(reach(path))
 
 
 def status_tables(profile: LabProfile, info: dict[str, Any]) -> list[Table]:
@@ -644,16 +562,13 @@ def join(lab: str, profile: LabProfile, member: str, *, node: str | None, ttl_se
          kube: Callable[[Path], KubeGateway] | None = None) -> str:
     """`gpulab join`: the commands that make a real machine a worker of `member` in a lab on an
     existing cluster (a bootstrap token is created in the tenant now); UsageError on kind."""
-    from gpulab import lab_record
+    from gpulab.providers import for_lab
     from gpulab.stacks import for_profile
 
     require_lab(lab)
-    record = lab_record.read(lab)
-    if record is None or record.provider != "existing":
-        raise UsageError(f"lab '{lab}' runs on kind: its workers are containers gpulab starts "
-                         "itself; gpulab join is for labs on an existing cluster (up "
-                         "--kubeconfig)")
-    lab_provider(lab).same_cluster(lab, kube or _status_client)  # the token goes in its tenant
+    provider = for_lab(lab, _host())
+    provider.refuse_join(lab)
+    provider.same_cluster(lab, kube or _status_client)  # the token goes in its tenant
     return for_profile(profile).join_commands(profile, lab, member, node=node,
                                               ttl_seconds=ttl_seconds,
                                               kube=kube or _status_client)
@@ -668,17 +583,13 @@ def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None
     through the lab's cluster's API to the team's vCluster, as `vcluster connect` does
     (providers.existing.forward), and write a temporary kubeconfig for it. Labs in an existing
     cluster only (a kind lab publishes each vCluster on 127.0.0.1 itself). The caller closes it."""
-    from gpulab import lab_record
     from gpulab.adapters.kube import KubeClient, RetryPolicy
     from gpulab.paths import lab_dir
-    from gpulab.providers.existing.forward import open_forward
+    from gpulab.providers import for_lab
 
     folder = require_lab(lab)
-    record = lab_record.read(lab)
-    if record is None or record.provider != "existing":
-        raise UsageError(f"lab '{lab}' runs on kind, which publishes each vCluster on "
-                         "127.0.0.1 already; --port-forward is for labs in an existing cluster",
-                         hint=f"gpulab kubeconfig {member} --name {lab}")
+    provider = for_lab(lab, _host())
+    provider.refuse_forward(lab, member)
     team = getattr(profile, "team", None)
     if profile.stack != "vcluster-kai" or team is None:
         raise UsageError(f"--port-forward reaches a vcluster-kai team's vCluster; lab '{lab}' "
@@ -692,11 +603,12 @@ def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None
         return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
 
     factory = kube or client
-    lab_provider(lab).same_cluster(lab, factory)
-    return open_forward(factory(folder / "management.kubeconfig"), spec.namespace, spec.name,
-                        lab_dir(lab) / f"{member}.kubeconfig",
-                        port=spec.host_port if port is None else port, kube=factory,
-                        prefix=f"gpulab-{lab}-{member}-", dial=dial, on_error=on_error)
+    provider.same_cluster(lab, factory)
+    return provider.open_forward(factory(folder / "management.kubeconfig"), spec.namespace,
+                                 spec.name, lab_dir(lab) / f"{member}.kubeconfig",
+                                 port=spec.host_port if port is None else port, kube=factory,
+                                 prefix=f"gpulab-{lab}-{member}-", dial=dial,
+                                 on_error=on_error)
 
 
 # --------------------------------------------------------------------------- logs
@@ -730,10 +642,8 @@ def verify(
     reaches them (`reach`: a port-forward lab's vClusters through forwards): NoLabError without
     a lab folder, HostError when the lab is not up or its management API does not answer,
     UsageError when its saved kubeconfig now reaches another cluster (same_cluster)."""
-    from gpulab import lab_record
     from gpulab.paths import lab_dir
-    from gpulab.providers import ClusterChoice, for_choice
-    from gpulab.providers.existing import choice_of
+    from gpulab.providers import for_lab
     from gpulab.stacks import for_profile
 
     require_lab(lab)
@@ -741,15 +651,12 @@ def verify(
     if problem:
         raise HostError(problem, hint=f"gpulab status --name {lab} shows the lab; gpulab up "
                                       f"--name {lab} builds or repairs it")
-    record = lab_record.read(lab)
-    choice = choice_of(record) if record is not None and record.provider == "existing" \
-        else ClusterChoice("kind")  # neither connects to anything until it is asked
-    provider = for_choice(choice, _host())
+    provider = for_lab(lab, _host())  # connects to nothing until it is asked
     provider.same_cluster(lab)
     with provider.reach(lab, profile) as reach:
         return for_profile(profile).run_checks(
             profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress,
-            reach=reach)
+            reach=reach, cluster=provider.lab_cluster(lab, profile))
 
 
 def _stack(stack: str) -> Stack:

@@ -72,7 +72,8 @@ class LabRecord:
     document: dict[str, Any] | None = None
     contexts: tuple[MergedContext, ...] = ()
     created: dict[str, list[str]] = field(default_factory=dict)
-    # provider existing (gpulab.providers.existing): the cluster's identity (provider, server,
+    # what the lab's provider recorded of its cluster (`provider`: its name, '' before it
+    # recorded anything: the registry's default; a cluster gpulab did not make adds server,
     # context, kubeconfig, kube_system_uid) and what gpulab created in it, in creation order
     # (each {"type": "helm-release" | "object", ...}); `down` removes exactly those, reversed.
     cluster: dict[str, Any] = field(default_factory=dict)
@@ -80,7 +81,7 @@ class LabRecord:
 
     @property
     def provider(self) -> str:
-        return str(self.cluster.get("provider") or "kind")
+        return str(self.cluster.get("provider") or "")
 
     @property
     def complete(self) -> bool:

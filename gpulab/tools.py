@@ -22,12 +22,27 @@ import tarfile
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpulab.errors import HostError
 from gpulab.paths import cache_dir
 
-__all__ = ["HELM_MAJORS", "HELM_VERSION", "TOOL_ENV", "adopt_tool", "check_version", "find_tool",
-           "install_tool", "tool_bin_dir", "tool_version", "where_gpulab_looks"]
+if TYPE_CHECKING:
+    from gpulab.profile.base import LabProfile
+
+__all__ = [
+    "HELM_MAJORS",
+    "HELM_VERSION",
+    "TOOL_ENV",
+    "adopt_tool",
+    "check_version",
+    "find_tool",
+    "install_tool",
+    "tool_bin_dir",
+    "tool_version",
+    "tool_versions",
+    "where_gpulab_looks",
+]
 
 HELM_VERSION = "v3.19.2"
 # The helm major versions whose post-renderer gpulab knows (gpulab.adapters.helm: an executable
@@ -51,6 +66,11 @@ PINNED_SHA256 = {
 TOOL_ENV = {"kind": "GPULAB_KIND", "helm": "GPULAB_HELM"}
 _VERSION_ARGS = {"kind": (["version"], r"kind (v\d+\.\d+\.\d+)"),
                  "helm": (["version", "--template", "{{.Version}}"], r"(v\d+\.\d+\.\d+)")}
+
+
+def tool_versions(profile: LabProfile) -> dict[str, str]:
+    """The version of each tool gpulab installs, for `profile` (kind's is the profile's)."""
+    return {"kind": profile.management.kind_version, "helm": HELM_VERSION}
 
 
 def tool_bin_dir() -> Path:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpulab.providers import registry
+
 __all__ = [
     "API_VERSION",
     "ChartRef",
@@ -211,7 +213,6 @@ class ManagementSpec(Strict):
         return value
 
 
-PROVIDERS = ("kind", "existing")
 # a node's name: a DNS subdomain (RFC 1123), as the API server validates Node names
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -222,8 +223,8 @@ class ClusterSpec(Strict):
     already have, reached through a kubeconfig and context (`up --kubeconfig/--context`
     override these)."""
 
-    provider: Literal["kind", "existing"] = Field(default="kind",
-                                                  description="kind or existing")
+    provider: str = Field(default=registry.DEFAULT, description="kind or existing (a name "
+                          "gpulab.providers.registry knows)")
     kubeconfig: str | None = Field(default=None, description="existing: the kubeconfig file "
                                    "(default: $KUBECONFIG, else ~/.kube/config)")
     context: str | None = Field(default=None, description="existing: the context (default: "
@@ -243,6 +244,14 @@ class ClusterSpec(Strict):
         default=None, min_length=1, description="existing, vcluster-kai: nodes (by name) that "
         "get fake GPUs from fake-gpu-operator, for a cluster without GPUs; each gets the GPU "
         "pool's labels, which `down` removes again (docs/own-cluster.md)")
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in registry.names():
+            raise ValueError(f"'{value}' is not a provider gpulab knows: "
+                             f"{', '.join(sorted(registry.names()))}")
+        return value
 
     @field_validator("fake_gpu_nodes")
     @classmethod

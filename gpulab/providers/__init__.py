@@ -1,48 +1,89 @@
 """Where a lab's cluster and its nodes come from: the provider registry.
 
-A stack says what it installs; a provider says how the cluster comes to be. `kind` makes one
-(today's behaviour, the default); `existing` installs into a cluster you already have, reached
-through a kubeconfig and context. The provider is chosen by `up --kubeconfig/--context`, else by
-the profile's `cluster.provider`, else kind. Imports no stack.
+A stack says what it installs; a provider says how the cluster comes to be. Which providers
+there are is providers.registry's to say (one folder each under gpulab/providers/); this module
+asks them: which one a profile and `up`'s flags choose (`choose`), which one a lab was built on
+(`restore`, `for_lab`, from lab.json), and makes it (`for_choice`). Nothing outside
+gpulab/providers/ names a provider. Imports no stack.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from gpulab.providers import registry
 from gpulab.providers.base import ClusterChoice
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Mapping
     from pathlib import Path
 
-    from gpulab.adapters.base import ContainerRuntime
-    from gpulab.adapters.base import KindProvider as KindBinary
+    from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
     from gpulab.providers.base import ClusterProvider, HostTools
 
-__all__ = ["PROVIDERS", "ClusterChoice", "choose", "for_choice", "with_fake_gpu_nodes"]
+__all__ = ["ClusterChoice", "choose", "cluster_text", "container_lab", "for_choice",
+           "for_lab", "restore", "with_fake_gpu_nodes"]
 
-PROVIDERS = ("kind", "existing")
+
+def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | None = None,
+           *, lab: str | None = None) -> ClusterChoice:
+    """The provider for `profile`: for a lab already built (`lab`) without `--kubeconfig/
+    --context`, the one its lab.json recorded (restored with the profile's settings); else the
+    first registered provider that claims the profile and flags (providers.registry)."""
+    from gpulab.errors import UsageError
+
+    if lab is not None and kubeconfig is None and context is None:
+        from gpulab import lab_record
+
+        record = lab_record.read(lab)
+        if record is not None and record.provider:  # '' when up recorded no cluster yet
+            return cast("ClusterChoice",
+                        registry.package(record.provider).restore(record, profile=profile))
+    for name in registry.names():
+        choice = registry.package(name).claims(profile, kubeconfig, context)
+        if choice is not None:
+            return cast("ClusterChoice", choice)
+    wanted = profile.cluster.provider if profile.cluster is not None else registry.DEFAULT
+    raise UsageError(f"cluster.provider {wanted!r}: no provider takes this profile",
+                     hint=f"providers: {', '.join(registry.names())}")
 
 
-def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | None = None
-           ) -> ClusterChoice:
-    """The provider for `profile`: `--kubeconfig`/`--context` mean existing (they override the
-    profile's `cluster.kubeconfig`/`context`); else the profile's `cluster:`; else kind."""
-    from pathlib import Path
+def restore(record: LabRecord, kubeconfig: Path | None = None, context: str | None = None
+            ) -> ClusterChoice:
+    """The provider choice of a lab from its lab.json (`kubeconfig`/`context`: how its cluster
+    is reached now, for a provider that takes them; UsageError from one that does not)."""
+    return cast("ClusterChoice",
+                registry.package(record.provider).restore(record, kubeconfig, context))
 
-    spec = profile.cluster
-    if kubeconfig is None and context is None and (spec is None or spec.provider == "kind"):
-        return ClusterChoice("kind")
-    file = kubeconfig or (Path(spec.kubeconfig).expanduser() if spec and spec.kubeconfig
-                          else None)
-    return ClusterChoice("existing", kubeconfig=file,
-                         context=context or (spec.context if spec else None),
-                         expose=spec.expose if spec else "auto",
-                         node_address=spec.node_address if spec else None,
-                         helm_parallel=(spec.helm_parallel or 4) if spec else 4)
+
+def for_lab(lab: str, host: HostTools | None = None, *, kubeconfig: Path | None = None,
+            context: str | None = None, **given: Any) -> ClusterProvider:
+    """The provider of a lab as its lab.json recorded it (a lab without one: the default's),
+    not connected to anything yet."""
+    from gpulab import lab_record
+
+    record = lab_record.read(lab)
+    if record is None:
+        choice = registry.package("").restore(None, kubeconfig, context)
+    else:
+        choice = restore(record, kubeconfig, context)
+    return for_choice(choice, host, **given)
+
+
+def container_lab(labels: Mapping[str, str]) -> str:
+    """The lab a container belongs to by a provider's own labels (kind's node label), or ''."""
+    for name in registry.names():
+        lab = str(registry.package(name).container_lab(labels))
+        if lab:
+            return lab
+    return ""
+
+
+def cluster_text(where: Mapping[str, str]) -> str:
+    """`gpulab labs`' one line for a lab's `where` (its provider's words)."""
+    return str(registry.package(where.get("provider", "")).cluster_text(where))
 
 
 def with_fake_gpu_nodes(loaded: LoadedProfile, lab: str, nodes: list[str] | None, *,
@@ -99,17 +140,8 @@ def with_fake_gpu_nodes(loaded: LoadedProfile, lab: str, nodes: list[str] | None
     return LoadedProfile(profile, loaded.source, loaded.builtin)
 
 
-def for_choice(choice: ClusterChoice, host: HostTools | None = None, *,
-               runtime: ContainerRuntime | None = None, kind: KindBinary | None = None,
-               helm: Callable[[Path], Any] | None = None) -> ClusterProvider:
-    """The provider of `choice` (providers.kind or providers.existing), reaching this host's
-    tools through `host`; `runtime` (kind's Docker engine, or existing's for worker
-    containers), `kind` (the kind binary) and `helm` (a Helm gateway factory) when the caller
-    has them already."""
-    if choice.provider == "existing":
-        from gpulab.providers.existing import ExistingProvider
-
-        return ExistingProvider(choice, host, helm=helm, runtime=runtime)
-    from gpulab.providers.kind import KindProvider
-
-    return KindProvider(host, runtime=runtime, kind=kind)
+def for_choice(choice: ClusterChoice, host: HostTools | None = None, **given: Any
+               ) -> ClusterProvider:
+    """The provider of `choice`, reaching this host's tools through `host`; `given`: what the
+    caller has already (e.g. `runtime`, a Docker engine; `helm`, a Helm gateway factory)."""
+    return cast("ClusterProvider", registry.package(choice.provider).make(choice, host, **given))

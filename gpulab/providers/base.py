@@ -23,10 +23,30 @@ if TYPE_CHECKING:
     from gpulab.netcalc import AddressRange
     from gpulab.profile.base import LabProfile
 
-__all__ = ["RBAC", "Access", "AddressNeed", "AddressRanges", "ClusterChoice", "ClusterFacts",
-           "ClusterIdentity", "ClusterNeeds", "ClusterProvider", "ExistingNeeds", "Ground",
-           "HostTools", "ManagementRow", "NodePool", "PortNeed", "Session", "StackSide",
-           "Teardown", "chart_cluster_access", "release_access"]
+__all__ = [
+    "RBAC",
+    "Access",
+    "AddressNeed",
+    "AddressRanges",
+    "ClusterChoice",
+    "ClusterFacts",
+    "ClusterIdentity",
+    "ClusterNeeds",
+    "ClusterProvider",
+    "ExistingNeeds",
+    "Ground",
+    "HostTools",
+    "LabCluster",
+    "ManagementRow",
+    "NodePool",
+    "PortNeed",
+    "ProviderPackage",
+    "Session",
+    "StackSide",
+    "Teardown",
+    "chart_cluster_access",
+    "release_access",
+]
 
 
 @dataclass
@@ -221,6 +241,21 @@ class ManagementRow:
 
 
 @dataclass(frozen=True)
+class LabCluster:
+    """What a built lab's cluster is, as its provider answers it (`ClusterProvider.lab_cluster`),
+    for what a stack does after `up` (verify, status): where the GPUs are and how workers come.
+
+    - `gpus`: `pool`, the lab's own GPU pool (nodes it made and labelled, simulated GPUs); or
+      `found`, whatever nodes of the cluster advertise nvidia.com/gpu (real, or faked on
+      nodes the user named), which verify sizes its pods from;
+    - `workers`: `containers`, worker containers gpulab runs on this host; or `join`,
+      machines the user joins (`gpulab join`), whose cards only the machine registers."""
+
+    gpus: str = "pool"
+    workers: str = "containers"
+
+
+@dataclass(frozen=True)
 class HostTools:
     """How a provider reaches this host's tools; core hands in its own functions (the names
     the CLI and tests use): the Docker endpoint, the engine (`docker(endpoint=...)`), a
@@ -234,7 +269,7 @@ class HostTools:
     docker: Callable[..., Any]
     reader: Callable[..., Any]
     helm: Callable[[str | None], Callable[[Path], Any]]
-    kind: Callable[[Any], Any]
+    kind: Callable[[Any], Any] | None = None
     host_checks: Callable[..., list[Finding]] | None = None
 
 
@@ -272,6 +307,28 @@ class Session:
     close: Callable[[], None] = field(default=lambda: None)
 
 
+class ProviderPackage(Protocol):
+    """What a provider's package offers at module level, found through providers.registry:
+    whether a profile (and `up`'s `--kubeconfig/--context`) chooses it (`claims`: its choice, or
+    None), its choice again for a lab from what lab.json recorded (`restore`; UsageError when
+    flags it cannot take are given), the provider itself (`make`), the lab a container of
+    this host belongs to when only the provider labels it (`container_lab`, '' for none), and
+    the one line `gpulab labs` prints for what its `where` answered (`cluster_text`)."""
+
+    def claims(self, profile: LabProfile, kubeconfig: Path | None, context: str | None
+               ) -> ClusterChoice | None: ...
+
+    def restore(self, record: Any, kubeconfig: Path | None = None, context: str | None = None,
+                profile: LabProfile | None = None) -> ClusterChoice: ...
+
+    def make(self, choice: ClusterChoice, host: HostTools | None = None, **given: Any
+             ) -> ClusterProvider: ...
+
+    def container_lab(self, labels: Mapping[str, str]) -> str: ...
+
+    def cluster_text(self, where: Mapping[str, str]) -> str: ...
+
+
 class ClusterProvider(Protocol):
     """How a lab's cluster comes to be and goes again (kind's providers.Provider is the model).
 
@@ -303,10 +360,39 @@ class ClusterProvider(Protocol):
     - `teardown`: what gpulab made goes again (`forget` removes the lab's files and merged
       contexts, once, after what the provider removed itself).
 
+    - `tools`: the programs `doctor --install-tools` installs for it;
+    - `where`: where the lab's cluster is, as `gpulab labs -o json` shows it (no credential);
+      `lab_state`: `labs`' state of the lab (ready | partial | broken | unreachable | unknown)
+      from its containers on this host (`observed` False: Docker did not answer), its saved
+      kubeconfigs and members;
+    - `lab_cluster`: what the built lab's cluster is (`LabCluster`), for verify and status;
+      `forwarded`: the lab's member APIs answer only through a forward of the cluster's API
+      (its saved kubeconfigs name ports nothing listens on until `kubeconfig --port-forward`);
+    - `refuse_join`, `refuse_forward`: UsageError, in the provider's words, when machines
+      cannot join this lab (`gpulab join`) or its APIs are not reached by port-forward;
+      `open_forward`: `kubeconfig TEAM --port-forward`'s forward through the cluster's API.
+
     `management/cluster` is the provider's step: providers.kind.ManagementCluster (from the
     stack's kind config), providers.existing.ExistingCluster."""
 
     name: str
+    tools: tuple[str, ...]
+
+    def where(self, lab: str) -> dict[str, str]: ...
+
+    def lab_state(self, lab: str, containers: Sequence[Any], kubeconfigs: Sequence[str],
+                  members: Sequence[str], *, observed: bool) -> str: ...
+
+    def lab_cluster(self, lab: str, profile: LabProfile) -> LabCluster: ...
+
+    def forwarded(self, lab: str) -> bool: ...
+
+    def refuse_join(self, lab: str) -> None: ...
+
+    def refuse_forward(self, lab: str, member: str) -> None: ...
+
+    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
+                     **options: Any) -> Any: ...
 
     def ground(self, profile: LabProfile, lab: str, stack: StackSide, *, probe: bool
                ) -> Ground: ...

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.providers.base import ClusterNeeds, ExistingNeeds, ManagementRow
+    from gpulab.providers.base import ClusterNeeds, ExistingNeeds, LabCluster, ManagementRow
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
@@ -78,6 +78,7 @@ class Stack(Protocol):
         keep: bool,
         progress: Callable[[str, str], None] | None,
         reach: Callable[[Path], Path] | None = None,
+        cluster: LabCluster | None = None,
     ) -> VerifyReport: ...
 
     def parse_checks(self, value: str | None) -> list[str] | None: ...

@@ -51,7 +51,7 @@ def _down(cluster: ExistingCluster, lab: str = "vcluster-kai") -> Any:
 
     record = lab_record.read(lab)
     assert record is not None
-    return core.down_existing(lab, record, helm=lambda _p: FakeHelm(cluster))
+    return core.down(lab, core.lab_provider(lab, helm=lambda _p: FakeHelm(cluster)))
 
 
 def test_gpu_operator_node_up_status_down_leaves_it_as_found(tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ def test_preflight_asks_concurrently_and_answers_in_order(tmp_path: Path) -> Non
     # the reviews go out several at once; which one is denied is still named as asked
     denied = {("create", "statefulsets"), ("delete", "queues")}
     with ExistingCluster(tmp_path, denied=denied).running(TEAMS) as cluster:
-        facts, _first, problems = core.existing_facts(
+        facts, _first, problems = core.survey(
             _profile(), "vcluster-kai", ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
         assert facts.denied[0] == "delete queues.scheduling.run.ai"
         assert [d for d in facts.denied if "statefulsets" in d] == [

@@ -255,12 +255,12 @@ def test_labs_names_the_existing_cluster_and_its_state(
 
 
 def test_labs_leaves_a_password_in_the_server_url_out() -> None:
-    from gpulab import core, lab_record
+    from gpulab import lab_record, providers
 
     lab_record.record_cluster("lab-pw", {"provider": "existing",
                                          "server": "https://admin:s3cret@203.0.113.9:6443",
                                          "context": "prod"})
-    assert core._recorded_cluster("lab-pw")["server"] == "https://203.0.113.9:6443"
+    assert providers.for_lab("lab-pw").where("lab-pw")["server"] == "https://203.0.113.9:6443"
 
 
 def test_labs_asks_the_existing_clusters_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -269,6 +269,7 @@ def test_labs_asks_the_existing_clusters_at_once(monkeypatch: pytest.MonkeyPatch
     import threading
 
     from gpulab import core, lab_record
+    from gpulab.providers.existing import ExistingProvider
 
     labs = ["lab-a", "lab-b", "lab-c"]
     for lab in labs:
@@ -277,13 +278,13 @@ def test_labs_asks_the_existing_clusters_at_once(monkeypatch: pytest.MonkeyPatch
     barrier = threading.Barrier(len(labs), timeout=10)
     asked: list[str] = []
 
-    def state(lab: str, _kubeconfigs: list[str], _members: list[str]) -> str:
+    def state(_self: Any, lab: str, *_args: Any, **_kwargs: Any) -> str:
         asked.append(lab)
         barrier.wait()  # BrokenBarrierError if the labs were asked one at a time
         return "unreachable" if lab == "lab-b" else "partial"
 
     monkeypatch.setattr(core, "read_docker", _no_docker)
-    monkeypatch.setattr(core, "_existing_state", state)
+    monkeypatch.setattr(ExistingProvider, "lab_state", state)
     listed = CliRunner().invoke(app, ["labs", "-o", "json"])
     assert listed.exit_code == 0, listed.output
     assert sorted(asked) == labs
@@ -568,8 +569,8 @@ def test_up_without_a_reachable_node_goes_by_port_forward(
         assert "gpu-node-1" in (bundle / "clusters/team-nlp/nodes.yaml").read_text()
         assert not (bundle / "errors.txt").exists()
         assert {d.split("/")[0] for d in dialled} == {f"vcluster-{t}" for t in TEAMS}
-        summary = core.lab_expose(LAB)
-    assert summary == "port-forward"
+        forwarded = core.lab_forwarded(LAB)
+    assert forwarded
 
 
 def test_up_says_how_to_reach_each_team_by_port_forward(tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ def _up(cluster: KamajiCluster, profile: Any = None) -> Any:
 def _down(cluster: KamajiCluster) -> Any:
     record = lab_record.read(LAB)
     assert record is not None
-    return core.down_existing(LAB, record, helm=lambda _p: KamajiHelm(cluster))
+    return core.down(LAB, core.lab_provider(LAB, helm=lambda _p: KamajiHelm(cluster)))
 
 
 def _owned() -> list[tuple[str, str | None, str]]:
@@ -253,7 +253,7 @@ def test_kamaji_at_another_tag_and_existing_names_are_refused(tmp_path: Path) ->
         cluster.host.call(cluster.put_objects, chart_objects(other))
         cluster.host.namespaces["tenants"] = {"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": "tenants"}}
-        facts, _first, problems = core.existing_facts(
+        facts, _first, problems = core.survey(
             _profile(), LAB, ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
         assert facts.stack.kamaji.version == "26.5.3-edge"
         assert any(p.startswith("Kamaji 26.5.3-edge is installed in kamaji-system; this profile "
@@ -433,7 +433,7 @@ def test_cert_manager_crds_without_its_controller_and_denied_rights_are_named(
         crds = [o for o in chart_objects(cert_manager_release())
                 if o["kind"] == "CustomResourceDefinition"]
         cluster.host.call(cluster.put_objects, crds)
-        _facts, _first, problems = core.existing_facts(
+        _facts, _first, problems = core.survey(
             _profile(), LAB, ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
         assert problems[0].startswith("cert-manager's CRDs (certificates.cert-manager.io) are "
                                       "there but no controller runs")
@@ -450,7 +450,7 @@ def test_management_cluster_versions_are_kamajis_floor_and_cert_managers_ceiling
     # README.md:24 at 776e5dba): the cluster's /version decides, before anything is created
     monkeypatch.setattr("tests.existing.kmock_cluster.VERSION", version)
     with KamajiCluster(tmp_path).running(TENANTS) as cluster:
-        _facts, _first, problems = core.existing_facts(
+        _facts, _first, problems = core.survey(
             _profile(), LAB, ClusterChoice("existing", kubeconfig=cluster.kubeconfig))
     expected = (f"Kubernetes {version} is outside what the pinned Kamaji and cert-manager "
                 "support as a management cluster (v1.33-v1.36)")

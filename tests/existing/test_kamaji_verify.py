@@ -254,7 +254,7 @@ def test_containers_workers_are_judged_as_on_kind(tmp_path: Path,
     # the profile's workers and mock cards (and completes the mock plugin's binds)
     import shutil
 
-    from gpulab import lab_record
+    from gpulab import core, lab_record
     from gpulab.paths import lab_dir
     from gpulab.stacks.kamaji_hami import run
     from tests.kamaji_hami.kmock_lab import KmockLab
@@ -267,8 +267,9 @@ def test_containers_workers_are_judged_as_on_kind(tmp_path: Path,
             shutil.copy(lab.kubeconfig(name), folder / f"{name}.kubeconfig")
         lab_record.record_cluster(LAB, {"provider": "existing", "server": lab.management.url,
                                         "context": "management"})
-        assert run.workers_of(LAB, profile) == ""
-        assert run.workers_of(LAB, _profile()) == "machines"  # the default there
+        # the provider lab.json names answers how the workers come (its LabCluster)
+        assert run.workers_of(core.lab_cluster(LAB, profile)) == ""
+        assert run.workers_of(core.lab_cluster(LAB, _profile())) == "machines"  # the default
         gateways = lab.gateways()
 
         @contextmanager

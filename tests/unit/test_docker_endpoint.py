@@ -22,6 +22,7 @@ from gpulab.adapters.docker_endpoint import (
     resolve_endpoint,
 )
 from gpulab.errors import ExitCode, HostError
+from gpulab.providers import kind as kind_provider
 from tests.upstream_docker import REMOTE_CONTEXT, add_context, docker_config, use_context
 
 
@@ -186,7 +187,7 @@ def test_kind_gets_docker_host_and_no_docker_context(config: Path, tmp_path: Pat
     kind.chmod(0o755)
     monkeypatch.setenv("PATH", f"{kind.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr("gpulab.tools.find_tool", lambda name: str(kind) if name == "kind" else None)
-    cli = core.kind_cli(core.docker_endpoint())
+    cli = kind_provider.kind_cli(core.docker_endpoint())
     assert cli is not None and cli.version() == "v0.33.0"
     env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
     assert env["DOCKER_HOST"] == "unix:///colima.sock"

@@ -198,7 +198,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     world = FakeWorld()
     monkeypatch.setattr(core, "connect_runtime", lambda *_a, **_k: FakeRuntime(world))
     monkeypatch.setattr(core, "docker_endpoint", lambda: None, raising=False)
-    monkeypatch.setattr(core, "kind_cli", lambda *_a, **_k: None, raising=False)
+    monkeypatch.setattr("gpulab.providers.kind.kind_cli", lambda *_a, **_k: None)
     monkeypatch.setattr(gpulab.tools, "find_tool", lambda _name: None)
     return Env(tmp_path, monkeypatch, world)
 

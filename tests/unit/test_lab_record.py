@@ -41,7 +41,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> FakeWorld:
     monkeypatch.setattr(core, "up", up)
     monkeypatch.setattr(core, "connect_runtime", lambda *_a, **_k: FakeRuntime(fake))
     monkeypatch.setattr(core, "docker_endpoint", lambda: None, raising=False)
-    monkeypatch.setattr(core, "kind_cli", lambda *_a, **_k: FakeKind(fake), raising=False)
+    monkeypatch.setattr("gpulab.providers.kind.kind_cli", lambda *_a, **_k: FakeKind(fake))
     monkeypatch.setattr(gpulab.adapters.kube, "KubeClient",
                         lambda path=None, **_k: fake.kube(_cluster_of(Path(path))))
     monkeypatch.setattr(gpulab.tools, "find_tool", lambda _name: None)
@@ -247,14 +247,14 @@ def test_down_without_kind_removes_the_nodes_by_label_and_says_so(
     how; with kind there, kind deletes the cluster and no note is printed."""
     assert runner.invoke(app, ["up", "--name", "nokind"]).exit_code == 0
     assert "gpulab-nokind-control-plane" in world.containers
-    monkeypatch.setattr(core, "kind_cli", lambda *_a, **_k: None)
+    monkeypatch.setattr("gpulab.providers.kind.kind_cli", lambda *_a, **_k: None)
     down = runner.invoke(app, ["down", "--name", "nokind"])
     assert down.exit_code == 0, down.stderr
     assert " - removed container gpulab-nokind-control-plane" in down.stderr
     assert "note: kind not found; removed the cluster's containers by label" in down.stderr
     assert "gpulab-nokind-control-plane" not in world.containers
 
-    monkeypatch.setattr(core, "kind_cli", lambda *_a, **_k: FakeKind(world))
+    monkeypatch.setattr("gpulab.providers.kind.kind_cli", lambda *_a, **_k: FakeKind(world))
     assert runner.invoke(app, ["up", "--name", "withkind"]).exit_code == 0
     down = runner.invoke(app, ["down", "--name", "withkind"])
     assert down.exit_code == 0, down.stderr

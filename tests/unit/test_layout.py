@@ -7,6 +7,9 @@
 - every stack package has the same inner names;
 - providers (`gpulab/providers/`) import no stack, and no stack imports the kind provider
   (of the others, only `providers.base`: what it asks and what it is told);
+- outside `gpulab/providers/` no module names a provider: none imports a provider's package,
+  asks which provider a lab or cluster is (`.provider`, a "provider" key) or compares with a
+  provider's name; they ask the provider what it can (its facts, `LabCluster`, refusals);
 - no import cycle anywhere in `gpulab/` (lazy imports inside functions count too: a cycle through
   them is still a knot a reader has to untie).
 """
@@ -130,6 +133,95 @@ def test_the_stack_provider_exceptions_are_still_needed() -> None:
     assert {(m, i) for m, i in STACK_PROVIDER_IMPORTS if i not in GRAPH[m]} == set()
 
 
+# Modules outside gpulab/providers/ that may still name a provider, and why. The list only
+# shrinks; the two stacks' plan builders leave it with #34 item 1 (one builder per stack on the
+# cluster's capabilities).
+PROVIDER_NAMING: dict[str, str] = {
+    "gpulab.adapters.kind": "the kind binary, a tool ('kind vX.Y.Z' is its version line)",
+    "gpulab.tools": "the kind binary, a tool gpulab installs",
+    "gpulab.lab_record": "lab.json keeps the provider's name for the registry (LabRecord.provider)",
+    "gpulab.profile.base": "the profile's cluster: section, the user's words for a provider",
+    "gpulab.stacks.vcluster_kai.state": "recordings of an older gpulab say `provider` (read only)",
+    "gpulab.stacks.vcluster_kai.record": "reads an older recording's `provider` as `gpus`",
+    "gpulab.stacks.kamaji_hami.steps": "open (#34 item 1): build_existing_steps, chosen by name",
+    "gpulab.stacks.vcluster_kai.steps": "open (#34 item 1): build_existing_steps, chosen by name",
+}
+
+
+def _names_a_provider(module: str) -> list[str]:
+    """Where `module` names a provider: imports a provider's package, reads `.provider` or a
+    "provider" key (asks which one a lab is), or compares with a registered provider's name (a
+    comparison that reads a Kubernetes object's "kind" key is not one)."""
+    from gpulab.providers import registry
+
+    names = set(registry.names())
+    path = MODULES[module]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+            found += [f"{line}: imports {m}" for m in imported for n in names
+                      if m == f"gpulab.providers.{n}" or m.startswith(f"gpulab.providers.{n}.")]
+        elif isinstance(node, ast.Attribute) and node.attr == "provider":
+            found.append(f"{line}: reads .provider")
+        elif isinstance(node, ast.Constant) and node.value == "provider":
+            found.append(f"{line}: the key 'provider'")
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = [s.value for s in sides if isinstance(s, ast.Constant) and s.value in names]
+            kind_key = any(isinstance(c, ast.Constant) and c.value == "kind"
+                           for s in sides if not isinstance(s, ast.Constant) for c in ast.walk(s))
+            if named and not kind_key:
+                found.append(f"{line}: compares with {named[0]!r}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES
+                                          if not m.startswith("gpulab.providers")))
+def test_no_module_outside_the_providers_names_one(module: str) -> None:
+    """core, cli, the stacks, doctor, diagnostics... ask a provider what it can, never which
+    one it is: a new provider is a folder under gpulab/providers/ and a line in its registry."""
+    if module in PROVIDER_NAMING:
+        return
+    assert not _names_a_provider(module), f"{module}: {_names_a_provider(module)}"
+
+
+def test_the_provider_naming_exceptions_are_still_needed() -> None:
+    """An exception that names no provider any more leaves the list (it only shrinks)."""
+    assert [m for m in PROVIDER_NAMING if not _names_a_provider(m)] == []
+
+
+def test_the_provider_naming_rule_catches_each_way_of_naming_one(tmp_path: Path) -> None:
+    """The checker itself, on a module that names a provider each way it can, and one that
+    reads a Kubernetes object's kind."""
+    cases = {
+        "from gpulab.providers.existing import choice_of\n": "imports",
+        "import gpulab.providers.kind.config\n": "imports",
+        "def f(r):\n    return r.provider\n": ".provider",
+        "def f(r):\n    return r.cluster.get('provider')\n": "'provider'",
+        "def f(x):\n    return x == 'existing'\n": "compares",
+        "def f(x):\n    return 'kind' != x.name\n": "compares",
+    }
+    for number, (source, what) in enumerate(cases.items()):
+        path = tmp_path / f"case{number}.py"
+        path.write_text(source, encoding="utf-8")
+        MODULES[f"case{number}"] = path
+        try:
+            assert any(what in f for f in _names_a_provider(f"case{number}")), source
+        finally:
+            del MODULES[f"case{number}"]
+    path = tmp_path / "objects.py"
+    path.write_text("def f(o):\n    return o.get('kind') == 'kind' or o['kind'] == 'Pod'\n",
+                    encoding="utf-8")
+    MODULES["objects"] = path
+    try:
+        assert _names_a_provider("objects") == []
+    finally:
+        del MODULES["objects"]
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_only_adapters_import_docker_kubernetes_pyhelm3(module: str) -> None:
     if module.startswith("gpulab.adapters."):
@@ -210,7 +302,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         GRAPH["gpulab.stacks.vcluster_kai.run"].discard("gpulab.providers.existing.forward")
     assert "gpulab.providers.existing.forward" in GRAPH["gpulab.providers.existing"]  # lazy, seen
     assert not _kind_provider("gpulab.providers.kindred")
-    assert "gpulab.providers.kind" in GRAPH["gpulab.core"]
+    assert not {i for i in GRAPH["gpulab.core"] if _kind_provider(i)}
     assert _kind_provider("gpulab.providers.kind.config")
     assert "gpulab.providers.base" in GRAPH["gpulab.stacks.vcluster_kai.render"]
 

@@ -87,7 +87,7 @@ def test_plan_and_doctor_tables_fit_and_fixes_are_whole_lines(monkeypatch) -> No
            "user/known-issues/#pod-errors-due-to-too-many-open-files")
     findings = [Finding("inotify watches", "warn", "fs.inotify.max_user_watches = 8192 " * 8, fix),
                 Finding("docker", "ok", "Docker 29.0.1 at unix:///var/run/docker.sock")]
-    monkeypatch.setattr(core, "preflight", lambda *_a, **_k: findings)
+    monkeypatch.setattr("gpulab.providers.kind.preflight", lambda *_a, **_k: findings)
     doctor = runner.invoke(app, ["doctor", "--no-pull"])
     assert doctor.exit_code == 0, doctor.stderr
     table = _table(doctor.stdout)

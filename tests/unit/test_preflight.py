@@ -17,6 +17,7 @@ from gpulab.adapters.base import ContainerInfo, PublishedPort
 from gpulab.adapters.docker_runtime import DockerRuntime
 from gpulab.doctor import HostSnapshot, ImageState, diagnose, observe_host
 from gpulab.profile.base import HostPort
+from gpulab.providers import kind as kind_provider
 from tests.fakes import FakeRuntime, FakeWorld
 from tests.upstream_docker import example, system_info
 
@@ -187,13 +188,12 @@ def test_no_pull_is_a_warning_that_says_what_was_probed(kamaji_profile) -> None:
 
 def test_preflight_pulls_as_a_step_of_its_own(kamaji_profile, monkeypatch) -> None:
     """`up` shows the pull like its steps (started with the size to expect, then done)."""
-    from gpulab import core
     from gpulab.adapters.docker_endpoint import DockerEndpoint
 
     monkeypatch.setattr("gpulab.tools.find_tool", lambda name: None)
     runtime = _fresh_host()
     events: list[Any] = []
-    findings = core.preflight(kamaji_profile, "x", runtime, endpoint=DockerEndpoint("unix:///s"),
+    findings = kind_provider.preflight(kamaji_profile, "x", runtime, endpoint=DockerEndpoint("unix:///s"),
                               pull=True, report=events.append)
     assert [(e.step, e.kind) for e in events] == [("preflight/node-image", "started"),
                                                   ("preflight/node-image", "done")]

@@ -86,7 +86,6 @@ runner = CliRunner()
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No kind or helm anywhere gpulab looks, no Docker, and doctor's host checks skipped."""
-    from gpulab import core
 
     empty = tmp_path / "empty-path"
     empty.mkdir()
@@ -94,7 +93,7 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("GPULAB_KIND", raising=False)
     monkeypatch.delenv("GPULAB_HELM", raising=False)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    monkeypatch.setattr(core, "preflight", lambda *_a, **_k: [])
+    monkeypatch.setattr("gpulab.providers.kind.preflight", lambda *_a, **_k: [])
 
 
 def _fake(path: Path, says: str) -> Path:

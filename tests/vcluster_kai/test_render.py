@@ -383,7 +383,7 @@ def _gpu_node(name: str, gpus: str, product: str = "NVIDIA-H100-80GB-HBM3") -> d
 
 def test_an_existing_pool_is_sized_by_its_largest_node(kai_profile: VclusterKaiProfile) -> None:
     found = (_gpu_node("gpu-1", "8"), _gpu_node("gpu-2", "4", "other"), _gpu_node("gpu-3", "2"))
-    sized = kr.sized_for_host(kai_profile, "existing", found)
+    sized = kr.sized_for_host(kai_profile, "found", found)
     assert (sized.gpu_pool.nodes, sized.gpu_pool.count, sized.gpu_pool.model) == (
         3, 8, "NVIDIA-H100-80GB-HBM3")
     assert kr.probe_sizes(sized, sized.teams[0]).capacity_gpus == 9

@@ -83,6 +83,23 @@ def test_recording_round_trip(healthy: KaiLabState, kai_profile: VclusterKaiProf
     assert recording.profile() == kai_profile
 
 
+@pytest.mark.parametrize(("older", "gpus"), [("existing", "found"), ("", "pool")])
+def test_an_older_recording_says_provider_where_this_one_says_gpus(
+        older: str, gpus: str, healthy: KaiLabState, kai_profile: VclusterKaiProfile,
+        tmp_path: Path) -> None:
+    """Recordings before LabCluster kept the host's `provider` ('' or 'existing'); read now,
+    'existing' still means the GPUs were those found, and what is written says `gpus`."""
+    write_recording(tmp_path / "rec", healthy, kai_profile)
+    path = tmp_path / "rec" / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    assert manifest["host"].pop("gpus") == "pool" and "provider" not in manifest["host"]
+    manifest["host"]["provider"] = older
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    host = read_recording(tmp_path / "rec").state.host
+    assert host.gpus == gpus
+    assert "provider" not in host.to_dict() and host.to_dict()["gpus"] == gpus
+
+
 def test_a_kamaji_recording_is_not_read_as_kai() -> None:
     with pytest.raises(UsageError, match="is not a vcluster-kai recording"):
         read_recording(RECORDINGS / "writeup-healthy")

@@ -618,7 +618,7 @@ ROWS: list[Row] = [
     ("KAI-01 team not observed", "KAI-01", REC, _without_team(REC), "error",
      "team team-recommender is not in this observation or recording", ""),
     ("KAI-01 existing cluster, down, control plane running", "KAI-01", NLP,
-     _both(_replace_team(**API_DOWN), _replace_host(provider="existing")), "fail",
+     _both(_replace_team(**API_DOWN), _replace_host(gpus="found")), "fail",
      f"the vCluster API of team-nlp at https://172.18.0.2:31443 did not answer: {REFUSED}; its "
      "control plane runs on the host, so this machine cannot reach the address the vCluster is "
      "exposed at (docs/own-cluster.md, 'Reaching the vClusters')",
@@ -685,35 +685,35 @@ ROWS: list[Row] = [
      f"(step management/fake-gpus; kubectl describe node {W} on the host)", ""),
     # KAI-02 on a cluster gpulab did not make: every node advertising GPUs, no pool label
     ("KAI-02 existing cluster", "KAI-02", NLP,
-     _both(_replace_host(provider="existing"), _vcluster_nodes(_unlabel(W, POOL))), "pass", "",
+     _both(_replace_host(gpus="found"), _vcluster_nodes(_unlabel(W, POOL))), "pass", "",
      f"team-nlp's vCluster lists GPU node {W} (NVIDIA-L40S, 1 x nvidia.com/gpu allocatable) among "
      "2 node(s), synced from the host"),
     ("KAI-02 existing cluster, no GPU product label", "KAI-02", NLP,
-     _both(_replace_host(provider="existing"),
+     _both(_replace_host(gpus="found"),
            _vcluster_nodes(_unlabel(W, "nvidia.com/gpu.product"))), "pass", "",
      f"team-nlp's vCluster lists GPU node {W} (model not labelled, 1 x nvidia.com/gpu "
      "allocatable) among 2 node(s), synced from the host"),
     ("KAI-02 existing cluster without GPU nodes", "KAI-02", NLP,
-     _replace_host(provider="existing", gpu_nodes=()), "fail",
+     _replace_host(gpus="found", gpu_nodes=()), "fail",
      "no node of the host advertises nvidia.com/gpu now (the GPU Operator or device plugin; "
      "kubectl describe nodes on the host)", ""),
     ("KAI-02 existing cluster, no node listed", "KAI-02", NLP,
-     _both(_replace_host(provider="existing"), _replace_team(nodes=())), "fail",
+     _both(_replace_host(gpus="found"), _replace_team(nodes=())), "fail",
      f"team-nlp's vCluster lists 0 node(s) (none) but not the GPU node {W}: {NOT_SYNCED_IN}", ""),
     ("KAI-02 existing cluster, first not listed, second stale", "KAI-02", NLP,
-     _both(_two_gpu_nodes, _replace_host(provider="existing"), _vcluster_nodes(_drop_node(W)),
+     _both(_two_gpu_nodes, _replace_host(gpus="found"), _vcluster_nodes(_drop_node(W)),
            _vcluster_nodes(_gpus(W2, "2"))), "fail",
      f"team-nlp's vCluster lists 2 node(s) ({CP}, {W2}) but not the GPU node {W}: "
      f"{NOT_SYNCED_IN}; {W2} has nvidia.com/gpu 2 in team-nlp's vCluster, 1 on the host: its "
      "copy is stale (the host's node is the truth)", ""),
     ("KAI-02 existing cluster, first stale, second not listed", "KAI-02", NLP,
-     _both(_two_gpu_nodes, _replace_host(provider="existing"), _vcluster_nodes(_gpus(W, "0")),
+     _both(_two_gpu_nodes, _replace_host(gpus="found"), _vcluster_nodes(_gpus(W, "0")),
            _vcluster_nodes(_drop_node(W2))), "fail",
      f"{W} has nvidia.com/gpu 0 in team-nlp's vCluster, 1 on the host: its copy is stale (the "
      f"host's node is the truth); team-nlp's vCluster lists 2 node(s) ({CP}, {W}) but not the GPU "
      f"node {W2}: {NOT_SYNCED_IN}", ""),
     ("KAI-02 existing cluster, two GPU nodes", "KAI-02", NLP,
-     _both(_two_gpu_nodes, _replace_host(provider="existing")), "pass", "",
+     _both(_two_gpu_nodes, _replace_host(gpus="found")), "pass", "",
      f"team-nlp's vCluster lists GPU node {W} (NVIDIA-L40S, 1 x nvidia.com/gpu allocatable), {W2} "
      "(NVIDIA-L40S, 1 x nvidia.com/gpu allocatable) among 3 node(s), synced from the host"),
     # KAI-03

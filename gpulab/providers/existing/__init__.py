@@ -18,18 +18,19 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from gpulab.errors import UsageError
+from gpulab.errors import GpulabError, UsageError
 from gpulab.providers.base import (
     Access,
     ClusterChoice,
     Ground,
+    LabCluster,
     ManagementRow,
     Session,
     Teardown,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
 
     from gpulab.adapters.base import LabAdapters
@@ -62,8 +63,11 @@ from gpulab.providers.existing.facts import (
 from gpulab.providers.existing.ledger import BoundedHelm, ExistingCluster, Owning, owned_entries
 from gpulab.providers.existing.teardown import remove_owned
 
+LABS_API_TIMEOUT = 3.0  # seconds `gpulab labs` waits for an existing cluster's API
+
 __all__ = [
     "HELM_PARALLEL",
+    "LABS_API_TIMEOUT",
     "BoundedHelm",
     "ExistingCluster",
     "ExistingFacts",
@@ -73,16 +77,21 @@ __all__ = [
     "KaiFound",
     "Owning",
     "choice_of",
+    "claims",
     "cluster_facts",
+    "cluster_text",
     "connect",
+    "container_lab",
     "denied",
     "identity_of",
     "kubeconfig_finding",
+    "make",
     "observe",
     "owned_entries",
     "pod_security_problems",
     "port_url",
     "remove_owned",
+    "restore",
 ]
 
 
@@ -94,6 +103,7 @@ class ExistingProvider:
     given, are used instead."""
 
     name = "existing"
+    tools = ("helm",)
 
     def __init__(self, choice: ClusterChoice, host: HostTools | None = None, *,
                  helm: Callable[[Path], Any] | None = None, runtime: Any = None) -> None:
@@ -408,6 +418,74 @@ class ExistingProvider:
                              f"{kept.get('context', '?')})", "in use" if present else "missing",
                              present)
 
+    def where(self, lab: str) -> dict[str, str]:
+        """The cluster's server and context as lab.json keeps them (a server URL's
+        user:password part, if any, left out: `labs` never prints credentials)."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        from gpulab import lab_record
+
+        record = lab_record.read(lab)
+        kept = record.cluster if record is not None else {}
+        server = str(kept.get("server") or "")
+        try:
+            parts = urlsplit(server)
+            if parts.username or parts.password:
+                server = urlunsplit(parts._replace(netloc=parts.hostname + (
+                    f":{parts.port}" if parts.port else "") if parts.hostname else ""))
+        except ValueError:
+            server = "(unreadable server URL)"
+        return {"provider": self.name, "server": server, "context": str(kept.get("context") or "")}
+
+    def lab_state(self, lab: str, containers: Sequence[Any], kubeconfigs: Sequence[str],
+                  members: Sequence[str], *, observed: bool) -> str:
+        """unreachable when the cluster's API does not answer within LABS_API_TIMEOUT through
+        the saved kubeconfig; else ready when every kubeconfig is saved, partial otherwise."""
+        from gpulab.adapters.kube import KubeClient, RetryPolicy
+        from gpulab.paths import lab_dir
+
+        path = lab_dir(lab) / "management.kubeconfig"
+        if "management" in kubeconfigs and path.is_file():
+            client: Any = None
+            try:
+                client = KubeClient(path, request_timeout=LABS_API_TIMEOUT,
+                                    retry=RetryPolicy.disabled())
+                client.server_version()
+            except GpulabError:
+                return "unreachable"
+            finally:
+                if client is not None:
+                    client.close()
+        wanted = {"management", *members}
+        return "ready" if members and wanted <= set(kubeconfigs) else "partial"
+
+    def lab_cluster(self, lab: str, profile: LabProfile) -> LabCluster:
+        """The GPUs are whatever the cluster's nodes advertise (real, or faked on nodes the
+        user named); workers are machines that join, unless the profile runs containers."""
+        spec = profile.cluster
+        containers = spec is not None and getattr(spec, "workers", "") == "containers"
+        return LabCluster(gpus="found", workers="containers" if containers else "join")
+
+    def forwarded(self, lab: str) -> bool:
+        """The lab's vClusters are reached by port-forward (its record's `expose`)."""
+        from gpulab import lab_record
+
+        record = lab_record.read(lab)
+        return record is not None and record.cluster.get("expose") == "port-forward"
+
+    def refuse_join(self, lab: str) -> None:
+        """Machines join a lab on a cluster you brought (the stack says how)."""
+
+    def refuse_forward(self, lab: str, member: str) -> None:
+        """Any member API of a lab here can be reached through the cluster's API."""
+
+    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
+                     **options: Any) -> Any:
+        """A forward of `host`'s API to the vCluster `release` (providers.existing.forward)."""
+        from gpulab.providers.existing.forward import open_forward
+
+        return open_forward(host, namespace, release, saved, **options)
+
     def teardown(self, lab: str, record: LabRecord | None,
                  forget: Callable[[], list[str]]) -> Teardown:
         """UsageError (exit 2) when the kubeconfig now reaches another cluster (its
@@ -450,13 +528,62 @@ class ExistingProvider:
         return result
 
 
-def choice_of(record: LabRecord, kubeconfig: Path | None = None, context: str | None = None
-              ) -> ClusterChoice:
-    """How `down` reaches a lab's existing cluster: `kubeconfig`/`context` when given, else
-    those its record names."""
+def choice_of(record: LabRecord, kubeconfig: Path | None = None, context: str | None = None,
+              profile: LabProfile | None = None) -> ClusterChoice:
+    """How a lab's existing cluster is reached: `kubeconfig`/`context` when given, else those
+    its record names; how its APIs are exposed from `profile`'s `cluster:` when given."""
     from pathlib import Path
 
     kept = record.cluster
     recorded = kept.get("kubeconfig")
     file = kubeconfig or (Path(recorded) if recorded and recorded != "(default)" else None)
-    return ClusterChoice("existing", kubeconfig=file, context=context or kept.get("context"))
+    spec = profile.cluster if profile is not None else None
+    if spec is None:
+        return ClusterChoice("existing", kubeconfig=file, context=context or kept.get("context"))
+    return ClusterChoice("existing", kubeconfig=file, context=context or kept.get("context"),
+                         expose=spec.expose, node_address=spec.node_address,
+                         helm_parallel=spec.helm_parallel or HELM_PARALLEL)
+
+
+# ---------------------------------------------------------------- the registry's questions
+
+
+def claims(profile: LabProfile, kubeconfig: Path | None, context: str | None
+           ) -> ClusterChoice | None:
+    """existing takes `--kubeconfig/--context` (they override the profile's
+    `cluster.kubeconfig`/`context`), or a profile with `cluster.provider: existing`."""
+    from pathlib import Path
+
+    spec = profile.cluster
+    if kubeconfig is None and context is None and (spec is None or spec.provider != "existing"):
+        return None
+    file = kubeconfig or (Path(spec.kubeconfig).expanduser() if spec and spec.kubeconfig
+                          else None)
+    return ClusterChoice("existing", kubeconfig=file,
+                         context=context or (spec.context if spec else None),
+                         expose=spec.expose if spec else "auto",
+                         node_address=spec.node_address if spec else None,
+                         helm_parallel=(spec.helm_parallel or HELM_PARALLEL) if spec
+                         else HELM_PARALLEL)
+
+
+def restore(record: LabRecord, kubeconfig: Path | None = None, context: str | None = None,
+            profile: LabProfile | None = None) -> ClusterChoice:
+    """The cluster lab.json records (choice_of)."""
+    return choice_of(record, kubeconfig, context, profile)
+
+
+def make(choice: ClusterChoice, host: HostTools | None = None, *,
+         helm: Callable[[Path], Any] | None = None, runtime: Any = None, **_given: Any
+         ) -> ExistingProvider:
+    """The existing provider for `choice` (`helm`, `runtime`: already at hand)."""
+    return ExistingProvider(choice, host, helm=helm, runtime=runtime)
+
+
+def container_lab(labels: Mapping[str, str]) -> str:
+    """'': the worker containers this provider runs carry gpulab's own lab label."""
+    return ""
+
+
+def cluster_text(where: Mapping[str, str]) -> str:
+    return f"{where.get('server', '?')} (context {where.get('context', '?')})"

@@ -21,11 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
 from gpulab.errors import GpulabError, HostError
-from gpulab.providers.base import ClusterFacts, Ground, ManagementRow, Session, Teardown
+from gpulab.providers.base import (
+    ClusterChoice,
+    ClusterFacts,
+    Ground,
+    LabCluster,
+    ManagementRow,
+    Session,
+    Teardown,
+)
 from gpulab.providers.kind.config import kind_config
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
 
     from gpulab.adapters.base import ContainerRuntime, DockerReader, LabAdapters
@@ -45,15 +53,20 @@ __all__ = [
     "PULL_STEP",
     "KindProvider",
     "ManagementCluster",
+    "claims",
     "cluster_facts",
     "cluster_step",
+    "cluster_text",
+    "container_lab",
     "created",
     "kind_cli",
     "kind_lab",
     "kind_steps",
     "lab_adapters",
     "lab_exists",
+    "make",
     "preflight",
+    "restore",
 ]
 
 KIND_NODE_LABEL = "io.x-k8s.kind.cluster"  # what kind labels its node containers with
@@ -275,6 +288,7 @@ class KindProvider:
     same engine (None: not installed; `down` then sweeps by label)."""
 
     name = "kind"
+    tools = ("kind", "helm")
 
     def __init__(self, host: HostTools | None = None, *, runtime: ContainerRuntime | None = None,
                  kind: KindBinary | None = None) -> None:
@@ -341,7 +355,7 @@ class KindProvider:
             runtime = tools.docker(timeout=5, endpoint=endpoint)
         except GpulabError as error:
             docker_error = str(error)
-        checks = tools.host_checks or preflight
+        checks = tools.host_checks or preflight  # looked up now: tests replace it
         findings: list[Finding] = checks(profile, lab, runtime, docker_error, endpoint=endpoint,
                                          pull=pull, report=report)
         return findings
@@ -375,7 +389,7 @@ class KindProvider:
             tools = self._tools()
             self.endpoint = tools.endpoint()  # kind must act on what gpulab sees: one engine
             self.runtime = tools.docker(endpoint=self.endpoint)
-            self.kind = tools.kind(self.endpoint)
+            self.kind = (kind_cli if tools.kind is None else tools.kind)(self.endpoint)
 
     def exists(self, lab: str) -> bool:
         """The lab has a folder, or Docker holds something labelled for it (a leftover)."""
@@ -468,3 +482,90 @@ class KindProvider:
             result.kept.append("Docker network 'kind' (shared by every kind cluster on this "
                                "host; `docker network rm kind` when nothing uses it)")
         return result
+
+    def where(self, lab: str) -> dict[str, str]:
+        """The kind cluster's name."""
+        from gpulab.naming import kind_cluster_name
+
+        return {"provider": self.name, "name": kind_cluster_name(lab)}
+
+    def lab_state(self, lab: str, containers: Sequence[Any], kubeconfigs: Sequence[str],
+                  members: Sequence[str], *, observed: bool) -> str:
+        """ready: its containers all running and every kubeconfig saved; broken: a container
+        is not running; partial: otherwise (being built, or failed half-way); unknown without
+        Docker."""
+        if not observed:
+            return "unknown"
+        if any(not c.running for c in containers):
+            return "broken"
+        wanted = {"management", *members}
+        if containers and members and wanted <= set(kubeconfigs):
+            return "ready"
+        return "partial"
+
+    def lab_cluster(self, lab: str, profile: LabProfile) -> LabCluster:
+        """The lab's own GPU pool and worker containers on this host."""
+        return LabCluster(gpus="pool", workers="containers")
+
+    def forwarded(self, lab: str) -> bool:
+        """False: every member API is published on this host."""
+        return False
+
+    def refuse_join(self, lab: str) -> None:
+        from gpulab.errors import UsageError
+
+        raise UsageError(f"lab '{lab}' runs on kind: its workers are containers gpulab starts "
+                         "itself; gpulab join is for labs on an existing cluster (up "
+                         "--kubeconfig)")
+
+    def refuse_forward(self, lab: str, member: str) -> None:
+        from gpulab.errors import UsageError
+
+        raise UsageError(f"lab '{lab}' runs on kind, which publishes each vCluster on "
+                         "127.0.0.1 already; --port-forward is for labs in an existing cluster",
+                         hint=f"gpulab kubeconfig {member} --name {lab}")
+
+    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
+                     **options: Any) -> Any:
+        """Never: refuse_forward refuses first."""
+        self.refuse_forward(namespace, release)
+
+
+# ---------------------------------------------------------------- the registry's questions
+
+
+def claims(profile: LabProfile, kubeconfig: Path | None, context: str | None
+           ) -> ClusterChoice | None:
+    """kind takes a profile without `cluster:` or with `provider: kind`, and no
+    `--kubeconfig/--context` (those reach a cluster gpulab does not make)."""
+    spec = profile.cluster
+    if kubeconfig is None and context is None and (spec is None or spec.provider == "kind"):
+        return ClusterChoice("kind")
+    return None
+
+
+def restore(record: LabRecord | None, kubeconfig: Path | None = None,
+            context: str | None = None, profile: LabProfile | None = None) -> ClusterChoice:
+    """A kind lab is this host's: nothing to restore but the name; `--kubeconfig/--context`
+    do not apply (UsageError)."""
+    if kubeconfig is not None or context is not None:
+        from gpulab.errors import UsageError
+
+        raise UsageError("--kubeconfig and --context go with a lab in an existing cluster")
+    return ClusterChoice("kind")
+
+
+def make(choice: ClusterChoice, host: HostTools | None = None, *,
+         runtime: ContainerRuntime | None = None, kind: KindBinary | None = None,
+         **_given: Any) -> KindProvider:
+    """The kind provider on `host`'s Docker engine (`runtime`, `kind`: already connected)."""
+    return KindProvider(host, runtime=runtime, kind=kind)
+
+
+def container_lab(labels: Mapping[str, str]) -> str:
+    """The lab a container is a kind node of (kind_lab)."""
+    return kind_lab(labels)
+
+
+def cluster_text(where: Mapping[str, str]) -> str:
+    return f"kind {where.get('name', '?')}"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.profile.base import LabProfile
+    from gpulab.providers.base import LabCluster
     from gpulab.stacks.kamaji_hami.observe import Timeouts
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
     from gpulab.stacks.kamaji_hami.state import LabState
@@ -130,33 +131,28 @@ def run_checks(
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
     reach: Callable[[Path], Path] | None = None,
+    cluster: LabCluster | None = None,
 ) -> VerifyReport:
     """The live `verify` of TC-01..TC-08 through the lab's saved kubeconfigs in `folder`: the
     control planes through the management cluster's (on an existing cluster, the one lab.json
     names), each tenant through its own (`reach` is always None: a tenant's control plane is
-    reached at its own address, on an existing cluster a LoadBalancer's). A lab on an existing
-    cluster whose workers are machines that joined it (`cluster.workers: machines`, the default
-    there) is judged on the nodes each tenant lists and the GPUs they register
-    (observe.observe_lab's `workers`)."""
+    reached at its own address, on an existing cluster a LoadBalancer's). A lab whose workers
+    are machines that joined it (`cluster`: its provider's LabCluster says `join`; on an
+    existing cluster `cluster.workers: machines`, the default there) is judged on the nodes
+    each tenant lists and the GPUs they register (observe.observe_lab's `workers`)."""
     members = [t.name for t in profile.tenants]
     with lab_clients(lab, folder, members) as (management, tenant, cross):
         gateways = Gateways(management=management, tenant=tenant, cross=cross)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress,
-                          workers=workers_of(lab, profile))
+                          workers=workers_of(cluster))
 
 
-def workers_of(lab: str, profile: KamajiHamiProfile) -> str:
-    """render.MACHINES when the lab is on an existing cluster (its lab.json says so) and its
-    workers are machines (`cluster.workers`, machines unless the profile says containers);
-    '' for the profile's kindest/node workers (kind, `cluster.workers: containers`)."""
-    from gpulab import lab_record
+def workers_of(cluster: LabCluster | None) -> str:
+    """render.MACHINES when the provider says the lab's workers are machines that join
+    (`cluster`, its LabCluster); '' for kindest/node worker containers on this host."""
     from gpulab.stacks.kamaji_hami.render import MACHINES
 
-    record = lab_record.read(lab)
-    if record is None or record.provider != "existing":
-        return ""
-    spec = profile.cluster
-    return "" if spec is not None and spec.workers == "containers" else MACHINES
+    return MACHINES if cluster is not None and cluster.workers == "join" else ""
 
 
 def check_ids() -> list[str]:

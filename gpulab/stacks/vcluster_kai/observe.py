@@ -392,10 +392,11 @@ def _cleanup(obs: _Obs) -> None:
 # --------------------------------------------------------------------------- the host
 
 
-def _gpu_nodes(host: KubeGateway, profile: VclusterKaiProfile, provider: str = ""
+def _gpu_nodes(host: KubeGateway, profile: VclusterKaiProfile, gpus: str = "pool"
                ) -> dict[str, Any]:
-    """The pool's nodes; on a cluster gpulab did not make, every node advertising GPUs."""
-    if provider == "existing":
+    """The pool's nodes; where the lab's GPUs are those found (`gpus` found), every node
+    advertising GPUs."""
+    if gpus == "found":
         try:
             nodes = host.list_objects("v1", "Node")
         except GpulabError as err:
@@ -481,12 +482,12 @@ def _queues(host: KubeGateway, profile: VclusterKaiProfile, shares: Mapping[str,
 
 
 def _observe_host(host: KubeGateway, profile: VclusterKaiProfile, wanted: frozenset[str],
-                  say_to: Callable[[str, str], None], provider: str = "") -> dict[str, Any]:
+                  say_to: Callable[[str, str], None], gpus: str = "pool") -> dict[str, Any]:
     """Phase 0: the pool's nodes and, when GPU pods are wanted, who already uses the GPU; said
     to every team before anything is created (the GPU checks expect an idle GPU)."""
-    fields: dict[str, Any] = {"provider": provider}
+    fields: dict[str, Any] = {"gpus": gpus}
     try:
-        fields.update(_gpu_nodes(host, profile, provider))
+        fields.update(_gpu_nodes(host, profile, gpus))
         if wanted & GPU_PODS:
             fields.update(_gpu_users(host, profile))
     except Exception as err:  # pragma: no cover - a bug: keep observing the teams
@@ -528,12 +529,12 @@ def observe_lab(
     clock: Clock | None = None,
     progress: Callable[[str, str], None] | None = None,
     max_workers: int | None = None,
-    provider: str = "",
+    gpus: str = "pool",
 ) -> KaiLabState:
     """Observe every team of `profile` for `checks` (phases: module docstring). Never raises for
-    lab problems; they are in the returned state. `provider` existing: the host is a cluster
-    gpulab did not make; its GPU nodes are every node advertising GPUs, and the pods are sized
-    from them (render.sized_for_host)."""
+    lab problems; they are in the returned state. `gpus` found (the provider's LabCluster): the
+    lab's GPU nodes are every node advertising GPUs, and the pods are sized from them
+    (render.sized_for_host)."""
     timeouts = timeouts or Timeouts()
     clock, stop = stoppable(clock)  # stopped on Ctrl-C/SIGTERM: waits end, the cleanup runs
     say_to = progress or _no_progress
@@ -544,8 +545,8 @@ def observe_lab(
     wall = clock.now()
     run_id = uuid.uuid4().hex[:12]  # the gpulab.dev/run label of this run's pods
     observations = {team.name: _Obs(team, run_id) for team in profile.teams}
-    host_fields = _observe_host(host, profile, wanted, say_to, provider)
-    profile = kr.sized_for_host(profile, provider, host_fields.get("gpu_nodes"))
+    host_fields = _observe_host(host, profile, wanted, say_to, gpus)
+    profile = kr.sized_for_host(profile, gpus, host_fields.get("gpu_nodes"))
     if host_fields.get("gpu_users"):
         wanted = wanted - GPU_PODS
 

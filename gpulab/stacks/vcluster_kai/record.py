@@ -118,7 +118,7 @@ def read_recording(directory: Path) -> KaiRecording:
     return KaiRecording(
         state=KaiLabState(
             lab=manifest.lab,
-            host=manifest.host,
+            host=_current(manifest.host),
             teams=teams,
             checks=manifest.checks,
             observed_at=manifest.observed_at,
@@ -128,6 +128,16 @@ def read_recording(directory: Path) -> KaiRecording:
         profile_data=manifest.profile,
         gpulab_version=manifest.gpulab_version,
     )
+
+
+def _current(host: HostState) -> HostState:
+    """A recording of an older gpulab says `provider` where this one says `gpus`: '' (the lab's
+    own pool) or the name of the provider whose GPUs were those found."""
+    from dataclasses import replace
+
+    if host.provider and host.gpus == "pool":
+        return replace(host, gpus="found", provider="")
+    return host
 
 
 def recording_schemas() -> dict[str, Any]:

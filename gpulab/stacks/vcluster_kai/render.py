@@ -394,16 +394,17 @@ def node_gpus(node: dict[str, Any] | None) -> int:
         return 0
 
 
-def sized_for_host(profile: VclusterKaiProfile, provider: str,
+def sized_for_host(profile: VclusterKaiProfile, gpus: str,
                    gpu_nodes: tuple[dict[str, Any], ...] | None) -> VclusterKaiProfile:
-    """The profile whose GPU pool is what the host has: on a cluster gpulab did not make
-    (`provider` existing) the pool is the GPU nodes found there (their number, the most GPUs
-    one of them has, and the first one's product), so verify's pods are sized from the GPUs
-    found, not from the profile's simulated pool; the profile itself otherwise (or when no GPU
-    node was read). Only verify reads it: the capacity probe of a pool of several nodes must
-    ask more than its largest node has (ProbeSizes), so `count` is the largest, not the least
-    (nodes 8, 4 and 2: a probe of 3 x 2 = 6 GPUs would fit on the first)."""
-    if provider != "existing" or not gpu_nodes:
+    """The profile whose GPU pool is what the host has: where the lab's GPUs are those found
+    (`gpus` found: a cluster gpulab did not make) the pool is the GPU nodes found there (their
+    number, the most GPUs one of them has, and the first one's product), so verify's pods are
+    sized from the GPUs found, not from the profile's simulated pool; the profile itself
+    otherwise (or when no GPU node was read). Only verify reads it: the capacity probe of a
+    pool of several nodes must ask more than its largest node has (ProbeSizes), so `count` is
+    the largest, not the least (nodes 8, 4 and 2: a probe of 3 x 2 = 6 GPUs would fit on the
+    first)."""
+    if gpus != "found" or not gpu_nodes:
         return profile
     counts = [node_gpus(n) for n in gpu_nodes]
     first = ((gpu_nodes[0].get("metadata") or {}).get("labels") or {}).get(

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.profile.base import LabProfile
+    from gpulab.providers.base import LabCluster
     from gpulab.stacks.vcluster_kai.observe import Timeouts
     from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
     from gpulab.stacks.vcluster_kai.state import KaiLabState
@@ -46,7 +47,7 @@ def evaluate(
     The queue-label finding is judged with KAI-08 (its probe runs in KAI-08's phase).
     """
     # on a cluster gpulab did not make, the pods were sized from the GPU nodes found there
-    profile = kr.sized_for_host(profile, state.host.provider, state.host.gpu_nodes)
+    profile = kr.sized_for_host(profile, state.host.gpus, state.host.gpu_nodes)
     recorded = state.checks or CHECK_IDS
     ids = tuple(checks) if checks is not None else recorded
     # Judged by default, a recording made with --tc holds only some checks: the others are
@@ -96,13 +97,13 @@ def run_verify(
     timeouts: Timeouts | None = None,
     clock: Clock | None = None,
     progress: Callable[[str, str], None] | None = None,
-    provider: str = "",
+    gpus: str = "pool",
 ) -> VerifyReport:
     """Observe the lab (observe.observe_lab) and judge it; lab problems are results."""
     selected = select(checks)
     started = time.monotonic()
     state = observe_lab(profile, lab, gateways, checks=selected, keep=keep, timeouts=timeouts,
-                        clock=clock, progress=progress, provider=provider)
+                        clock=clock, progress=progress, gpus=gpus)
     return evaluate(state, profile, [c.id for c in selected], replayed=False,
                     seconds=time.monotonic() - started)
 
@@ -119,24 +120,22 @@ def run_checks(
     keep: bool,
     progress: Callable[[str, str], None] | None = None,
     reach: Callable[[Path], Path] | None = None,
+    cluster: LabCluster | None = None,
 ) -> VerifyReport:
     """The live `verify` (KAI-01..KAI-08 and the queue finding) through the saved kubeconfigs,
     each team's through `reach` when the provider gives one (a port-forward lab: a copy that
-    reaches the vCluster through a forward); a lab in a cluster gpulab did not make (its
-    record's provider) is verified on the GPUs found there."""
-    from gpulab import lab_record
-
-    record = lab_record.read(lab)
-    provider = record.provider if record is not None and record.provider == "existing" else ""
+    reaches the vCluster through a forward); where the provider says the lab's GPUs are those
+    found (`cluster`, its LabCluster), verified on the GPUs found there."""
+    gpus = cluster.gpus if cluster is not None else "pool"
     members = [t.name for t in profile.teams]
     with lab_clients(lab, folder, members) as (host, team, cross):
         gateways = KaiGateways(host=host, team=team, cross=cross)
         if reach is not None:
             with _reached(folder, reach) as reached:
                 return run_verify(profile, lab, reached(gateways), checks=checks, keep=keep,
-                                  progress=progress, provider=provider)
+                                  progress=progress, gpus=gpus)
         return run_verify(profile, lab, gateways, checks=checks, keep=keep, progress=progress,
-                          provider=provider)
+                          gpus=gpus)
 
 
 @contextmanager

@@ -90,8 +90,9 @@ class HostState:
     """What verify read on the host cluster itself.
 
     gpu_nodes: the pool's nodes (label run.ai/simulated-gpu-node-pool), read first; on a
-      cluster gpulab did not make (`provider` existing) every node advertising nvidia.com/gpu,
-      and the checks size their pods from those GPUs (render.sized_for_host).
+      cluster whose GPUs the lab found rather than made (`gpus` found: the provider's
+      LabCluster) every node advertising nvidia.com/gpu, and the checks size their pods from
+      those GPUs (render.sized_for_host).
     gpu_users: pods not made by verify that hold or ask for GPUs (a GPU request or KAI's
       gpu-fraction annotation), read before verify creates anything; when there are any, the GPU
       checks do not run (their expectations assume an idle GPU and empty queues).
@@ -106,10 +107,14 @@ class HostState:
     queues: tuple[JsonObj, ...] | None = None
     queues_error: str = ""
     queue_wait: str = ""
-    provider: str = ""  # "" the lab's own kind cluster; "existing": a cluster gpulab did not make
+    # pool: the lab's own simulated GPU pool; found: the nodes advertising GPUs (LabCluster.gpus)
+    gpus: str = "pool"
+    # a recording of an older gpulab said `provider` instead: '' (the lab's own pool) or the
+    # name of the provider whose GPUs were those found; read (record.py), never written
+    provider: str = ""
 
     def to_dict(self) -> JsonObj:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "provider"}
 
 @dataclass(frozen=True)
 class KaiLabState:

@@ -83,7 +83,7 @@ def check_api(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> Check
         running = bool(pods) and all(o.pod_serving(p) for p in pods)
         unreached = (
             "this machine cannot reach the address the vCluster is exposed at (docs/"
-            "own-cluster.md, 'Reaching the vClusters')" if lab.host.provider == "existing" else
+            "own-cluster.md, 'Reaching the vClusters')" if lab.host.gpus == "found" else
             "the host cannot reach the NodePort on the kind node (docs/vcluster-kai.md, "
             "'Reaching a vCluster from the host')")
         if st.control_plane_pods is None:
@@ -127,7 +127,7 @@ def check_gpu_node(lab: KaiLabState, profile: VclusterKaiProfile, team: str) -> 
                else "were not observed in this run or recording")
         return ctx.error(f"the host's GPU nodes {why}; the nodes {team}'s vCluster lists are "
                          f"copies synced from them and may be stale, so they prove nothing alone")
-    if lab.host.provider == "existing":
+    if lab.host.gpus == "found":
         return _existing_gpu_nodes(ctx, lab, team)
     pool = profile.gpu_pool
     host_nodes = {o.name(n): n for n in lab.host.gpu_nodes}
