@@ -6,18 +6,21 @@ sys.prefix, which `pip install --user` does not use: `plan` exited 2, `profiles 
 nothing).
 
 The wheel is built from a copy of pyproject.toml, README.md and gpulab/ (the working tree gets no
-build/ folder). The venv and --user installs are offline: the wheel goes in with --no-deps and
-the new environment reads its dependencies from this one's site-packages through a .pth file
-(a venv made with --system-site-packages would see the base interpreter's, not this venv's).
+build/ folder), offline with this environment's setuptools when [build-system] accepts it, else
+with the backend pip fetches. The venv and --user installs are offline: the wheel goes in with
+--no-deps and the new environment reads its dependencies from this one's site-packages through a
+.pth file (a venv made with --system-site-packages would see the base interpreter's, not this
+venv's).
 pipx installs the dependencies from PyPI, like a user's pipx does: it runs where PyPI answers,
 is skipped elsewhere, and fails in CI (CI=true), which has PyPI.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 pytestmark = [
     pytest.mark.install,
@@ -57,6 +61,21 @@ def _clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _isolation() -> list[str]:
+    """Offline (`--no-build-isolation`) when this environment's setuptools is one
+    [build-system] accepts; else pip fetches the build backend (a venv made by Python 3.11 has
+    setuptools 65, which refuses pyproject's SPDX `license`)."""
+    requires = " ".join(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+                        ["build-system"]["requires"])
+    lowest = re.search(r"setuptools>=(\d+)", requires)
+    assert lowest, requires
+    try:
+        ours = importlib.metadata.version("setuptools")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return ["--no-build-isolation"] if int(ours.split(".")[0]) >= int(lowest[1]) else []
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
@@ -65,9 +84,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(ROOT / "gpulab", source / "gpulab",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = tmp_path_factory.mktemp("dist")
-    # Offline when this environment has setuptools; else pip fetches the build backend.
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
-    _ok(_run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "--wheel-dir", dist,
+    _ok(_run([sys.executable, "-m", "pip", "wheel", "--no-deps", *_isolation(), "--wheel-dir", dist,
               source], env=_clean_env(dist)))
     (built,) = dist.glob("gpulab-*.whl")
     return built
