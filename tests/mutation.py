@@ -247,12 +247,12 @@ def prepare(module: str, tests: tuple[str, ...], work: Path, deselect: list[str]
     if work.exists():
         shutil.rmtree(work)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for folder in ("gpulab", "tests", "docs"):
+    for folder in ("gpulab", "profiles", "tests", "docs"):
         shutil.copytree(ROOT / folder, work / folder, ignore=ignore)
     options = {
         "source_paths": ["gpulab"],
         "only_mutate": [module],
-        "also_copy": ["docs"],
+        "also_copy": ["docs", "profiles"],
         "pytest_add_cli_args": ["-p", "tests.mutation_kills", "-p", "no:cacheprovider",
                                 "-m", MARKERS],
         "pytest_add_cli_args_test_selection": [

@@ -53,16 +53,33 @@ class LoadedProfile:
 
 
 def profiles_dir() -> Path:
-    """Where built-in profiles live: $GPULAB_PROFILES_DIR, else the package data folder
-    `gpulab/profiles` found through importlib.resources, the same in a source tree, an editable
-    install, a wheel, `pip install --user` and pipx."""
+    """Where built-in profiles live: $GPULAB_PROFILES_DIR, else the package `gpulab.profiles`
+    found through importlib.resources: the repository's top-level `profiles/` folder, which
+    pyproject.toml maps to `gpulab/profiles` in the wheel (pip, `pip install --user`, pipx) and
+    which an editable install's finder maps to the tree. Where nothing maps it (gpulab imported
+    from a checkout by PYTHONPATH or an editable install in compat mode), the checkout's own
+    `profiles/` beside `gpulab/`."""
     override = os.environ.get(PROFILES_ENV)
     if override:
         return Path(override)
-    folder = resources.files("gpulab").joinpath("profiles")
+    try:
+        folder = resources.files("gpulab.profiles")
+    except ModuleNotFoundError:
+        return _unmapped_profiles_dir()
     # Every install pip or pipx makes is a real folder; a zipped import would not be, and then no
     # profile is found, which `no_builtin_profiles` reports (never silently).
     return folder if isinstance(folder, Path) else Path(str(folder))
+
+
+def _unmapped_profiles_dir() -> Path:
+    """A checkout's `profiles/` (beside `gpulab/` and pyproject.toml); else where an install
+    keeps its profiles (`gpulab/profiles`, absent: `no_builtin_profiles` names it)."""
+    package = resources.files("gpulab")
+    package = package if isinstance(package, Path) else Path(str(package))
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "profiles").is_dir():
+        return checkout / "profiles"
+    return package / "profiles"
 
 
 def builtin_profiles() -> dict[str, Path]:

@@ -154,13 +154,12 @@ def test_verify_asks_a_pool_of_several_nodes_more_than_its_largest_node_has(
     # capacity probe asks 9 (one more than the largest), which KAI's MaxNodePoolResources
     # pre-filter refuses on every shard (tests/cluster/fake_kai.py, kai_wire). Sized as
     # 3 nodes x the least (2), it asked 6, which KAI places on the 8-GPU node: a false fail.
-    from pathlib import Path
-
     from gpulab import core
     from gpulab.paths import lab_dir
+    from gpulab.profile.load import builtin_profiles
     from gpulab.providers import ClusterChoice
 
-    text = (Path(core.__file__).parent / "profiles" / "vcluster-kai.yaml").read_text()
+    text = builtin_profiles()["vcluster-kai"].read_text()
     unlimited = tmp_path / "unlimited.yaml"
     unlimited.write_text(text.replace("gpu: {quota: 0.33, limit: 1,", "gpu: {quota: 0.33, "
                                       "limit: -1,"))

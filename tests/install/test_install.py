@@ -5,8 +5,8 @@ installed, and the built-in profiles must be found there (they once were data fi
 sys.prefix, which `pip install --user` does not use: `plan` exited 2, `profiles list` printed
 nothing).
 
-The wheel is built from a copy of pyproject.toml, README.md and gpulab/ (the working tree gets no
-build/ folder), offline with this environment's setuptools when [build-system] accepts it, else
+The wheel is built from a copy of pyproject.toml, README.md, gpulab/ and profiles/ (the working
+tree gets no build/ folder), offline with this environment's setuptools when [build-system] accepts it, else
 with the backend pip fetches. The venv and --user installs are offline: the wheel goes in with
 --no-deps and the new environment reads its dependencies from this one's site-packages through a
 .pth file (a venv made with --system-site-packages would see the base interpreter's, not this
@@ -38,8 +38,8 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = ["kamaji-hami", "vcluster-kai"]
-BUILTIN_DIR = ROOT / "gpulab" / "profiles"
-SOURCES = ("pyproject.toml", "README.md", "gpulab")  # what a build reads
+BUILTIN_DIR = ROOT / "profiles"  # the package gpulab.profiles (pyproject's package-dir)
+SOURCES = ("pyproject.toml", "README.md", "gpulab", "profiles")  # what a build reads
 
 
 def _run(argv: list[str | Path], *, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -145,17 +145,20 @@ def _assert_gpulab_works(gpulab: Path, installed_under: Path, env: dict[str, str
 
 
 def test_the_wheel_carries_the_profiles_and_examples_inside_the_package(wheel: Path) -> None:
+    """The top-level profiles/ folder lands in the package, as gpulab/profiles/."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         for name in BUILTINS:
             member = f"gpulab/profiles/{name}.yaml"
-            assert archive.read(member) == (ROOT / member).read_bytes()
+            assert archive.read(member) == (BUILTIN_DIR / f"{name}.yaml").read_bytes()
             examples = ROOT / "gpulab" / "examples" / "recordings" / name
             for path in examples.iterdir():  # `verify --replay example:NAME`
                 member = str(path.relative_to(ROOT))
                 assert archive.read(member) == path.read_bytes()
     assert [n for n in names if ".data/" in n] == [], "nothing may land outside the package"
+    assert [n for n in names if not n.startswith(("gpulab/", "gpulab-0"))] == []
     assert "gpulab/py.typed" in names
+    assert "gpulab/profiles/__init__.py" in names
 
 
 def test_a_clean_venv(wheel: Path, tmp_path: Path) -> None:

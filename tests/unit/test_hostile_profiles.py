@@ -22,7 +22,7 @@ from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 from tests.schemas import validate_object
 
 REPO = Path(__file__).resolve().parents[2]
-BUILTIN = (REPO / "gpulab" / "profiles" / "kamaji-hami.yaml").read_text(encoding="utf-8")
+BUILTIN = (REPO / "profiles" / "kamaji-hami.yaml").read_text(encoding="utf-8")
 
 BOMB = "\n".join(["a: &a [x, x, x, x, x, x, x, x, x, x]"]
                  + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, "

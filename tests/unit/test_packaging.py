@@ -17,7 +17,6 @@ import pytest
 import tomllib  # the tests need Python 3.11 anyway (kmock does)
 from typer.testing import CliRunner
 
-import gpulab
 from gpulab.cli import app
 from gpulab.profile.load import PROFILES_ENV, builtin_profiles, profiles_dir
 
@@ -90,11 +89,26 @@ def _declared(*groups: str) -> set[str]:
 
 
 def test_the_builtin_profiles_are_package_data() -> None:
-    assert profiles_dir() == Path(gpulab.__file__).resolve().parent / "profiles"
+    """The top-level profiles/ folder is the package gpulab.profiles (package-dir), its YAML
+    files package data: in a checkout the loader reads them there."""
+    assert profiles_dir().resolve() == ROOT / "profiles"
     assert list(builtin_profiles()) == BUILTINS
     setuptools = PYPROJECT["tool"]["setuptools"]
-    assert "profiles/*.yaml" in setuptools["package-data"]["gpulab"]
+    assert setuptools["package-dir"] == {"gpulab.profiles": "profiles"}
+    assert setuptools["package-data"]["gpulab.profiles"] == ["*.yaml"]
     assert "data-files" not in setuptools, "data-files land under sys.prefix: --user misses them"
+
+
+def test_every_package_is_listed() -> None:
+    """The package-dir mapping needs an explicit package list: a folder of gpulab/ named like a
+    package (the examples' data folders too: setuptools warns of those left out) that is not in
+    it would be missing from the wheel, which the tests, run from the tree, would not notice."""
+    folders = {".".join(path.relative_to(ROOT).parts)
+               for path in [ROOT / "gpulab", *(ROOT / "gpulab").rglob("*")]
+               if path.is_dir() and path.name != "__pycache__"
+               and all(part.isidentifier() for part in path.relative_to(ROOT).parts)}
+    assert sorted(PYPROJECT["tool"]["setuptools"]["packages"]) == sorted(
+        folders | {"gpulab.profiles"})
 
 
 def test_profiles_show_prints_the_file_as_it_is(tmp_path: Path) -> None:
@@ -133,7 +147,7 @@ def test_a_profile_name_without_builtins_says_the_install_lacks_them(
         assert "this gpulab install lacks its package data" in result.stderr
         assert "--force-reinstall" in result.stderr
     own = tmp_path / "mine.yaml"  # a file path still works without built-ins
-    own.write_text((ROOT / "gpulab" / "profiles" / "kamaji-hami.yaml").read_text())
+    own.write_text((ROOT / "profiles" / "kamaji-hami.yaml").read_text())
     assert runner.invoke(app, ["plan", "-p", str(own), "-o", "json"]).exit_code == 0
 
 

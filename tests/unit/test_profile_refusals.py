@@ -276,7 +276,7 @@ def test_an_install_without_its_profiles_says_how_to_reinstall(
         zipped.writestr("gpulab/profiles/kamaji-hami.yaml", TEXT)
     monkeypatch.delenv(load.PROFILES_ENV, raising=False)
     monkeypatch.setattr(load.resources, "files",
-                        lambda package: zipfile.Path(archive, f"{package}/"))
+                        lambda package: zipfile.Path(archive, package.replace(".", "/") + "/"))
     folder = load.profiles_dir()
     assert type(folder) is type(Path()) and folder == archive / "gpulab" / "profiles"
     assert load.builtin_profiles() == {}
@@ -284,6 +284,47 @@ def test_an_install_without_its_profiles_says_how_to_reinstall(
         load_profile("kamaji-hami")
     assert str(caught.value) == (f"no built-in profiles in {folder}: this gpulab install lacks "
                                  f"its package data ({REINSTALL})")
+
+
+def _without_the_profiles_package(monkeypatch: pytest.MonkeyPatch, package: Path | None) -> None:
+    """importlib.resources as where no install maps `gpulab.profiles` (and `gpulab` is `package`,
+    when given)."""
+    real = load.resources.files
+
+    def files(name: str) -> object:
+        if name == "gpulab.profiles":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return package if package is not None and name == "gpulab" else real(name)
+
+    monkeypatch.delenv(load.PROFILES_ENV, raising=False)
+    monkeypatch.setattr(load.resources, "files", files)
+
+
+def test_a_checkout_nothing_maps_reads_its_top_level_profiles(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpulab imported from a checkout by PYTHONPATH, or an editable install in compat mode: the
+    checkout's profiles/, beside gpulab/ and pyproject.toml."""
+    _without_the_profiles_package(monkeypatch, None)
+    checkout = Path(__file__).resolve().parents[2]
+    assert load.profiles_dir().resolve() == checkout / "profiles"
+    assert list(load.builtin_profiles()) == ["kamaji-hami", "vcluster-kai"]
+
+
+def test_an_install_without_the_profiles_package_is_not_read_from_its_neighbours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install (no pyproject.toml beside the package) lacking gpulab.profiles: another
+    distribution's top-level `profiles` folder in site-packages is not taken for ours."""
+    package = tmp_path / "site-packages" / "gpulab"
+    package.mkdir(parents=True)
+    (tmp_path / "site-packages" / "profiles").mkdir()
+    (tmp_path / "site-packages" / "profiles" / "kamaji-hami.yaml").write_text(TEXT)
+    _without_the_profiles_package(monkeypatch, package)
+    assert load.profiles_dir() == package / "profiles"
+    assert load.builtin_profiles() == {}
+    with pytest.raises(HostError) as caught:
+        load_profile("kamaji-hami")
+    assert str(caught.value) == (f"no built-in profiles in {package / 'profiles'}: this gpulab "
+                                 f"install lacks its package data ({REINSTALL})")
 
 
 # --------------------------------------------------------------------------- the file
