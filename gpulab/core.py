@@ -297,14 +297,15 @@ def management_api_problem(lab: str, kube: Callable[[Path], KubeGateway] | None 
 
 
 def survey(profile: LabProfile, lab: str, choice: ClusterChoice) -> tuple[Any, Step, list[str]]:
-    """Read-only, what `choice`'s cluster is for the lab: the facts the stack builds on, the
-    provider's `management/cluster` step, and why the lab cannot go there ([]: it can).
+    """Read-only, what `choice`'s cluster is for the lab: the provider's reading of it (its
+    `survey`, else the facts the stack builds on), the provider's `management/cluster` step,
+    and why the lab cannot go there ([]: it can).
     HostError when the cluster cannot be read."""
     from gpulab.providers import for_choice
     from gpulab.stacks import for_profile
 
     ground = for_choice(choice, _host()).ground(profile, lab, for_profile(profile), probe=True)
-    return ground.facts, ground.steps[0], ground.problems
+    return ground.survey or ground.facts, ground.steps[0], ground.problems
 
 
 def up(profile: LabProfile, name: str | None, report: Reporter, *,

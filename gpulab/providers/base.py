@@ -34,6 +34,8 @@ __all__ = [
     "ClusterNeeds",
     "ClusterProvider",
     "ExistingNeeds",
+    "FakeNode",
+    "GpuNode",
     "Ground",
     "HostTools",
     "LabCluster",
@@ -136,18 +138,61 @@ class AddressRanges(Protocol):
 
 
 @dataclass(frozen=True)
+class GpuNode:
+    """A node that advertises GPUs (nvidia.com/gpu), as found."""
+
+    name: str
+    gpus: int
+    product: str
+    source: str  # what advertises the GPUs: GPU Operator, device plugin, fake-gpu-operator
+
+
+@dataclass(frozen=True)
+class FakeNode:
+    """A node named in `cluster.fake_gpu_nodes`, as found: whether it exists, the GPUs it
+    advertises that are not this lab's fake ones (0: none), the labels gpulab will set (absent
+    now, or set by this lab before: lab.json) and those it would overwrite (`key=value` now)."""
+
+    name: str
+    found: bool
+    gpus: int = 0
+    adds: tuple[tuple[str, str], ...] = ()
+    conflicts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ClusterFacts:
-    """What the provider answers for a stack's `ClusterNeeds` before the cluster exists (plan
-    shows what is not known yet as pending): each pool's node names (`pool_nodes`), the
-    management nodes (`management_nodes`: where images are preloaded), the URL this host
-    reaches each port need at (`urls`, by its name) and the LoadBalancer addresses
-    (`lb_range`, None when none were needed)."""
+    """What the provider answers for a stack's `ClusterNeeds` before anything is created (plan
+    shows what is not known yet as pending); a stack builds its one plan from these facts,
+    never from which provider answered them:
+
+    - `pool_nodes`: each pool's node names; `management_nodes`: the nodes this host loads
+      images into (() : none it can); `urls`: where this host reaches each port need;
+      `lb_range`: the LoadBalancer addresses the lab hands out itself (None: none, the
+      cluster has its own or none was needed);
+    - `shared`: the cluster is not the lab's alone; the lab creates its namespaces and records
+      everything it creates (down removes exactly that), and what is installed there already
+      (`found`: the stack's own read of the cluster, ExistingNeeds.read) is reused;
+    - `gpus`: `pool`, simulated GPUs the lab installs on its pool's nodes; `found`, the GPUs
+      the cluster's nodes advertise (`gpu_nodes`), plus fake ones on nodes named for them
+      (`fake_nodes`);
+    - `expose`: how this host reaches the APIs the stack publishes: `published` (host ports
+      the provider maps), `LoadBalancer`, `NodePort` (on `node_address`) or `port-forward`;
+    - `workers`: `containers`, worker containers on this host; `join`, machines the user
+      joins."""
 
     pool_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     management_nodes: tuple[str, ...] = ()
     urls: Mapping[str, str] = field(default_factory=dict)
     lb_range: AddressRanges | None = None
-    provider: str = "kind"
+    shared: bool = False
+    gpus: str = "pool"
+    gpu_nodes: tuple[GpuNode, ...] = ()
+    fake_nodes: tuple[FakeNode, ...] = ()
+    expose: str = "published"
+    node_address: str | None = None
+    workers: str = "containers"
+    found: Any = None
 
     def nodes(self, pool: str) -> tuple[str, ...]:
         """The nodes of `pool` (a `NodePool`'s name)."""
@@ -289,13 +334,15 @@ class StackSide(Protocol):
 @dataclass
 class Ground:
     """What the provider found before anything is created: the facts the stack builds its
-    steps from, the provider's own steps (first in the plan), a note for `plan`, and why `up`
-    would refuse ([]: it would not)."""
+    steps from, the provider's own steps (first in the plan), a note for `plan`, why `up`
+    would refuse ([]: it would not), and the provider's own reading of the cluster (`survey`,
+    for doctor; None when it has none beyond `facts`)."""
 
-    facts: Any
+    facts: ClusterFacts
     steps: list[Step] = field(default_factory=list)
     note: str = ""
     problems: list[str] = field(default_factory=list)
+    survey: Any = None
 
 
 @dataclass

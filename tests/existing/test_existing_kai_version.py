@@ -5,7 +5,7 @@ why - never upgraded or removed"; docs/own-cluster.md "Before anything is create
 
 The version is the tag of the `kai-operator` Deployment's `operator` image (KAI v0.16.8
 deployments/kai-scheduler/templates/services/operator.yaml:7,22-24; the tag defaults to the
-chart's appVersion, templates/_helpers.tpl:7-8): providers.existing.facts._kai reads it, and
+chart's appVersion, templates/_helpers.tpl:7-8): stacks.vcluster_kai.existing.read_installed reads it, and
 stacks/vcluster_kai/steps.existing_problems takes the profile's pinned minor line (v0.16.x)
 and refuses any other, older or newer, with the version found and the one pinned. kmock
 plays the cluster (tests/existing/kmock_cluster.py, kai=True), the image set per test."""

@@ -14,7 +14,7 @@ from gpulab import lab_record
 from gpulab.engine.runner import run_steps
 from gpulab.engine.step import StepContext
 from gpulab.paths import lab_dir
-from gpulab.providers.base import ClusterIdentity
+from gpulab.providers.base import ClusterFacts, ClusterIdentity
 from gpulab.providers.existing import ExistingFacts, Owning
 from gpulab.providers.existing.teardown import remove_owned as teardown
 from gpulab.stacks import load_profile
@@ -38,19 +38,26 @@ def _profile(workers: str = "containers") -> Any:
                                                             workers=workers)})
 
 
-def _facts() -> ExistingFacts:
+def _facts(workers: str = "containers") -> ClusterFacts:
+    """What provider existing answers the stack on this cluster (cluster_facts), its workers
+    as the profile says."""
+    from gpulab.providers.existing import cluster_facts
+    from gpulab.stacks.kamaji_hami import render
+
     identity = ClusterIdentity("https://mgmt:6443", "mgmt", "(default)", "uid-1")
     found = ClusterFound(cert_manager=None, kamaji=None, metallb=None,
                          load_balancer="Service default/ingress has LoadBalancer address "
                                        "192.0.2.10", tcps_found=())
-    return ExistingFacts(identity=identity, version="v1.34.2",
+    read = ExistingFacts(identity=identity, version="v1.34.2",
                          default_storage_class="standard", gpu_nodes=(), node_address=None,
-                         load_balancer=True, kai=None, namespaces_found=(), queues_found=(),
+                         load_balancer=True, namespaces_found=(), queues_found=(),
                          expose="LoadBalancer", stack=found)
+    return cluster_facts(render.cluster_needs(_profile()), read,
+                         "join" if workers == "machines" else workers)
 
 
 def _up(world: FakeWorld, profile: Any) -> Any:
-    steps = [Owning(s) for s in build_steps(profile, LAB, _facts())]
+    steps = [Owning(s) for s in build_steps(profile, LAB, _facts(profile.cluster.workers))]
     adapters = fake_adapters(world, lab_dir(LAB))
     (lab_dir(LAB) / "management.kubeconfig").write_text("fake")
     return run_steps(steps, StepContext(LAB, adapters, sleep=lambda _s: None), lambda _e: None)
@@ -117,7 +124,7 @@ def test_a_control_plane_this_host_does_not_reach_starts_no_container(
 
 
 def test_machines_workers_have_no_container_steps() -> None:
-    names = [s.name for s in build_steps(_profile("machines"), LAB, _facts())]
+    names = [s.name for s in build_steps(_profile("machines"), LAB, _facts("machines"))]
     assert not any(n.endswith(("/workers", "/join", "/reach")) for n in names)
     with pytest.raises(ValueError, match="workers: only with provider: existing"):
         from gpulab.profile.base import ClusterSpec

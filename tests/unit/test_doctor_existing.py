@@ -10,9 +10,10 @@ from gpulab.adapters.base import RuntimeInfo
 from gpulab.doctor import HostSnapshot, ImageState, cluster_findings, diagnose_workers
 from gpulab.profile.base import ClusterSpec, HostWorkers
 from gpulab.providers.base import ClusterIdentity
-from gpulab.providers.existing import ExistingFacts, FakeNode, KaiFound
+from gpulab.providers.existing import ExistingFacts, FakeNode
 from gpulab.stacks import for_profile, load_profile
 from gpulab.stacks.kamaji_hami.existing import AddonFound, ClusterFound
+from gpulab.stacks.vcluster_kai.existing import KaiFound
 
 IDENTITY = ClusterIdentity("https://api:6443", "ctx", "(default)", "uid-1")
 
@@ -20,7 +21,7 @@ IDENTITY = ClusterIdentity("https://api:6443", "ctx", "(default)", "uid-1")
 def _facts(**changes: Any) -> ExistingFacts:
     base: dict[str, Any] = {
         "identity": IDENTITY, "version": "v1.34.2", "default_storage_class": "standard",
-        "gpu_nodes": (), "node_address": "10.0.0.5", "load_balancer": False, "kai": None,
+        "gpu_nodes": (), "node_address": "10.0.0.5", "load_balancer": False,
         "namespaces_found": (), "queues_found": ()}
     return ExistingFacts(**{**base, **changes})
 
@@ -34,7 +35,7 @@ def test_each_vcluster_kai_refusal_is_a_line_of_its_own_check() -> None:
     team = profile.teams[0]
     facts = _facts(version="v1.27.1", default_storage_class=None, node_address=None,
                    expose="NodePort",
-                   kai=KaiFound("kai-scheduler", "v0.15.2", True),
+                   stack=KaiFound("kai-scheduler", "v0.15.2", True),
                    namespaces_found=(f"vcluster-{team.name}",),
                    queues_found=(team.queue_name,),
                    fake_nodes=(FakeNode("cpu-1", False),),

@@ -5,16 +5,15 @@ address, none yet behind a LoadBalancer); no LoadBalancer range is handed out.""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from gpulab.providers.base import ClusterIdentity
+from gpulab.providers.base import ClusterFacts, ClusterIdentity
 from gpulab.providers.existing import ExistingFacts, FakeNode, GpuNode, cluster_facts
 from gpulab.stacks import load_profile
 from gpulab.stacks.vcluster_kai import render as kr
-from gpulab.stacks.vcluster_kai.steps import build_existing_steps
+from gpulab.stacks.vcluster_kai.steps import build_steps
 
 IDENTITY = ClusterIdentity("https://api:6443", "ctx", "(default)", "uid-1")
 
@@ -24,7 +23,7 @@ def _facts(**changes: Any) -> ExistingFacts:
         "identity": IDENTITY, "version": "v1.34.2", "default_storage_class": "standard",
         "gpu_nodes": (GpuNode("gpu-2", 4, "", "a device plugin"),
                       GpuNode("gpu-1", 8, "", "a device plugin")),
-        "node_address": "10.0.0.5", "load_balancer": False, "kai": None,
+        "node_address": "10.0.0.5", "load_balancer": False,
         "namespaces_found": (), "queues_found": ()}
     return ExistingFacts(**{**base, **changes})
 
@@ -39,28 +38,28 @@ def test_each_teams_url_follows_how_the_vclusters_are_exposed(expose: str, addre
     profile: Any = load_profile("vcluster-kai").profile
     facts = cluster_facts(kr.cluster_needs(profile),
                           _facts(expose=expose, node_address=address))
-    assert facts.provider == "existing" and facts.lb_range is None
+    assert facts.shared and facts.gpus == "found" and facts.lb_range is None
     for team in profile.teams:
         wanted = url.format(host=team.host_port, node=team.api_node_port)
         assert facts.url_for(kr.team_port(team)) == wanted
-        kubeconfig = build_existing_steps(
+        kubeconfig = build_steps(
             profile, "lab", _answered(_facts(expose=expose, node_address=address)))
         shown = [a.body["server"] for s in kubeconfig if s.name == f"{team.name}/vcluster"
                  for a in s.describe() if a.kind == "file"]
         assert shown == [wanted]  # what plan shows as the team's kubeconfig server
 
 
-def _answered(found: ExistingFacts) -> ExistingFacts:
-    """`found` with the vcluster-kai profile's ClusterFacts, as the provider's ground gives it."""
+def _answered(found: ExistingFacts) -> ClusterFacts:
+    """The vcluster-kai profile's ClusterFacts on `found`, as the provider's ground gives it."""
     profile: Any = load_profile("vcluster-kai").profile
-    return replace(found, cluster=cluster_facts(kr.cluster_needs(profile), found))
+    return cluster_facts(kr.cluster_needs(profile), found)
 
 
 def test_behind_a_load_balancer_no_url_is_known_before_up() -> None:
     profile: Any = load_profile("vcluster-kai").profile
     facts = cluster_facts(kr.cluster_needs(profile), _facts(expose="LoadBalancer"))
     assert facts.urls == {}
-    steps = build_existing_steps(profile, "lab", _answered(_facts(expose="LoadBalancer")))
+    steps = build_steps(profile, "lab", _answered(_facts(expose="LoadBalancer")))
     team = profile.teams[0]
     shown = [a.body["server"] for s in steps if s.name == f"{team.name}/vcluster"
              for a in s.describe() if a.kind == "file"]
@@ -74,7 +73,7 @@ def test_the_gpu_pool_is_the_gpu_nodes_then_the_fake_ones() -> None:
                                                   FakeNode("gpu-1", True)))
     facts = cluster_facts(kr.cluster_needs(profile), found)
     assert facts.nodes(profile.gpu_pool.name) == ("gpu-2", "cpu-1", "gpu-1")
-    steps = build_existing_steps(profile, "lab", _answered(found))
+    steps = build_steps(profile, "lab", _answered(found))
     gpu_node = next(s for s in steps if s.name.endswith("/gpu-node"))
     # a node named for fake GPUs gets the profile's count, even one that advertised GPUs
     assert gpu_node.counts == {"gpu-2": 4, "cpu-1": profile.gpu_pool.count,

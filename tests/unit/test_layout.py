@@ -134,8 +134,8 @@ def test_the_stack_provider_exceptions_are_still_needed() -> None:
 
 
 # Modules outside gpulab/providers/ that may still name a provider, and why. The list only
-# shrinks; the two stacks' plan builders leave it with #34 item 1 (one builder per stack on the
-# cluster's capabilities).
+# shrinks (the two stacks' second plan builders, chosen by the provider's name, left it when
+# each stack got one builder on the cluster's facts, providers.base.ClusterFacts).
 PROVIDER_NAMING: dict[str, str] = {
     "gpulab.adapters.kind": "the kind binary, a tool ('kind vX.Y.Z' is its version line)",
     "gpulab.tools": "the kind binary, a tool gpulab installs",
@@ -143,8 +143,6 @@ PROVIDER_NAMING: dict[str, str] = {
     "gpulab.profile.base": "the profile's cluster: section, the user's words for a provider",
     "gpulab.stacks.vcluster_kai.state": "recordings of an older gpulab say `provider` (read only)",
     "gpulab.stacks.vcluster_kai.record": "reads an older recording's `provider` as `gpus`",
-    "gpulab.stacks.kamaji_hami.steps": "open (#34 item 1): build_existing_steps, chosen by name",
-    "gpulab.stacks.vcluster_kai.steps": "open (#34 item 1): build_existing_steps, chosen by name",
 }
 
 

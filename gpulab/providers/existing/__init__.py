@@ -22,6 +22,8 @@ from gpulab.errors import GpulabError, UsageError
 from gpulab.providers.base import (
     Access,
     ClusterChoice,
+    FakeNode,
+    GpuNode,
     Ground,
     LabCluster,
     ManagementRow,
@@ -48,9 +50,6 @@ from gpulab.providers.existing.facts import (
     SURVEY_SECONDS,
     WORKER_PULL_STEP,
     ExistingFacts,
-    FakeNode,
-    GpuNode,
-    KaiFound,
     cluster_facts,
     connect,
     denied,
@@ -74,7 +73,6 @@ __all__ = [
     "ExistingProvider",
     "FakeNode",
     "GpuNode",
-    "KaiFound",
     "Owning",
     "choice_of",
     "claims",
@@ -168,10 +166,15 @@ class ExistingProvider:
         except GpulabError as err:
             raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
                             f"read: {err.message}", hint=unreadable) from None
-        facts = replace(facts, cluster=cluster_facts(stack.cluster_needs(profile), facts))
-        return Ground(facts, [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
+        spec = profile.cluster
+        workers = "containers" if spec is not None and \
+            getattr(spec, "workers", "") == "containers" else "join"
+        facts = replace(facts, cluster=cluster_facts(stack.cluster_needs(profile), facts,
+                                                     workers))
+        return Ground(facts.cluster,
+                      [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
                       "", stack.existing_problems(profile, facts)
-                      + pod_security_problems(needs, facts))
+                      + pod_security_problems(needs, facts), survey=facts)
 
     def doctor(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,
                pull: bool) -> list[Finding]:
@@ -225,7 +228,7 @@ class ExistingProvider:
                                       err.hint or "see docs/own-cluster.md")]
         finally:
             client.close()
-        facts = ground.facts
+        facts = ground.survey
         return out + cluster_findings(facts.version, facts.denied, facts.asked,
                                       facts.default_storage_class, ground.problems, context)
 

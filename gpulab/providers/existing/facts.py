@@ -20,6 +20,8 @@ from gpulab.providers.base import (
     ClusterFacts,
     ClusterIdentity,
     ExistingNeeds,
+    FakeNode,
+    GpuNode,
 )
 
 if TYPE_CHECKING:
@@ -41,43 +43,6 @@ WORKER_PULL_STEP = "preflight/worker-image"
 
 
 @dataclass(frozen=True)
-class GpuNode:
-    name: str
-    gpus: int
-    product: str
-    source: str  # what advertises the GPUs: GPU Operator, device plugin, fake-gpu-operator
-
-
-@dataclass(frozen=True)
-class KaiFound:
-    """KAI Scheduler found installed: the namespace of its `kai-operator` Deployment, the
-    operator image's tag (KAI v0.16.8 deployments/kai-scheduler/templates/services/operator.yaml
-    :7,22-24; the tag defaults to the chart's appVersion, templates/_helpers.tpl:7-8), and
-    `spec.admission.gpuSharing` of its Config `kai-config` (templates/_helpers.tpl:18-24,172,
-    195: the chart's `global.gpuSharing`), None when unreadable.
-    `spec.binder.resourceReservation.namespace` of that Config is where its binder puts GPU
-    reservation pods (templates/_helpers.tpl:74,91-93; None when the Config leaves it out)."""
-
-    namespace: str
-    version: str
-    gpu_sharing: bool | None
-    reservation_namespace: str | None = None
-
-
-@dataclass(frozen=True)
-class FakeNode:
-    """A node named in `cluster.fake_gpu_nodes`, as found: whether it exists, the GPUs it
-    advertises that are not this lab's fake ones (0: none), the labels gpulab will set (absent
-    now, or set by this lab before: lab.json) and those it would overwrite (`key=value` now)."""
-
-    name: str
-    found: bool
-    gpus: int = 0
-    adds: tuple[tuple[str, str], ...] = ()
-    conflicts: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class ExistingFacts:
     """What the cluster is, read before anything is created (`plan` and `up`'s preflight)."""
 
@@ -87,11 +52,9 @@ class ExistingFacts:
     gpu_nodes: tuple[GpuNode, ...]
     node_address: str | None
     load_balancer: bool
-    kai: KaiFound | None
     namespaces_found: tuple[str, ...]
     queues_found: tuple[str, ...]
     denied: tuple[str, ...] = ()
-    provider: str = "existing"
     plan_note: str = ""
     expose: str = "NodePort"  # LoadBalancer | NodePort | port-forward
     expose_why: str = ""
@@ -103,7 +66,8 @@ class ExistingFacts:
     stack: Any = None  # what the stack's own reader (ExistingNeeds.read) found: its add-ons, names
     asked: int = 0  # how many access reviews were asked (`denied`: those answered no)
     # the stack's ClusterNeeds answered on this cluster (`cluster_facts`), as kind answers them
-    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts(provider="existing"))
+    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts(shared=True,
+                                                                       gpus="found"))
 
     @property
     def minor(self) -> int | None:
@@ -212,34 +176,6 @@ def _node_address(nodes: list[dict[str, Any]], wanted: str | None) -> str | None
             for address in (node.get("status") or {}).get("addresses") or []:
                 if address.get("type") == kind and address.get("address"):
                     return str(address["address"])
-    return None
-
-
-def image_tag(image: str) -> str:
-    """The tag of an image reference, '' when it has none (a digest alone says no version):
-    `reference := name [ ":" tag ] [ "@" digest ]`, a port only in the domain before the first
-    '/' (distribution/reference reference.go:6-18, vendored by moby at v28.5.2)."""
-    last = image.rsplit("/", 1)[-1].split("@", 1)[0]
-    return last.rsplit(":", 1)[1] if ":" in last else ""
-
-
-def _kai(kube: KubeGateway) -> KaiFound | None:
-    for dep in kube.list_objects("apps/v1", "Deployment"):
-        if dep["metadata"]["name"] != "kai-operator":
-            continue
-        containers = ((dep.get("spec") or {}).get("template") or {}).get("spec", {}).get(
-            "containers") or []
-        image = next((str(c.get("image", "")) for c in containers
-                      if c.get("name") == "operator"), "")
-        version = image_tag(image)
-        config = kube.get("kai.scheduler/v1", "Config", "kai-config") or {}
-        spec = config.get("spec") or {}
-        sharing = (spec.get("admission") or {}).get("gpuSharing")
-        reservation = ((spec.get("binder") or {}).get("resourceReservation") or {}).get(
-            "namespace")
-        return KaiFound(str(dep["metadata"].get("namespace", "")), version,
-                        sharing if isinstance(sharing, bool) else None,
-                        str(reservation) if reservation else None)
     return None
 
 
@@ -378,17 +314,23 @@ def port_url(port: PortNeed, expose: str, node_address: str | None) -> str | Non
     return f"https://{f'[{host}]' if ':' in host else host}:{number}"
 
 
-def cluster_facts(needs: ClusterNeeds, found: ExistingFacts) -> ClusterFacts:
-    """A stack's `ClusterNeeds` answered on the cluster as found: each pool's nodes are those
-    advertising GPUs, then those named for fake GPUs (`cluster.fake_gpu_nodes`); each port's
-    URL as `port_url` (none yet on a LoadBalancer); no LoadBalancer range (gpulab hands out no
-    addresses of a cluster it did not make)."""
+def cluster_facts(needs: ClusterNeeds, found: ExistingFacts, workers: str = "join"
+                  ) -> ClusterFacts:
+    """A stack's `ClusterNeeds` answered on the cluster as found: shared (not the lab's
+    alone); the GPUs those its nodes advertise, each pool's nodes those advertising GPUs, then
+    those named for fake GPUs (`cluster.fake_gpu_nodes`); each port's URL as `port_url` (none
+    yet on a LoadBalancer), reached as `found.expose` says; no LoadBalancer range (gpulab hands
+    out no addresses of a cluster it did not make); no node this host loads images into;
+    `workers` as the profile says (machines that join, or containers on this host); what the
+    stack's own reader found there."""
     fake = tuple(n.name for n in found.fake_nodes)
     nodes = (*(n.name for n in found.gpu_nodes if n.name not in fake), *fake)
     urls = {port.name: url for port in needs.ports
             if (url := port_url(port, found.expose, found.node_address)) is not None}
     return ClusterFacts(pool_nodes={pool.name: nodes for pool in needs.pools}, urls=urls,
-                        provider="existing")
+                        shared=True, gpus="found", gpu_nodes=found.gpu_nodes,
+                        fake_nodes=found.fake_nodes, expose=found.expose,
+                        node_address=found.node_address, workers=workers, found=found.stack)
 
 
 def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expose: str = "auto",
@@ -416,9 +358,6 @@ def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expos
     denied = tuple(a.text for a, ok in zip(needs.access,
                                            _at_once(lambda a: _allowed(kube, a), needs.access),
                                            strict=True) if not ok)
-    kai = _kai(kube)
-    if kai is not None and ("Namespace", kai.namespace) in ours:
-        kai = None  # the KAI this lab installed (an earlier `up`), not one found there
     present = tuple(f"{kind} {name}" for (_api, kind, name), live in zip(
         needs.absent, _at_once(lambda a: kube.get(*a), needs.absent), strict=True) if live)
     own = [n for n, _level, _what in needs.pod_security if ("Namespace", n) in ours]
@@ -428,7 +367,7 @@ def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expos
     return ExistingFacts(identity=identity, version=version, default_storage_class=default,
                          gpu_nodes=_gpu_nodes(nodes), node_address=_node_address(nodes,
                                                                                  node_address),
-                         load_balancer=balanced, kai=kai, namespaces_found=namespaces,
+                         load_balancer=balanced, namespaces_found=namespaces,
                          queues_found=queues, denied=denied, expose=chosen, expose_why=why,
                          fake_nodes=_fake_nodes(nodes, needs), objects_found=present,
                          namespace_levels=levels, asked=len(needs.access),

@@ -964,24 +964,85 @@ def verify_previews(profile: KamajiHamiProfile) -> list[Step]:
 
 def build_steps(profile: KamajiHamiProfile, lab: str, facts: ClusterFacts) -> list[Step]:
     """Every step of `up` for this profile, in the one order that matters, on what the
-    cluster's provider answered for `cluster_needs` (kind: providers.kind.cluster_facts)."""
-    if getattr(facts, "provider", "kind") == "existing":
-        return build_existing_steps(profile, lab, facts)
-    if facts.lb_range is None:  # pragma: no cover - cluster_needs asks for the range
-        raise HostError("the cluster's provider gave MetalLB no address range")
-    steps: list[Step] = [
-        management_images(profile, facts.management_nodes),
-        cert_manager_addon(profile, requires=("management/images",)),
-        MetalLB(profile, facts.lb_range),
-        kamaji_addon(profile),
-    ]
+    cluster's provider answered for `cluster_needs` (providers.base.ClusterFacts): on a shared
+    cluster the lab's namespaces first and cert-manager, a LoadBalancer and Kamaji reused when
+    found there; images loaded into the nodes this host can load them into; MetalLB on the
+    addresses the lab hands out itself (`lb_range`); per tenant its control plane, then its
+    workers: containers on this host joined with kubeadm, or machines that join with what
+    `gpulab join` prints (the tenant then gets Calico alone)."""
+    found: existing.ClusterFound | None = facts.found if facts.shared else None
+    steps: list[Step] = []
+    if found is not None:  # the lab's namespaces are its own objects there
+        levels = tuple((n, level) for n, level, _what
+                       in existing.lab_pod_security(profile, found))
+        steps.append(LabNamespaces(lab, existing.lab_namespaces(profile, found),
+                                   levels=levels))
+    if facts.management_nodes:
+        steps.append(management_images(profile, facts.management_nodes))
+    first = "management/images" if facts.management_nodes else \
+        "management/namespaces" if found is not None else "management/cluster"
+    steps += [_cert_manager(profile, found, requires=(first,)),
+              _load_balancer(profile, lab, facts, found), _kamaji(profile, found)]
     for tenant in profile.tenants:
-        steps += [
-            TenantControlPlane(profile, tenant),
-            *worker_steps(profile, lab, tenant, TenantWorkers(profile, lab, tenant),
-                          tenant_images(profile, lab, tenant)),
-        ]
+        steps += _tenant_steps(profile, lab, tenant, facts, shared=found is not None)
     return steps
+
+
+def _cert_manager(profile: KamajiHamiProfile, found: existing.ClusterFound | None, *,
+                  requires: tuple[str, ...]) -> Step:
+    """cert-manager found in the cluster, reused; else installed."""
+    if found is not None and found.cert_manager is not None:
+        cert = found.cert_manager
+        return Reused("management/cert-manager", "Using the cluster's cert-manager",
+                      f"cert-manager {cert.version} in {cert.namespace}",
+                      {"namespace": cert.namespace, "version": cert.version})
+    return cert_manager_addon(profile, requires=requires)
+
+
+def _load_balancer(profile: KamajiHamiProfile, lab: str, facts: ClusterFacts,
+                   found: existing.ClusterFound | None) -> Step:
+    """The control planes' LoadBalancer: MetalLB on the addresses the lab hands out (`lb_range`:
+    a cluster it made), MetalLB on the profile's range where it may install it on a shared
+    cluster, else the cluster's own LoadBalancer, reused."""
+    if found is None:
+        if facts.lb_range is None:  # pragma: no cover - cluster_needs asks for the range
+            raise HostError("the cluster's provider gave MetalLB no address range")
+        return MetalLB(profile, facts.lb_range)
+    spec = profile.cluster
+    if existing.installs_metallb(profile, found) and spec is not None:
+        return existing.ExistingMetalLB(profile, lab, spec.metallb_range or "")
+    seen = found.load_balancer or (
+        f"MetalLB in {found.metallb.namespace or '?'}" if found.metallb else
+        "cluster.expose: LoadBalancer (the profile says the cluster has one)")
+    return Reused("management/metallb", "Using the cluster's LoadBalancer",
+                  "the cluster's LoadBalancer", {"seen": seen})
+
+
+def _kamaji(profile: KamajiHamiProfile, found: existing.ClusterFound | None) -> Step:
+    """Kamaji found in the cluster, reused; else installed (on a shared cluster its chart's
+    objects recorded for `down`: ExistingKamaji)."""
+    if found is not None and found.kamaji is not None:
+        kamaji = found.kamaji
+        return Reused("management/kamaji", "Using the cluster's Kamaji",
+                      f"Kamaji {kamaji.version} in {kamaji.namespace}",
+                      {"namespace": kamaji.namespace, "version": kamaji.version})
+    return kamaji_addon(profile, ExistingKamaji if found is not None else HelmAddon)
+
+
+def _tenant_steps(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec,
+                  facts: ClusterFacts, *, shared: bool) -> list[Step]:
+    """A tenant's control plane and workers, as `facts.workers` says they come."""
+    containers = facts.workers == "containers"
+    if not shared:
+        return [TenantControlPlane(profile, tenant),
+                *worker_steps(profile, lab, tenant, TenantWorkers(profile, lab, tenant),
+                              tenant_images(profile, lab, tenant))]
+    steps: list[Step] = [ExistingControlPlane(profile, tenant, lab=lab, containers=containers)]
+    if not containers:  # machines join with what `gpulab join` prints
+        return [*steps, TenantCalico(profile, lab, tenant)]
+    return [*steps, ReachControlPlane(profile, tenant),  # the kind lab's steps, on this host
+            *worker_steps(profile, lab, tenant, ContainerWorkers(profile, lab, tenant),
+                          tenant_images(profile, lab, tenant))]
 
 
 def cert_manager_addon(profile: KamajiHamiProfile, *, requires: tuple[str, ...]) -> HelmAddon:
@@ -1137,50 +1198,6 @@ class ExistingKamaji(HelmAddon):
     def describe(self) -> list[Artifact]:
         store = existing.kamaji_datastore(self.release)
         return [*super().describe(), *([store] if store else [])]
-
-
-def build_existing_steps(profile: KamajiHamiProfile, lab: str, facts: Any) -> list[Step]:
-    """kamaji-hami on an existing cluster (facts: providers.existing.ExistingFacts, with
-    existing.ClusterFound in `stack`): cert-manager, a LoadBalancer and Kamaji reused when
-    found, else installed; per tenant its control plane and Calico. No workers: real machines
-    join with what `gpulab join` prints. The cluster step itself is the provider's."""
-    found: existing.ClusterFound = facts.stack
-    levels = tuple((n, level) for n, level, _what in existing.lab_pod_security(profile, found))
-    steps: list[Step] = [LabNamespaces(lab, existing.lab_namespaces(profile, found),
-                                       levels=levels)]
-    if found.cert_manager is not None:
-        cert = found.cert_manager
-        steps.append(Reused("management/cert-manager", "Using the cluster's cert-manager",
-                            f"cert-manager {cert.version} in {cert.namespace}",
-                            {"namespace": cert.namespace, "version": cert.version}))
-    else:
-        steps.append(cert_manager_addon(profile, requires=("management/namespaces",)))
-    spec = profile.cluster
-    if existing.installs_metallb(profile, found) and spec is not None:
-        steps.append(existing.ExistingMetalLB(profile, lab, spec.metallb_range or ""))
-    else:
-        seen = found.load_balancer or (
-            f"MetalLB in {found.metallb.namespace or '?'}" if found.metallb else
-            "cluster.expose: LoadBalancer (the profile says the cluster has one)")
-        steps.append(Reused("management/metallb", "Using the cluster's LoadBalancer",
-                            "the cluster's LoadBalancer", {"seen": seen}))
-    if found.kamaji is not None:
-        kamaji = found.kamaji
-        steps.append(Reused("management/kamaji", "Using the cluster's Kamaji",
-                            f"Kamaji {kamaji.version} in {kamaji.namespace}",
-                            {"namespace": kamaji.namespace, "version": kamaji.version}))
-    else:
-        steps.append(kamaji_addon(profile, ExistingKamaji))
-    containers = spec is not None and spec.workers == "containers"
-    for tenant in profile.tenants:
-        steps.append(ExistingControlPlane(profile, tenant, lab=lab, containers=containers))
-        if not containers:
-            steps.append(TenantCalico(profile, lab, tenant))
-            continue
-        steps += [ReachControlPlane(profile, tenant),  # the kind lab's steps, on this host
-                  *worker_steps(profile, lab, tenant, ContainerWorkers(profile, lab, tenant),
-                                tenant_images(profile, lab, tenant))]
-    return steps
 
 
 def existing_needs(profile: KamajiHamiProfile, lab: str, owned_before: Any

@@ -33,6 +33,7 @@ from gpulab.stacks.common import (
     management_kube,
 )
 from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.existing import KaiFound, read_installed
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from gpulab.adapters import base
     from gpulab.adapters.base import KubeGateway
     from gpulab.engine.step import Step, StepContext
-    from gpulab.providers.base import ClusterFacts, ExistingNeeds
+    from gpulab.providers.base import ClusterFacts, ExistingNeeds, FakeNode
     from gpulab.stacks.vcluster_kai.profile import TeamSpec, VclusterKaiProfile
 
 __all__ = [
@@ -526,40 +527,110 @@ def verify_previews(profile: VclusterKaiProfile) -> list[Step]:
 
 def build_steps(profile: VclusterKaiProfile, lab: str, facts: ClusterFacts) -> list[Step]:
     """Every step of `up` for this profile, in the one order that matters, on what the
-    cluster's provider answered for `cluster_needs` (kind: providers.kind.cluster_facts)."""
-    fgo = profile.components.fake_gpu_operator
-    kai = profile.components.kai_scheduler
-    if getattr(facts, "provider", "kind") == "existing":
-        return build_existing_steps(profile, lab, facts)
-    pool_nodes = list(facts.nodes(profile.gpu_pool.name))
-    steps: list[Step] = [
-        FakeGpus(
-            kr.fake_gpu_operator_release(profile),
-            name=FAKE_GPUS_STEP,
-            title=f"Installing fake-gpu-operator ({profile.gpu_pool.model} x"
-                  f"{profile.gpu_pool.count} per pool node)",
-            requires=("management/cluster",),
-            ready=partial(_fake_gpus_ready, namespace=fgo.namespace, nodes=pool_nodes,
-                          count=profile.gpu_pool.count),
-            ready_what="fake GPUs advertised on the pool's nodes",
-            nodes=tuple(pool_nodes),
-        ),
-        HelmAddon(
-            kr.kai_scheduler_release(profile),
-            name="management/kai-scheduler",
-            title="Installing KAI Scheduler with GPU sharing",
-            requires=(FAKE_GPUS_STEP,),
-            ready=partial(_kai_ready, namespace=kai.namespace),
-            ready_what="the KAI operator's deployments",
-            timeout=420,
-        ),
-        ReservationRbac(profile),
-        Queues(profile),
-    ]
+    cluster's provider answered for `cluster_needs` (providers.base.ClusterFacts): on a shared
+    cluster the lab's namespaces first and a KAI found there reused; the GPUs of the lab's own
+    pool (fake-gpu-operator on its nodes), or those found (reused, plus fake ones on nodes named
+    for them); the queue tree; a vCluster per team, reached as the facts say."""
+    kai_found: KaiFound | None = facts.found if facts.shared else None
+    steps: list[Step] = []
+    if facts.shared:  # the lab's namespaces are its own objects there
+        levels = tuple((n, level) for n, level, _what
+                       in existing_pod_security(profile, kai_found is not None))
+        steps.append(LabNamespaces(lab, existing_namespaces(profile, kai_found is not None),
+                                   levels=levels))
+    gpus_step = "management/gpu-nodes"
+    if facts.gpus == "pool":
+        steps.append(_pool_gpus(profile, facts))
+        gpus_step = FAKE_GPUS_STEP
+    elif facts.fake_nodes:
+        steps += _fake_gpu_steps(profile, facts, kai_found)
+        gpus_step = FAKE_GPUS_STEP
+    steps.append(_kai_step(profile, kai_found, requires=(
+        "management/namespaces",) if facts.shared else (gpus_step,)))
+    steps += _found_gpus(facts)
+    if facts.gpus == "pool":  # the pool's fake GPUs annotate KAI's reservation pods
+        steps.append(ReservationRbac(profile))
+    steps.append(Queues(profile, lab if facts.shared else None))
+    steps += _team_steps(profile, lab, facts, gpus_step)
+    return steps
+
+
+def _pool_gpus(profile: VclusterKaiProfile, facts: ClusterFacts) -> Step:
+    """fake-gpu-operator on the nodes of the lab's own GPU pool."""
+    return _fake_gpus(profile, kr.fake_gpu_operator_release(profile),
+                      list(facts.nodes(profile.gpu_pool.name)), "per pool node",
+                      "the pool's nodes", requires=("management/cluster",))
+
+
+def _fake_gpus(profile: VclusterKaiProfile, release: base.HelmRelease, nodes: list[str],
+               where: str, whose: str, *, requires: tuple[str, ...]) -> FakeGpus:
+    """fake-gpu-operator's `release`, ready once `nodes` advertise the pool's GPUs."""
+    return FakeGpus(
+        release,
+        name=FAKE_GPUS_STEP,
+        title=f"Installing fake-gpu-operator ({profile.gpu_pool.model} x"
+              f"{profile.gpu_pool.count} {where})",
+        requires=requires,
+        ready=partial(_fake_gpus_ready, namespace=profile.components.fake_gpu_operator.namespace,
+                      nodes=nodes, count=profile.gpu_pool.count),
+        ready_what=f"fake GPUs advertised on {whose}",
+        nodes=tuple(nodes),
+    )
+
+
+def _kai_step(profile: VclusterKaiProfile, found: KaiFound | None, *,
+              requires: tuple[str, ...]) -> Step:
+    """KAI Scheduler: the one found in the cluster, reused; else installed with GPU sharing."""
+    if found is not None:
+        return Reused("management/kai-scheduler", "Using the cluster's KAI Scheduler",
+                      f"KAI Scheduler {found.version} in {found.namespace}",
+                      {"namespace": found.namespace, "version": found.version,
+                       "gpuSharing": found.gpu_sharing})
+    return HelmAddon(
+        kr.kai_scheduler_release(profile),
+        name="management/kai-scheduler",
+        title="Installing KAI Scheduler with GPU sharing",
+        requires=requires,
+        ready=partial(_kai_ready, namespace=profile.components.kai_scheduler.namespace),
+        ready_what="the KAI operator's deployments",
+        timeout=420,
+    )
+
+
+def _found_gpus(facts: ClusterFacts) -> list[Step]:
+    """The GPU nodes found (not those named for fake GPUs), reused as they are: a step when
+    there are any, or when no node is named for fake GPUs either (preflight refused that)."""
+    if facts.gpus != "found":
+        return []
+    fake = {n.name for n in facts.fake_nodes}
+    real = [n for n in facts.gpu_nodes if n.name not in fake]
+    if not real and fake:
+        return []
+    return [Reused("management/gpu-nodes", "Using the cluster's GPU nodes",
+                   f"{len(real)} GPU node(s)",
+                   {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product, "from": n.source}
+                    for n in real})]
+
+
+def _team_steps(profile: VclusterKaiProfile, lab: str, facts: ClusterFacts, gpus_step: str
+                ) -> list[Step]:
+    """Each team's vCluster, reached as `facts.expose` says (published: the host port the
+    provider maps), and the GPU node its vCluster lists, with the pool's GPUs per node."""
+    pool = facts.nodes(profile.gpu_pool.name)
+    fake = {n.name for n in facts.fake_nodes}
+    found = {n.name: n.gpus for n in facts.gpu_nodes}
+    counts = {name: profile.gpu_pool.count if facts.gpus == "pool" or name in fake
+              else found[name] for name in pool}
+    expose = None if facts.expose == "published" else \
+        kr.ExistingExpose(facts.expose, facts.node_address, lab, facts.urls)
+    first = "management/namespaces" if facts.shared else "management/cluster"
+    steps: list[Step] = []
     for team in profile.teams:
-        steps += [TeamVCluster(profile, lab, team, facts),
-                  TeamGpuNode(profile, lab, team,
-                              counts=dict.fromkeys(pool_nodes, profile.gpu_pool.count))]
+        node_after = (f"{team.name}/vcluster",) if facts.shared else \
+            (f"{team.name}/vcluster", gpus_step)
+        steps += [TeamVCluster(profile, lab, team, facts, existing=expose,
+                               after=(first, gpus_step)),
+                  TeamGpuNode(profile, lab, team, counts=counts, after=node_after)]
     return steps
 
 
@@ -621,7 +692,7 @@ class FakeGpuLabels:
     recorded in lab.json before it is set; `down` removes exactly those, while they still
     have gpulab's value. Nothing else of the node changes."""
 
-    nodes: tuple[Any, ...]  # providers.existing.FakeNode
+    nodes: tuple[FakeNode, ...]
     name: str = "management/fake-gpu-labels"
     title: str = "Labelling the named nodes for fake GPUs"
     requires: tuple[str, ...] = ("management/namespaces",)
@@ -655,7 +726,8 @@ class FakeGpuLabels:
                 kube.label("v1", "Node", node.name, dict(node.adds))
 
 
-def _fake_gpu_steps(profile: VclusterKaiProfile, facts: Any) -> list[Step]:
+def _fake_gpu_steps(profile: VclusterKaiProfile, facts: ClusterFacts,
+                    kai_found: KaiFound | None) -> list[Step]:
     """Provider existing with `cluster.fake_gpu_nodes`: the nodes labelled, then fake-gpu-
     operator (the kind lab's release: KAI's hack/fake-gpu-operator-values.yaml with the
     profile's pool), until every named node advertises the pool's GPUs. Its status-updater
@@ -663,79 +735,17 @@ def _fake_gpu_steps(profile: VclusterKaiProfile, facts: Any) -> list[Step]:
     namespace exists at install (templates/status-updater/pod-patch-role.yaml:1 and
     pod-patch-rolebinding.yaml:1 `lookup` it), and it does: gpulab creates it first, or the
     reused KAI has it."""
-    fgo = profile.components.fake_gpu_operator
     names = [n.name for n in facts.fake_nodes]
-    reservation = (facts.kai.reservation_namespace if facts.kai is not None else None) \
+    reservation = (kai_found.reservation_namespace if kai_found is not None else None) \
         or profile.components.kai_scheduler.reservation_namespace
     release = kr.fake_gpu_operator_release(profile, reservation_namespace=reservation)
-    return [
-        FakeGpuLabels(tuple(facts.fake_nodes)),
-        FakeGpus(
-            release,
-            name=FAKE_GPUS_STEP,
-            title=f"Installing fake-gpu-operator ({profile.gpu_pool.model} x"
-                  f"{profile.gpu_pool.count} on {', '.join(names)})",
-            requires=("management/fake-gpu-labels",),
-            ready=partial(_fake_gpus_ready, namespace=fgo.namespace, nodes=names,
-                          count=profile.gpu_pool.count),
-            ready_what="fake GPUs advertised on the named nodes",
-            nodes=tuple(names),
-        ),
-    ]
+    return [FakeGpuLabels(tuple(facts.fake_nodes)),
+            _fake_gpus(profile, release, names, f"on {', '.join(names)}", "the named nodes",
+                       requires=("management/fake-gpu-labels",))]
 
 
 def queue_names(profile: VclusterKaiProfile) -> tuple[str, ...]:
     return tuple(q["metadata"]["name"] for q in kr.queue_objects(profile))
-
-
-def build_existing_steps(profile: VclusterKaiProfile, lab: str, facts: Any) -> list[Step]:
-    """vcluster-kai on an existing cluster (facts: what provider existing found, with the
-    stack's ClusterFacts as `facts.cluster`: the GPU pool's nodes, each team's URL): its real
-    GPU nodes, its KAI Scheduler when it fits (else KAI installed with GPU sharing), the queue
-    tree, and a vCluster per team reached by LoadBalancer, NodePort or port-forward. The
-    cluster step itself is the provider's."""
-    kai = profile.components.kai_scheduler
-    fake = {n.name: profile.gpu_pool.count for n in facts.fake_nodes}
-    gpus = {n.name: n.gpus for n in facts.gpu_nodes}
-    counts = {name: fake[name] if name in fake else gpus[name]  # the GPU pool: real, then fake
-              for name in facts.cluster.nodes(profile.gpu_pool.name)}
-    found = facts.kai is not None
-    levels = tuple((n, level) for n, level, _what in existing_pod_security(profile, found))
-    steps: list[Step] = [LabNamespaces(lab, existing_namespaces(profile, found), levels=levels)]
-    gpus_step = "management/gpu-nodes"
-    if fake:
-        steps += _fake_gpu_steps(profile, facts)
-        gpus_step = FAKE_GPUS_STEP
-    if facts.kai is not None:
-        steps.append(Reused("management/kai-scheduler", "Using the cluster's KAI Scheduler",
-                            f"KAI Scheduler {facts.kai.version} in {facts.kai.namespace}",
-                            {"namespace": facts.kai.namespace, "version": facts.kai.version,
-                             "gpuSharing": facts.kai.gpu_sharing}))
-    else:
-        steps.append(HelmAddon(
-            kr.kai_scheduler_release(profile),
-            name="management/kai-scheduler",
-            title="Installing KAI Scheduler with GPU sharing",
-            requires=("management/namespaces",),
-            ready=partial(_kai_ready, namespace=kai.namespace),
-            ready_what="the KAI operator's deployments",
-            timeout=420,
-        ))
-    real = [n for n in facts.gpu_nodes if n.name not in fake]
-    if real or not fake:
-        steps.append(Reused("management/gpu-nodes", "Using the cluster's GPU nodes",
-                            f"{len(real)} GPU node(s)",
-                            {n.name: {kr.GPU_RESOURCE: n.gpus, "product": n.product,
-                                      "from": n.source} for n in real}))
-    steps.append(Queues(profile, lab))
-    expose = kr.ExistingExpose(facts.expose, facts.node_address, lab, facts.cluster.urls)
-    for team in profile.teams:
-        steps += [
-            TeamVCluster(profile, lab, team, facts, existing=expose,
-                         after=("management/namespaces", gpus_step)),
-            TeamGpuNode(profile, lab, team, counts=counts, after=(f"{team.name}/vcluster",)),
-        ]
-    return steps
 
 
 # ---------------------------------------------------------------- existing cluster: preflight
@@ -770,6 +780,7 @@ def existing_needs(profile: VclusterKaiProfile, lab: str, owned_before: Any
         absent = () if installed else FAKE_GPU_CLUSTER_OBJECTS
     return ExistingNeeds(namespaces=namespaces, queues=queue_names(profile),
                          access=tuple(access), owned_before=owned, fake_nodes=fake,
+                         read=partial(read_installed, owned_before=owned),
                          fake_labels=tuple(kr.gpu_node_labels(profile).items()), absent=absent,
                          pod_security=existing_pod_security(profile, False))
 
@@ -812,7 +823,7 @@ def existing_problems(profile: VclusterKaiProfile, facts: Any) -> list[str]:
                         "Operator or device plugin, or name nodes for fake GPUs in "
                         "cluster.fake_gpu_nodes")
     problems += _fake_node_problems(facts)
-    kai = facts.kai
+    kai: KaiFound | None = facts.stack  # the stack's own read (read_installed)
     pinned = profile.components.kai_scheduler.chart.version
     if kai is not None:
         line = ".".join(pinned.lstrip("v").split(".")[:2])
