@@ -1,8 +1,10 @@
-"""Shared fixtures: an isolated GPULAB_HOME per test, the built-in profile."""
+"""Shared fixtures: an isolated GPULAB_HOME per test, the built-in profile; xdist workers see
+the terminal size the pytest command saw."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,3 +26,26 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 @pytest.fixture
 def kamaji_profile() -> KamajiHamiProfile:
     return load_profile("kamaji-hami").profile
+
+
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment (GNU readline
+# exports the size it assumes when it is initialised there), which the CLI's tables read as the
+# width of a pipe: the width tests would pass alone and fail on a worker. Each worker gets the
+# values the pytest command itself had, or none.
+_TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, on the controller: hand each worker this process's COLUMNS and LINES."""
+    node.workerinput["gpulab_terminal_size"] = {name: os.environ.get(name)
+                                                for name in _TERMINAL_SIZE}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sizes = getattr(config, "workerinput", {}).get("gpulab_terminal_size")
+    for name, value in (sizes or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
