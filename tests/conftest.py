@@ -4,6 +4,7 @@ the terminal size the pytest command saw."""
 from __future__ import annotations
 
 import os
+import signal
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from gpulab.stacks import load_profile
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
@@ -21,6 +23,22 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("gpulab-home")
     monkeypatch.setenv("GPULAB_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in the main thread during the test, as in a shell.
+
+    Tests that play Ctrl-C with `_thread.interrupt_main()` rely on Python's own SIGINT handler,
+    which Python installs only when it starts with SIGINT at its default: a suite started from a
+    shell that ignores it (`nohup pytest &`, a non-interactive `cmd &`) inherits SIG_IGN and
+    interrupt_main() does nothing. This sets the handler and puts back what was there.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -338,6 +338,7 @@ def test_pod_listing_refused(profile: KamajiHamiProfile) -> None:
     assert all(r.status == "pass" for r in report.results if r.tenant == "tenant-b")
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_ends_the_waits_and_still_cleans_up(profile: KamajiHamiProfile) -> None:
     """Ctrl-C while verify waits for its pods (the webhook is unreachable, so they stay Pending):
     the waits of every tenant end at their next poll, the verify namespace is deleted in both

@@ -212,6 +212,7 @@ def test_tenants_are_provisioned_concurrently(kamaji_profile) -> None:
     assert result.ok, [str(r.error) for r in result.failures]
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_mid_step_leaves_a_resumable_lab(kamaji_profile) -> None:
     world = FakeWorld()
     adapters = fake_adapters(world, lab_dir("kamaji-hami"))
