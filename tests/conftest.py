@@ -1,5 +1,6 @@
 """Shared fixtures: an isolated GPULAB_HOME per test, the built-in profile; xdist workers see
-the terminal size the pytest command saw."""
+the terminal size the pytest command saw; skips for want of the host setup fold into one line
+each."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpulab.stacks import load_profile
+from tests import host
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -67,3 +69,14 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test skipped for want of the host setup (tests/host.py) is reported at host.unavailable,
+    not at the test, so `-ra` folds them into one line for each thing missing."""
+    report = yield
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and host.HINT in str(longrepr[2]):
+        report.longrepr = (host.__file__, host.unavailable.__code__.co_firstlineno, longrepr[2])
+    return report

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import threading
 import warnings
 from dataclasses import dataclass
@@ -15,12 +13,14 @@ import kmock
 import pytest
 
 from gpulab.adapters.kube import KubeClient, RetryPolicy
+from tests.host import CI_BIN, find_helm, helm_on_path, require_helm
+
+__all__ = ["CHARTS", "CI_BIN", "Emulator", "find_helm", "require_helm"]
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 REPO = Path(__file__).resolve().parents[2]
-CI_BIN = REPO / ".cache" / "ci-bin"
 CHARTS = REPO / "tests" / "data" / "charts"
 
 # Custom resources gpulab writes; kmock only serves what is declared (creating a CRD is not enough).
@@ -121,27 +121,7 @@ def kube(emulator: Emulator) -> Iterator[KubeClient]:
         yield client
 
 
-def find_helm() -> str | None:
-    local = CI_BIN / "helm"
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
-    return shutil.which("helm")
-
-
-def require_helm() -> str:
-    """The helm binary; missing skips locally but FAILS in CI (CI=true), where setup provides it."""
-    path = find_helm()
-    if path is None:
-        message = "no helm binary: run `bash .ci/setup-host.sh` (puts helm in .cache/ci-bin)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
 @pytest.fixture
 def helm_bin(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The real helm binary, with its folder (.cache/ci-bin) first on PATH."""
-    path = require_helm()
-    monkeypatch.setenv("PATH", f"{Path(path).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    return path
+    """The real helm binary (tests/host.py), with its folder first on PATH."""
+    return helm_on_path(monkeypatch)

@@ -22,8 +22,8 @@ from gpulab.adapters.base import HelmRelease
 from gpulab.adapters.helm import PyHelm3Gateway, chart_reference
 from gpulab.errors import AdapterError, HostError
 from gpulab.stacks.common import deep_merge
+from tests import host
 
-from . import conftest
 from .conftest import CHARTS
 
 if TYPE_CHECKING:
@@ -117,13 +117,13 @@ def gateway(fake_helm: FakeHelm, kubeconfig: Path) -> PyHelm3Gateway:
 
 
 def test_missing_helm_fails_in_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(conftest, "find_helm", lambda: None)
+    monkeypatch.setattr(host, "find_helm", lambda: None)
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="no helm binary"):
-        conftest.require_helm()
+    with pytest.raises(pytest.fail.Exception, match="needs a helm binary: GPULAB_HOST_SETUP=1 "):
+        host.require_helm()
     monkeypatch.delenv("CI")
-    with pytest.raises(pytest.skip.Exception, match="no helm binary"):
-        conftest.require_helm()
+    with pytest.raises(pytest.skip.Exception, match="needs a helm binary: GPULAB_HOST_SETUP=1 "):
+        host.require_helm()
 
 
 def test_missing_helm_is_a_host_error(tmp_path: Path) -> None:

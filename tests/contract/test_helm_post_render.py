@@ -34,9 +34,10 @@ from gpulab.stacks.kamaji_hami import render as kamaji_render
 from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile
 from gpulab.stacks.vcluster_kai import render as kai_render
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
+from tests import host
 from tests.rendered import chart_dir
 
-from .conftest import CHARTS, CI_BIN, find_helm
+from .conftest import CHARTS
 from .test_helm_adapter import FAKEHELM, FakeHelm
 
 if TYPE_CHECKING:
@@ -57,17 +58,13 @@ def _major(binary: str) -> int | None:
 
 
 def helm_of_major(major: int) -> str:
-    """A real helm of that major: .cache/ci-bin/helm3 (or $GPULAB_TEST_HELM3) for 3, the CI's
-    helm for 4. Missing skips locally but fails in CI, where .ci/setup-host.sh provides both."""
-    candidates = [os.environ.get("GPULAB_TEST_HELM3", ""), str(CI_BIN / "helm3")] \
-        if major == 3 else [find_helm() or ""]
-    for path in candidates:
-        if path and os.access(path, os.X_OK) and _major(path) == major:
-            return path
-    message = f"no helm {major} binary: run `bash .ci/setup-host.sh` (.cache/ci-bin)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    """A real helm of that major: $GPULAB_TEST_HELM3, .cache/ci-bin/helm3 or `helm3` on PATH for
+    3, the CI's helm for 4. Missing skips locally but fails in CI, where .ci/setup-host.sh
+    provides both (tests/host.py)."""
+    path = host.find_helm3() if major == 3 else host.find_helm()
+    if not path or _major(path) != major:
+        host.unavailable(f"needs a helm {major} binary")
+    return path
 
 
 @pytest.fixture(params=[3, 4], ids=["helm3", "helm4"])

@@ -1,8 +1,10 @@
 """Fixtures for the tests that use the real Docker engine.
 
 Every test here needs a reachable engine and the local image `gpulab-test/busybox:1` that
-`.ci/setup-host.sh` builds (nothing is pulled). Without them the suite skips locally but FAILS in
-CI (CI=true): there the host setup must provide both.
+`.ci/setup-host.sh` builds (nothing is pulled); they use what is there and never start or build
+anything. Without them the suite skips locally with one line saying how to get them
+(tests/host.py: GPULAB_HOST_SETUP=1) but FAILS in CI (CI=true): there the host setup must
+provide both.
 
 Everything a test creates is named `gpulab-test-<random>` and labelled with this session's id, so
 fixture finalizers (and a session-wide sweep) remove it even when a test fails half-way.
@@ -12,12 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import os
 import random
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 import docker
 import docker.errors
@@ -27,22 +28,10 @@ from docker.types import IPAMConfig, IPAMPool
 from gpulab.adapters.base import ContainerSpec
 from gpulab.adapters.docker_runtime import DockerRuntime, connect
 from gpulab.errors import GpulabError
+from tests.host import TEST_IMAGE, unavailable
 
-TEST_IMAGE = "gpulab-test/busybox:1"
 SESSION_LABEL = "gpulab-test.session"
 SESSION_ID = uuid.uuid4().hex[:12]
-SETUP_HINT = "run `bash .ci/setup-host.sh` as root (starts dockerd, builds the test image)"
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
-
-
-def _unavailable(message: str) -> NoReturn:
-    """Skip locally, fail in CI: CI must provide the engine."""
-    if _in_ci():
-        pytest.fail(f"{message} (CI=true, so this fails instead of skipping)", pytrace=False)
-    pytest.skip(message)
 
 
 def unique(kind: str = "") -> str:
@@ -56,10 +45,10 @@ def runtime() -> Iterator[DockerRuntime]:
     try:
         rt = connect(timeout=10)
     except GpulabError as err:
-        _unavailable(f"Docker engine unreachable: {err}; {SETUP_HINT}")
+        unavailable(f"needs a Docker engine (unreachable: {str(err).splitlines()[0]})")
     if not rt.image_present(TEST_IMAGE):
         rt.close()
-        _unavailable(f"test image {TEST_IMAGE} missing; {SETUP_HINT}")
+        unavailable(f"needs the image {TEST_IMAGE} in the Docker engine")
     yield rt
     rt.close()
 

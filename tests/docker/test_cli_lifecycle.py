@@ -19,9 +19,9 @@ from gpulab.cli import app
 from gpulab.naming import LABEL_LAB, LABEL_TENANT
 from gpulab.profile.load import builtin_profiles
 from tests.docker.conftest import unique
+from tests.host import require_helm
 
 runner = CliRunner()
-CI_BIN = Path(__file__).resolve().parents[2] / ".cache" / "ci-bin"
 
 FAKE_KIND = """#!/bin/sh
 # Stands in for kind on a host that cannot pull kindest/node.
@@ -46,10 +46,7 @@ def fake_kind_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     kind = bin_dir / "kind"
     kind.write_text(FAKE_KIND)
     kind.chmod(kind.stat().st_mode | stat.S_IXUSR)
-    path = [str(bin_dir)]
-    if CI_BIN.is_dir():
-        path.append(str(CI_BIN))
-    monkeypatch.setenv("PATH", os.pathsep.join([*path, os.environ.get("PATH", "")]))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]))
     return bin_dir
 
 
@@ -77,10 +74,11 @@ def test_status_on_nothing(client) -> None:
 
 
 def test_up_stops_at_the_first_step_needing_the_internet_and_leaves_nothing(
-    fake_kind_path: Path, client, _isolated_home: Path
+    fake_kind_path: Path, client, _isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not any((Path(p) / "helm").exists() for p in os.environ["PATH"].split(os.pathsep)):
-        pytest.skip("helm not on PATH (CI installs it via .ci/setup-host.sh)")
+    helm_dir = str(Path(require_helm()).parent)  # after the fake kind: a real kind may be there
+    monkeypatch.setenv("PATH", os.pathsep.join([str(fake_kind_path), helm_dir,
+                                                os.environ.get("PATH", "")]))
     lab = unique("up")
     result = runner.invoke(app, ["up", "--name", lab, "--skip-preflight"])
     assert result.exit_code == 1, (result.stdout, result.stderr)

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.docker.conftest import unique
-
-CI_BIN = Path(__file__).resolve().parents[2] / ".cache" / "ci-bin"
+from tests.host import require_helm
 
 HANGING_KIND = """#!/bin/sh
 case "$1" in
@@ -49,13 +48,12 @@ def test_a_signal_stops_up_and_everything_it_started(tmp_path: Path, runtime, si
     kind = bin_dir / "kind"
     kind.write_text(HANGING_KIND)
     kind.chmod(kind.stat().st_mode | stat.S_IXUSR)
-    if not (CI_BIN / "helm").exists():
-        pytest.skip("helm not installed (CI installs it via .ci/setup-host.sh)")
+    helm_dir = Path(require_helm()).parent
     pid_file = tmp_path / "kind.pid"
     temp = tmp_path / "tmp"
     temp.mkdir()
     lab = unique("sig")
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{CI_BIN}{os.pathsep}{os.environ['PATH']}",
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{helm_dir}{os.pathsep}{os.environ['PATH']}",
            "GPULAB_HOME": str(tmp_path / "home"), "KIND_PID_FILE": str(pid_file),
            "TMPDIR": str(temp)}
     up = subprocess.Popen([sys.executable, "-m", "gpulab", "up", "--name", lab,

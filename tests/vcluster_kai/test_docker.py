@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from gpulab.cli import app
 from gpulab.naming import LABEL_LAB
 from tests.docker.conftest import unique
-from tests.docker.test_cli_lifecycle import CI_BIN, FAKE_KIND
+from tests.docker.test_cli_lifecycle import FAKE_KIND
+from tests.host import require_helm
 
 runner = CliRunner()
 
@@ -26,15 +27,15 @@ def fake_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     kind = bin_dir / "kind"
     kind.write_text(FAKE_KIND)
     kind.chmod(kind.stat().st_mode | stat.S_IXUSR)
-    path = [str(bin_dir), *([str(CI_BIN)] if CI_BIN.is_dir() else [])]
-    monkeypatch.setenv("PATH", os.pathsep.join([*path, os.environ.get("PATH", "")]))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]))
     return bin_dir
 
 
-def test_up_stops_at_kind_and_leaves_nothing(fake_kind: Path, client, _isolated_home: Path
-                                             ) -> None:
-    if not any((Path(p) / "helm").exists() for p in os.environ["PATH"].split(os.pathsep)):
-        pytest.skip("helm not on PATH (CI installs it via .ci/setup-host.sh)")
+def test_up_stops_at_kind_and_leaves_nothing(fake_kind: Path, client, _isolated_home: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    helm_dir = str(Path(require_helm()).parent)  # after the fake kind: a real kind may be there
+    monkeypatch.setenv("PATH", os.pathsep.join([str(fake_kind), helm_dir,
+                                                os.environ.get("PATH", "")]))
     lab = unique("kai")
     result = runner.invoke(app, ["up", "-p", "vcluster-kai", "--name", lab, "--skip-preflight"])
     assert result.exit_code == 1, (result.stdout, result.stderr)
