@@ -67,10 +67,13 @@ def _prepare_host(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit, contract, schema and real-Docker/real-helm tests."""
+    """Unit, contract, schema and real-Docker/real-helm tests, on one pytest-xdist worker per CPU.
+
+    `nox -s tests -- PYTEST-ARGS` runs pytest with those arguments instead (add `-n auto`).
+    """
     session.install("-e", ".[test]")
     _prepare_host(session)
-    session.run("pytest", *(session.posargs or ["-q"]))
+    session.run("pytest", *(session.posargs or ["-q", "-n", "auto"]))
 
 
 # The quick tests that exercise every runtime dependency without Docker: the CLI (typer,

@@ -23,8 +23,9 @@ from gpulab.profile.load import PROFILES_ENV, builtin_profiles, profiles_dir
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 BUILTINS = ["kamaji-hami", "vcluster-kai"]
-# Test requirements used as programs, not imported: tests/install runs `python -m pipx`.
-RUN_NOT_IMPORTED = {"pipx"}
+# Test requirements used as programs or plugins, not imported: tests/install runs
+# `python -m pipx`; nox's tests session runs pytest with pytest-xdist (`-n auto`).
+RUN_NOT_IMPORTED = {"pipx", "pytest-xdist"}
 
 runner = CliRunner()
 
