@@ -1,4 +1,5 @@
-"""Developer and CI sessions: `nox -s tests` is the README's test command and what CI runs."""
+"""Developer and CI sessions: `python3 -m nox` (the default sessions) is the README's test command;
+CI (`.ci/run`) runs it with GPULAB_HOST_SETUP=1 and CI=true, then `nox -s slow`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # nox itself requires tomli before 3.11
     import tomli as tomllib
 
+# The default: the README's test command. `.ci/run` (CI) also runs `slow`, the slower tier.
 nox.options.sessions = ["lint", "typecheck", "tests", "lowest", "bench"]
 nox.options.reuse_existing_virtualenvs = True
 
@@ -67,13 +69,28 @@ def _prepare_host(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit, contract, schema and real-Docker/real-helm tests, on one pytest-xdist worker per CPU.
+    """Unit, contract, schema and real-Docker/real-helm tests but the slow tier (`nox -s slow`),
+    on one pytest-xdist worker per CPU; the ten slowest are listed at the end.
 
     `nox -s tests -- PYTEST-ARGS` runs pytest with those arguments instead (add `-n auto`).
     """
     session.install("-e", ".[test]")
     _prepare_host(session)
-    session.run("pytest", *(session.posargs or ["-q", "-n", "auto"]))
+    session.run("pytest", *(session.posargs or ["-q", "-n", "auto", "-m", "not slow",
+                                                "--durations=10"]))
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """The slower tier (marker `slow`): not in the default sessions; `.ci/run` runs it.
+
+    Tests that take 2 s or more (the existing-cluster flows over kmock, Hypothesis searches, real
+    gpulab processes, the installs); `tests` and `slow` together are the whole suite.
+    """
+    session.install("-e", ".[test]")
+    _prepare_host(session)
+    session.run("pytest", *(session.posargs or ["-q", "-n", "auto", "-m", "slow",
+                                                "--durations=10"]))
 
 
 # The quick tests that exercise every runtime dependency without Docker: the CLI (typer,

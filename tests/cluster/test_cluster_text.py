@@ -112,6 +112,7 @@ def _clean(done: subprocess.CompletedProcess[str]) -> None:
     assert "💯" not in both
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _ipv6(), reason="no IPv6 loopback")
 def test_cluster_strings_are_printed_literally_everywhere(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch

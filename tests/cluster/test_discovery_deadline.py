@@ -80,6 +80,7 @@ def slow() -> Iterator[SlowApi]:
     api.close()
 
 
+@pytest.mark.slow
 def test_discovery_stops_at_its_deadline_and_says_what_is_unknown(slow: SlowApi) -> None:
     kube = KubeClient(host=slow.url, request_timeout=5, retry=RetryPolicy.disabled())
     started = time.monotonic()

@@ -208,6 +208,7 @@ def test_the_healthy_shapes_plan(tmp_path: Path) -> None:
         assert junit.find(".//failure") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shape", "read", "mode"), _cases())
 def test_each_read_is_found_absent_or_unknown_and_why(tmp_path: Path, shape: str, read: Read,
                                                       mode: str) -> None:
@@ -276,6 +277,7 @@ def test_each_read_is_found_absent_or_unknown_and_why(tmp_path: Path, shape: str
         assert any(plan["refusals"][0] in m for m in messages)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["403", "500", "timeout"])
 def test_a_server_version_that_cannot_be_read_is_not_silence(tmp_path: Path, mode: str) -> None:
     """/version answered with an error is "could not be read", unanswered "did not answer"; the

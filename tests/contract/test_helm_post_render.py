@@ -135,6 +135,7 @@ def identity(helm: str, release: HelmRelease, tmp_path: Path) -> list[dict[str, 
     return render(helm, release, "--post-renderer", "cat", plugins=plugin.parent)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chart", sorted(RELEASES))
 def test_every_object_of_a_pinned_chart_carries_the_lab_label_and_nothing_else_changes(
         helm: str, chart: str, tmp_path: Path) -> None:
@@ -156,6 +157,7 @@ def test_every_object_of_a_pinned_chart_carries_the_lab_label_and_nothing_else_c
             assert got == _with_labels(was), (got["kind"], got["metadata"].get("name"))
 
 
+@pytest.mark.slow
 def test_helm4_rewrites_what_any_post_renderer_gets(tmp_path: Path) -> None:
     """helm 4 parses every template file and writes it again (kio) before a post-renderer
     sees it (pkg/action/action.go:180-219, 325-350 at v4.1.4): a block scalar at the very end
@@ -179,6 +181,7 @@ def test_helm4_rewrites_what_any_post_renderer_gets(tmp_path: Path) -> None:
     assert [s + "\n" for s in script] == plain
 
 
+@pytest.mark.slow
 def test_the_hooks_that_stay_are_known(tmp_path: Path) -> None:
     """What helm 3 leaves unlabelled are the charts' hooks; all but one are deleted once they
     succeed (`hook-succeeded`), so only kamaji-etcd's ServiceAccount stays (docs/own-cluster.md

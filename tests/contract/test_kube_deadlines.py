@@ -120,6 +120,7 @@ CALLS: dict[str, Callable[[KubeClient], object]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("call", sorted(CALLS))
 def test_each_call_ends_at_its_deadline_after_one_connection(server: RawServer,
                                                              call: str) -> None:

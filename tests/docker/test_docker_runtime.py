@@ -271,6 +271,7 @@ def test_exec_stdin(runtime: DockerRuntime, node: str) -> None:
     assert runtime.exec(node, ["sh", "-c", "cat | wc -c"], stdin=b"").stdout.strip() == "0"
 
 
+@pytest.mark.slow
 def test_exec_survives_silence_longer_than_the_client_socket_timeout(
     runtime: DockerRuntime, node: str
 ) -> None:
@@ -465,6 +466,7 @@ def _log_readers() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("gpulab-logs-")]
 
 
+@pytest.mark.slow
 def test_wait_for_log_follows_a_line_printed_later(runtime: DockerRuntime, client: docker.DockerClient,
                                                    cleanup: Cleanup,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

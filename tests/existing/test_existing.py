@@ -54,6 +54,7 @@ def _down(cluster: ExistingCluster, lab: str = "vcluster-kai") -> Any:
     return core.down(lab, core.lab_provider(lab, helm=lambda _p: FakeHelm(cluster)))
 
 
+@pytest.mark.slow
 def test_gpu_operator_node_up_status_down_leaves_it_as_found(tmp_path: Path) -> None:
     with ExistingCluster(tmp_path).running(TEAMS) as cluster:
         before = cluster.state()
@@ -146,6 +147,7 @@ def test_missing_rights_are_named(tmp_path: Path) -> None:
         _up(cluster, tmp_path)
 
 
+@pytest.mark.slow
 def test_down_refuses_another_cluster(tmp_path: Path) -> None:
     with ExistingCluster(tmp_path).running(TEAMS) as cluster:
         assert _up(cluster, tmp_path).ok
@@ -177,6 +179,7 @@ def _up_bounded(cluster: ExistingCluster, helm_parallel: int) -> Any:
                                          helm_parallel=helm_parallel))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("helm_parallel", [1, 2])
 def test_teams_install_concurrently_within_the_helm_bound(tmp_path: Path,
                                                           helm_parallel: int) -> None:

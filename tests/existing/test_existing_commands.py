@@ -96,6 +96,7 @@ def _results(output: str) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["id"], r["tenant"]): r for r in report["results"]}
 
 
+@pytest.mark.slow
 def test_verify_shares_the_gpu_found_between_the_three_teams(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with ExistingCluster(tmp_path).running(TEAMS) as cluster:
@@ -127,6 +128,7 @@ def test_verify_shares_the_gpu_found_between_the_three_teams(
                 and n.startswith("gpu-")]  # verify removed its pods from the vCluster
 
 
+@pytest.mark.slow
 def test_verify_sizes_its_pods_from_the_gpus_found(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the profile's simulated pool has one GPU per node; this cluster's node has four: the
@@ -148,6 +150,7 @@ def test_verify_sizes_its_pods_from_the_gpus_found(
                                        if k == "Pod"}
 
 
+@pytest.mark.slow
 def test_verify_asks_a_pool_of_several_nodes_more_than_its_largest_node_has(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the multi-node shape's GPU nodes have 8, 4 and 2 GPUs; with the teams' limits lifted the
@@ -186,6 +189,7 @@ def test_verify_asks_a_pool_of_several_nodes_more_than_its_largest_node_has(
         assert results[("KAI-05", team)]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_kubeconfig_prints_paths_of_the_saved_files(tmp_path: Path) -> None:
     with ExistingCluster(tmp_path).running(TEAMS) as cluster:
         assert _up(cluster, tmp_path).ok
@@ -200,6 +204,7 @@ def test_kubeconfig_prints_paths_of_the_saved_files(tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and "unknown tenant 'team-x'" in unknown.output
 
 
+@pytest.mark.slow
 def test_logs_reads_only_what_gpulab_created_without_docker(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpulab import core
@@ -232,6 +237,7 @@ def test_logs_reads_only_what_gpulab_created_without_docker(
     assert "token" not in "".join(p.read_text() for p in target.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_labs_names_the_existing_cluster_and_its_state(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpulab import core
@@ -341,6 +347,7 @@ def _through_kmock(cluster: ExistingCluster, team: str) -> tuple[Any, Any, list[
     return kube, dial, dialled
 
 
+@pytest.mark.slow
 def test_port_forward_reaches_the_vcluster_through_a_local_port(tmp_path: Path) -> None:
     import yaml
 
@@ -374,6 +381,7 @@ def test_port_forward_reaches_the_vcluster_through_a_local_port(tmp_path: Path) 
         assert cluster.writes()[writes:] == []  # the host only read
 
 
+@pytest.mark.slow
 def test_port_forward_refuses_kind_labs_and_the_management_cluster(tmp_path: Path) -> None:
     from gpulab import core, lab_record
     from gpulab.errors import UsageError
@@ -389,6 +397,7 @@ def test_port_forward_refuses_kind_labs_and_the_management_cluster(tmp_path: Pat
     assert result.exit_code == 2 and "--port goes with --port-forward" in result.output
 
 
+@pytest.mark.slow
 def test_kubeconfig_port_forward_waits_until_ctrl_c_and_removes_only_its_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
@@ -507,6 +516,7 @@ def _plain_http(cluster: ExistingCluster) -> Any:
     return kube
 
 
+@pytest.mark.slow
 def test_up_without_a_reachable_node_goes_by_port_forward(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reachable: list[bool]) -> None:
     import yaml
@@ -680,6 +690,7 @@ def test_port_forward_without_the_right_to_forward_is_refused_before_anything(
             "subresource": "portforward"} in asked
 
 
+@pytest.mark.slow
 def test_a_taken_port_is_one_line_exit_4(tmp_path: Path) -> None:
     import socket
 

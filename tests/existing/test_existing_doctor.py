@@ -192,6 +192,7 @@ def test_a_kubeconfig_others_can_read_is_a_warning_and_a_missing_one_a_fail(
     assert str(missing) in found["kubeconfig"][0]["detail"] and "api" not in found
 
 
+@pytest.mark.slow
 def test_a_lab_built_on_the_cluster_is_checked_there_by_its_name(tmp_path: Path) -> None:
     # lab.json says existing: `doctor --name` reaches the cluster it records (as up does), and
     # the lab's own namespaces and queues are not "already there"

@@ -139,6 +139,7 @@ def _verify(cluster: ExistingCluster, monkeypatch: pytest.MonkeyPatch
     return _results(verify.stdout), teams
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_up_to_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
     """up, status, verify and down on one cluster of each shape; down leaves it as up found it,

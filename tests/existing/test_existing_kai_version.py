@@ -52,6 +52,7 @@ def test_the_pin_is_the_v0_16_line() -> None:
     assert PINNED == "v0.16.8"  # the cases below are written against this line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("image", "found"), [
     (f"{REGISTRY}:v0.15.3", "v0.15.3"),  # the minor line before
     (f"{REGISTRY}:v0.9.16", "v0.9.16"),  # an older minor that sorts after 16 as text
@@ -87,6 +88,7 @@ def test_kai_at_a_version_the_pins_do_not_take_is_refused_before_anything(
     assert lab_record.read("vcluster-kai") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("image", "found"), [
     (f"{REGISTRY}:v0.16.8", "v0.16.8"),  # the pin itself
     (f"{REGISTRY}:v0.16.2", "v0.16.2"),  # an earlier patch of the line

@@ -81,6 +81,7 @@ def _status() -> dict[str, Any]:
 # --------------------------------------------------------------------------- real device plugin
 
 
+@pytest.mark.slow
 def test_multi_node_device_plugin_nodes_of_different_counts(tmp_path: Path) -> None:
     with ExistingCluster(tmp_path, shape="multi-node").running(TEAMS) as cluster:
         before = cluster.state()
@@ -152,6 +153,7 @@ def _nodes_without_status(state: dict[str, Any]) -> dict[str, Any]:
     return out  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_fake_gpus_on_named_nodes_up_status_down(tmp_path: Path) -> None:
     loaded = _loaded(["cpu-2", "cpu-3"])
     with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
@@ -215,6 +217,7 @@ def test_fake_gpus_on_named_nodes_up_status_down(tmp_path: Path) -> None:
         assert sorted(node_writes) == ["/api/v1/nodes/cpu-2"] * 2 + ["/api/v1/nodes/cpu-3"] * 2
 
 
+@pytest.mark.slow
 def test_down_leaves_a_label_someone_changed(tmp_path: Path) -> None:
     with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
         assert _up(cluster, _loaded(["cpu-2"])).ok
@@ -302,6 +305,7 @@ def test_fake_gpu_nodes_profile_rules() -> None:
         ClusterSpec(provider="existing", fake_gpu_nodes=["N_1"])
 
 
+@pytest.mark.slow
 def test_fake_gpus_watch_the_reservation_namespace_of_a_reused_kai(tmp_path: Path) -> None:
     # KAI found installed: fake-gpu-operator's status-updater must watch the namespace that
     # KAI's binder puts reservation pods in (Config kai-config spec.binder.resourceReservation)
@@ -378,6 +382,7 @@ def _cli_up_on(cluster: ExistingCluster, monkeypatch: pytest.MonkeyPatch) -> lis
     return given
 
 
+@pytest.mark.slow
 def test_fake_gpu_node_flag_builds_records_continues_and_down_removes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with ExistingCluster(tmp_path, shape="no-gpu").running(TEAMS) as cluster:
@@ -488,6 +493,7 @@ def _enforce(cluster: ExistingCluster, namespace: str) -> str | None:
     return None if found is None else (found["metadata"].get("labels") or {}).get(ENFORCE_LABEL)
 
 
+@pytest.mark.slow
 def test_namespaces_are_labelled_for_pod_security_and_a_stricter_one_is_refused(
         tmp_path: Path) -> None:
     from gpulab.pod_security import ENFORCE_LABEL

@@ -35,6 +35,7 @@ def _no_docker(*_a: Any, **_k: Any) -> Any:
     raise HostError("no Docker engine here (the test)")
 
 
+@pytest.mark.slow
 def test_kubeconfig_prints_the_saved_files_and_merges_a_context_down_removes(
         tmp_path: Path) -> None:
     folder = tmp_path / "home" / "labs" / LAB
@@ -88,6 +89,7 @@ def test_kubeconfig_prints_the_saved_files_and_merges_a_context_down_removes(
     assert config["current-context"] == "mine"
 
 
+@pytest.mark.slow
 def test_logs_reads_only_what_gpulab_created_without_docker(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core, "connect_runtime", _no_docker)
@@ -157,6 +159,7 @@ def _routed(cluster: KamajiCluster) -> Any:
     return Routed
 
 
+@pytest.mark.slow
 def test_labs_names_the_management_cluster_and_its_state(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core, "read_docker", _no_docker)
@@ -182,6 +185,7 @@ def test_labs_names_the_management_cluster_and_its_state(
     assert json.loads(after.stdout)["labs"][0]["state"] == "unreachable"
 
 
+@pytest.mark.slow
 def test_labs_says_partial_while_a_tenant_has_no_kubeconfig_yet(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core, "read_docker", _no_docker)

@@ -74,6 +74,7 @@ def _owned() -> list[tuple[str, str | None, str]]:
     return [(o["type"], o.get("kind"), o["name"]) for o in record.owned]
 
 
+@pytest.mark.slow
 def test_up_status_join_down_leaves_the_cluster_as_found(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with KamajiCluster(tmp_path).running(TENANTS) as cluster:
@@ -170,6 +171,7 @@ def _daemonsets() -> Any:
     return kmock.resource("apps/v1/daemonsets")
 
 
+@pytest.mark.slow
 def test_cert_manager_already_installed_is_reused_and_kept(tmp_path: Path) -> None:
     with KamajiCluster(tmp_path, cert_manager=True).running(TENANTS) as cluster:
         before = cluster.state()
@@ -213,6 +215,7 @@ def test_metallb_allowed_without_a_range_is_refused(tmp_path: Path) -> None:
         _up(cluster, _profile(metallb="allow"))
 
 
+@pytest.mark.slow
 def test_no_load_balancer_with_metallb_allowed_installs_it_and_down_removes_it(
         tmp_path: Path) -> None:
     from tests.existing.kmock_kamaji import METALLB_KINDS
@@ -240,6 +243,7 @@ def test_no_load_balancer_with_metallb_allowed_installs_it_and_down_removes_it(
         assert cluster.state() == before
 
 
+@pytest.mark.slow
 def test_kamaji_at_another_tag_and_existing_names_are_refused(tmp_path: Path) -> None:
     from dataclasses import replace
 
@@ -261,6 +265,7 @@ def test_kamaji_at_another_tag_and_existing_names_are_refused(tmp_path: Path) ->
         assert "namespace tenants already exists; gpulab does not adopt it" in " ".join(problems)
 
 
+@pytest.mark.slow
 def test_join_prints_a_kubeadm_join_with_a_short_lived_token(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with KamajiCluster(tmp_path).running(TENANTS) as cluster:
@@ -458,6 +463,7 @@ def test_management_cluster_versions_are_kamajis_floor_and_cert_managers_ceiling
     assert not [p for p in problems if p.startswith("Kubernetes") and p != expected]
 
 
+@pytest.mark.slow
 def test_namespaces_up_creates_carry_the_pod_security_level_their_pods_need(
         tmp_path: Path) -> None:
     from gpulab.pod_security import ENFORCE_LABEL

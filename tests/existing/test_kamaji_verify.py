@@ -77,6 +77,7 @@ def _verify(*extra: str) -> tuple[int, dict[tuple[str, str], dict[str, Any]]]:
     return result.exit_code, {(r["id"], r["tenant"]): r for r in report["results"]}
 
 
+@pytest.mark.slow
 def test_verify_before_any_machine_joined_says_unknown_and_creates_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with KamajiCluster(tmp_path).running(TENANTS) as cluster:
@@ -161,6 +162,7 @@ SHAPES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shape", "options", "settings"), SHAPES, ids=[s[0] for s in SHAPES])
 def test_up_status_verify_down_on_joined_machines(
         shape: str, options: dict[str, Any], settings: dict[str, Any], tmp_path: Path,
@@ -246,6 +248,7 @@ def _pods() -> Any:
     return PODS
 
 
+@pytest.mark.slow
 def test_containers_workers_are_judged_as_on_kind(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # cluster.workers: containers: the tenants' workers are the kind lab's kindest/node
@@ -445,6 +448,7 @@ def test_cordoned_and_unhealthy_cards_are_told_apart() -> None:
         "unknown, because no node of tenant-a registers a healthy card with HAMi (see TC-04)")
 
 
+@pytest.mark.slow
 def test_verify_says_which_registered_cards_its_pods_did_not_exercise(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.kamaji_hami.kmock_lab import NODES

@@ -135,6 +135,7 @@ def _rebuild(cluster: ExistingCluster) -> str:
 # --------------------------------------------------------------------------- (a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", STACKS, ids=IDS)
 def test_a_kubeconfig_now_naming_another_cluster_is_refused_by_up_and_down(
         stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -192,6 +193,7 @@ def test_a_kubeconfig_now_naming_another_cluster_is_refused_by_up_and_down(
 # --------------------------------------------------------------------------- (b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", STACKS, ids=IDS)
 def test_the_cluster_rebuilt_behind_the_same_address_is_refused_by_every_command(
         stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -274,6 +276,7 @@ def _renamed(cluster: ExistingCluster, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", STACKS, ids=IDS)
 def test_another_context_name_for_the_same_cluster_is_not_refused(
         stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,6 +33,7 @@ import tomllib
 
 pytestmark = [
     pytest.mark.install,
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout (bin/)"),
 ]
 

@@ -181,6 +181,7 @@ def test_healthy_lab_passes_everything_over_http_and_cleans_up(
     _replays_the_same(report, profile, tmp_path / "recording")
 
 
+@pytest.mark.slow
 def test_webhook_not_reached_in_tenant_b_and_the_recording_replays_the_same(
         lab: KmockLab, profile: KamajiHamiProfile, tmp_path: Path) -> None:
     lab.hami["tenant-b"].webhook_reachable = False  # a broken Konnectivity tunnel
@@ -214,6 +215,7 @@ def test_webhook_not_reached_in_tenant_b_and_the_recording_replays_the_same(
     _replays_the_same(report, profile, tmp_path / "recording")
 
 
+@pytest.mark.slow
 def test_keep_leaves_the_pods_and_the_next_run_replaces_them(
         lab: KmockLab, profile: KamajiHamiProfile) -> None:
     kept = _run(lab, profile, keep=True)
@@ -275,6 +277,7 @@ def test_verify_releases_locks_the_mock_device_plugin_never_does(
         assert node is not None and o.NODE_LOCK not in o.annots(node)
 
 
+@pytest.mark.slow
 def test_lock_never_released_is_reported_as_lock_contention(
         make_lab: MakeLab, profile: KamajiHamiProfile) -> None:
     lab = make_lab(lock_expire=None)

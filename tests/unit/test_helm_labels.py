@@ -274,6 +274,7 @@ def _expected(doc: Any) -> Any:
     return labelled(doc)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams())
 def test_any_stream_reads_back_as_itself_plus_the_labels(stream: tuple[str, list[Any]]) -> None:

@@ -60,6 +60,7 @@ CORPUS: dict[str, tuple[bytes, str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CORPUS))
 def test_hostile_files_are_refused_with_one_clean_line(case: str, tmp_path: Path) -> None:
     data, expected = CORPUS[case]
@@ -132,6 +133,7 @@ def _set(data: object, path: tuple, value: object) -> object:
     return out
 
 
+@pytest.mark.slow
 @seed(20261203)
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])

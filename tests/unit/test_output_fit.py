@@ -163,6 +163,7 @@ def test_plan_yaml_and_json_hold_the_same_document(profile: str) -> None:
     assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("profile", "clusters"), [
     ("kamaji-hami", ["management", "tenant-a", "tenant-b"]),
     ("vcluster-kai", ["management"]),

@@ -161,6 +161,7 @@ def test_profiles_list_json_names_each_file() -> None:
 # --------------------------------------------------------------------------- the dependencies
 
 
+@pytest.mark.slow
 def test_every_third_party_import_is_declared() -> None:
     """An import of a package that only arrives with another (urllib3 with kubernetes, requests
     with docker) breaks the day that package stops pulling it in: gpulab declares them all."""
@@ -175,6 +176,7 @@ def test_every_runtime_dependency_is_imported() -> None:
     assert unused == set(), "declared in [project] dependencies but never imported by gpulab/"
 
 
+@pytest.mark.slow
 def test_the_test_dependencies_are_declared_and_used() -> None:
     used = _third_party("tests", "benchmarks")
     assert set(used) - _declared("test") == set(), "imported by the tests, not declared"

@@ -95,6 +95,7 @@ def _replaced(document: Any, path: tuple[str | int, ...], new: Any) -> Any:
 CASES = [(recording, role) for recording in KAI + KAMAJI for role in ("manifest", "member")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("recording", "role"), CASES)
 def test_the_reader_and_the_schema_agree_on_every_wrong_type(recording: str, role: str,
                                                              tmp_path: Path) -> None:

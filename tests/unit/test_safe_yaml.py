@@ -86,6 +86,7 @@ def test_an_alias_bomb_is_refused_by_its_expanded_size() -> None:
         (1, f"expands to more than {MAX_NODES} values (YAML aliases?); a profile is small")]
 
 
+@pytest.mark.slow
 def test_a_document_just_under_the_node_limit_is_read() -> None:
     items = ", ".join(["1"] * (MAX_NODES - 1))  # the list itself and MAX_NODES - 1 values
     assert _problems(f"[{items}]\n") == []

@@ -92,6 +92,7 @@ def _observed() -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", CHECK_IDS)
 def test_the_docs_list_exactly_the_fields_the_check_reads(check: str) -> None:
     contract = documented(DOC, check)
