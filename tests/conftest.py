@@ -1,6 +1,6 @@
 """Shared fixtures: an isolated GPULAB_HOME per test, the built-in profile; xdist workers see
 the terminal size the pytest command saw; skips for want of the host setup fold into one line
-each."""
+each; --one-per-module selects the first test of each module (nox -s lowest)."""
 
 from __future__ import annotations
 
@@ -80,3 +80,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.skipped and isinstance(longrepr, tuple) and host.HINT in str(longrepr[2]):
         report.longrepr = (host.__file__, host.unavailable.__code__.co_firstlineno, longrepr[2])
     return report
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--one-per-module", action="store_true",
+        help="run only the first test of each test module (nox -s lowest: every module of "
+             "tests/, so every adapter and every import, without the whole suite again)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--one-per-module: keep the first collected test of each module, deselect the rest. The
+    rule follows the files, so a new test module is in the subset the day it is added."""
+    if not config.getoption("one_per_module"):
+        return
+    seen: set[object] = set()
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        (dropped if item.path in seen else kept).append(item)
+        seen.add(item.path)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
