@@ -83,6 +83,7 @@ def test_an_unregistered_provider_is_refused_in_one_line(tmp_path: Path) -> None
         fake.register()
 
 
+@pytest.mark.slow
 def test_vcluster_kai_lives_its_whole_life_on_the_fake_provider(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lab = "vcluster-kai"
@@ -120,6 +121,7 @@ def test_vcluster_kai_lives_its_whole_life_on_the_fake_provider(
     assert lab_record.read(lab) is None
 
 
+@pytest.mark.slow
 def test_kamaji_hami_lives_its_life_on_the_fake_provider(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lab = "kamaji-hami"

@@ -79,6 +79,7 @@ def _normal(text: str, cluster: Any, folder: Path) -> str:
     return re.sub(r"https?://127\.0\.0\.1:\d+", name, text) if cluster is not None else text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_plan_is_what_it_was(shape: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     profile, options, section = SHAPES[shape]
