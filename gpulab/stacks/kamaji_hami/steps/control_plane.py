@@ -1,0 +1,98 @@
+"""A tenant's hosted control plane (Kamaji TenantControlPlane) and its kubeconfig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpulab.engine.step import Artifact
+from gpulab.engine.wait import wait_until
+from gpulab.errors import AdapterError
+from gpulab.paths import write_secret
+from gpulab.stacks.common import adapters_of, management_kube
+from gpulab.stacks.kamaji_hami import render
+
+if TYPE_CHECKING:
+    from gpulab.adapters.base import KubeGateway
+    from gpulab.engine.step import StepContext
+    from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
+
+
+@dataclass
+class TenantControlPlane:
+    profile: KamajiHamiProfile
+    tenant: TenantSpec
+    timeout: float = 600
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/control-plane"
+
+    @property
+    def title(self) -> str:
+        return f"Creating control plane of {self.tenant.name} (Kamaji)"
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return ("management/kamaji", "management/metallb")
+
+    @property
+    def namespace(self) -> str:
+        return self.profile.components.kamaji.tenant_namespace
+
+    def describe(self) -> list[Artifact]:
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+        tcp = render.tenant_control_plane(self.profile, self.tenant)
+        return [
+            Artifact("object", f"Namespace/{self.namespace}", ns),
+            Artifact("object", f"TenantControlPlane/{self.tenant.name}", tcp),
+            Artifact("file", f"{self.tenant.name}.kubeconfig",
+                     {"from": f"secret {self.namespace}/{self.tenant.name}-admin-kubeconfig "
+                      "key admin.conf", "mode": "0600"}),
+        ]
+
+    def _ready(self, kube: KubeGateway) -> tuple[bool, str]:
+        tcp = kube.get("kamaji.clastix.io/v1alpha1", "TenantControlPlane",
+                       self.tenant.name, self.namespace)
+        if tcp is None:
+            return False, "TenantControlPlane not found"
+        status = tcp.get("status") or {}
+        version = ((status.get("kubernetesResources") or {}).get("version") or {})
+        state = version.get("status", "Unknown")
+        endpoint = status.get("controlPlaneEndpoint", "")
+        return state == "Ready", f"status {state}" + (f", endpoint {endpoint}" if endpoint else "")
+
+    def satisfied(self, ctx: StepContext) -> bool:
+        kube = management_kube(ctx)
+        ok, seen = self._ready(kube)
+        ctx.observe(self.name, seen)
+        if not ok:
+            return False
+        self._save_kubeconfig(ctx, kube)
+        return True
+
+    def apply(self, ctx: StepContext) -> None:
+        kube = management_kube(ctx)
+        objects = [art.body for art in self.describe() if art.kind == "object"]
+
+        def submit() -> tuple[bool, str]:
+            # Kamaji's validating webhook may refuse connections for a moment after its pod is
+            # Ready (its certificate comes from cert-manager): retried like MetalLB's pool.
+            for obj in objects:
+                kube.apply(obj)
+            return True, "TenantControlPlane accepted"
+
+        wait_until(ctx, self.name, "Kamaji to accept the TenantControlPlane", submit,
+                   timeout=120, interval=3)
+        wait_until(ctx, self.name, f"TenantControlPlane {self.tenant.name} Ready",
+                   lambda: self._ready(kube), timeout=self.timeout, interval=5)
+        self._save_kubeconfig(ctx, kube)
+
+    def _save_kubeconfig(self, ctx: StepContext, kube: KubeGateway) -> None:
+        secret = f"{self.tenant.name}-admin-kubeconfig"
+        data = kube.secret_data(secret, self.namespace, "admin.conf")
+        if not data:
+            raise AdapterError(f"secret {self.namespace}/{secret} has no admin.conf yet")
+        path = write_secret(adapters_of(ctx).tenant_kubeconfig(self.tenant.name), data)
+        ctx.note(f"kubeconfig saved to {path} (mode 0600)")
