@@ -56,7 +56,7 @@ TIMEOUTS = Timeouts(running=60, refused=30, cleanup=10, interval=1)
 
 def _api_error(what: str, status: int, reason: str, message: str, server: str = SERVER
                ) -> KubeApiError:
-    """A call the API server answered with an error, as the adapter words it (kube.py:520-524:
+    """A call the API server answered with an error, as the adapter words it (kube/client.py:219-223:
     `<verb> <what> at <server>: <status> <reason>: <message>`)."""
     return KubeApiError(f"{what} at {server}: {status} {reason}: {message}", status=status,
                         reason=reason)
@@ -72,7 +72,7 @@ def _forbidden(verb: str, resource: str, what: str, group: str = "") -> KubeApiE
 
 
 def _unanswered(what: str) -> KubeApiError:
-    """A request with no answer within its deadline (kube.py:525-527, _DeadlineExceeded)."""
+    """A request with no answer within its deadline (kube/client.py:224-226, _DeadlineExceeded)."""
     return KubeApiError(f"{what} at {SERVER}: no answer within 10s", status=0, reason="Timeout")
 
 

@@ -1,26 +1,6 @@
-"""`KubeGateway` over the official kubernetes client: one `ApiClient` per API server.
-
-Every call goes through `ApiClient.call_api` on REST paths derived from apiVersion/kind, not
-through `DynamicClient`: its list results need `kind` on the response (kmock omits it) and its
-discovery fetches every API group up front. Kinds gpulab touches are in `_KNOWN`; anything
-else (e.g. Calico's CRs) is looked up once in the group/version's discovery document.
-
-Errors leave this module as `AdapterError` with one line: verb, object, API server, HTTP status
-and the Status reason/message. Transient failures (409 outside create, 429, 5xx, connection
-errors) are retried a bounded number of times (`RetryPolicy`), and nowhere else.
-
-Every request has one deadline, `request_timeout` (kubectl's `--request-timeout`), from sending it
-to the last byte of its answer. urllib3's own timeouts do not give that: `Timeout(total=...)` is
-spent on connecting and then bounds each socket read of the headers (urllib3 2.8
-util/timeout.py:262-273), and the body is read under that per-read bound too, so a body that
-trickles a byte per read never trips it. The body is therefore read here, one `read1` at a
-time, each read allowed only what is left of the deadline (`_read_body`). And urllib3 retries by
-itself: kubernetes 37's `RESTClientObject` passes `Configuration.retries` to its PoolManager only
-when it is set (kubernetes/client/rest.py:155-156), and a pool without it uses `Retry.DEFAULT`,
-three more attempts (urllib3 connectionpool.py:201-202, util/retry.py:569), which turned one
-stalled read into four. Each client sets `retries = False` (`_no_hidden_retries`). `bounded`
-caps every request made inside it by one total deadline (discovery's).
+"""KubeClient: one ApiClient per API server, every request bounded, retried and described.
 """
+
 
 from __future__ import annotations
 
@@ -28,321 +8,46 @@ import base64
 import binascii
 import json
 import logging
-import re
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.client.rest import RESTClientObject
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_after_delay,
-    wait_exponential,
-)
 
+from gpulab.adapters.kube.errors import (
+    KubeApiError,
+    _connection_reason,
+    _DeadlineExceeded,
+    _one_line,
+    _seconds,
+    _status_detail,
+)
+from gpulab.adapters.kube.port_forward import _PortStream
+from gpulab.adapters.kube.resources import (
+    _KNOWN,
+    APPLY_PATCH,
+    FIELD_MANAGER,
+    JSON,
+    JSON_PATCH,
+    MERGE_PATCH,
+    _check_pointer,
+    _describe,
+    _event_time,
+    _Resource,
+)
+from gpulab.adapters.kube.retries import RetryPolicy, _no_hidden_retries, _read_body
+from gpulab.adapters.kube.selectors import label_selector_matches
 from gpulab.errors import AdapterError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
 
-    from tenacity.stop import StopBaseT
-    from tenacity.wait import WaitBaseT
-
-__all__ = [
-    "APPLY_PATCH",
-    "FIELD_MANAGER",
-    "JSON_PATCH",
-    "MERGE_PATCH",
-    "KubeApiError",
-    "KubeClient",
-    "RetryPolicy",
-    "label_selector_matches",
-]
-
-log = logging.getLogger(__name__)
-
-FIELD_MANAGER = "gpulab"
-APPLY_PATCH = "application/apply-patch+yaml"
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
-JSON = "application/json"
-
-# (apiVersion, kind) → (plural, namespaced). Kinds missing here are discovered on first use.
-_KNOWN: dict[tuple[str, str], tuple[str, bool]] = {
-    ("v1", "ConfigMap"): ("configmaps", True),
-    ("v1", "Endpoints"): ("endpoints", True),
-    ("v1", "Event"): ("events", True),
-    ("v1", "Namespace"): ("namespaces", False),
-    ("v1", "Node"): ("nodes", False),
-    ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
-    ("v1", "Pod"): ("pods", True),
-    ("v1", "Secret"): ("secrets", True),
-    ("v1", "Service"): ("services", True),
-    ("v1", "ServiceAccount"): ("serviceaccounts", True),
-    ("apps/v1", "DaemonSet"): ("daemonsets", True),
-    ("apps/v1", "Deployment"): ("deployments", True),
-    ("apps/v1", "ReplicaSet"): ("replicasets", True),
-    ("apps/v1", "StatefulSet"): ("statefulsets", True),
-    ("batch/v1", "Job"): ("jobs", True),
-    ("coordination.k8s.io/v1", "Lease"): ("leases", True),
-    ("events.k8s.io/v1", "Event"): ("events", True),
-    ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
-    ("scheduling.k8s.io/v1", "PriorityClass"): ("priorityclasses", False),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
-    ("rbac.authorization.k8s.io/v1", "Role"): ("roles", True),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (
-        "mutatingwebhookconfigurations",
-        False,
-    ),
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): (
-        "validatingwebhookconfigurations",
-        False,
-    ),
-    ("cert-manager.io/v1", "Certificate"): ("certificates", True),
-    ("cert-manager.io/v1", "ClusterIssuer"): ("clusterissuers", False),
-    ("cert-manager.io/v1", "Issuer"): ("issuers", True),
-    ("kamaji.clastix.io/v1alpha1", "DataStore"): ("datastores", False),
-    ("kamaji.clastix.io/v1alpha1", "TenantControlPlane"): ("tenantcontrolplanes", True),
-    ("metallb.io/v1beta1", "IPAddressPool"): ("ipaddresspools", True),
-    ("metallb.io/v1beta1", "L2Advertisement"): ("l2advertisements", True),
-}
-
-_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
-_MAX_DETAIL = 300
-
-
-# --------------------------------------------------------------------------- errors and retries
-
-
-class KubeApiError(AdapterError):
-    """An API call that failed; `status` is the HTTP status, 0 when there was no answer."""
-
-    def __init__(
-        self, message: str, *, status: int, reason: str = "", hint: str | None = None,
-        output: str = "",
-    ) -> None:
-        super().__init__(message, hint=hint, output=output)
-        self.status = status
-        self.reason = reason
-
-
-def _seconds(value: float) -> str:
-    return f"{round(value, 1) if value < 10 else round(value):g}s"
-
-
-class _DeadlineExceeded(urllib3.exceptions.TimeoutError):
-    """A request that did not complete within its deadline: `limit` seconds from sending it.
-
-    `received`: bytes of the body that had arrived (None: no answer at all, not even headers).
-    `final`: the total deadline of `KubeClient.bounded` is what ran out, so retrying cannot help.
-    """
-
-    def __init__(self, limit: float, *, received: int | None = None, final: bool = False,
-                 connecting: bool = False) -> None:
-        self.limit, self.received, self.final = limit, received, final
-        if final and limit <= 0:
-            text = "not sent: the time allowed for these requests had run out"
-        elif connecting:
-            text = f"could not connect within {_seconds(limit)}"
-        elif received is None:
-            text = f"no answer within {_seconds(limit)}"
-        else:
-            text = (f"the answer did not complete within {_seconds(limit)} "
-                    f"({received} byte(s) of its body came)")
-        super().__init__(text + (", all the time left" if final and limit > 0 else ""))
-
-
-def _is_transient(method: str) -> Callable[[BaseException], bool]:
-    def check(exc: BaseException) -> bool:
-        if isinstance(exc, _DeadlineExceeded) and exc.final:
-            return False
-        if isinstance(exc, ApiException):
-            status = int(exc.status or 0)
-            # A 409 on create means "already exists": retrying cannot change that.
-            return status in _TRANSIENT_STATUS or (status == 409 and method != "POST")
-        return isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError)
-
-    return check
-
-
-def _log_retry(state: RetryCallState) -> None:
-    exc = state.outcome.exception() if state.outcome else None
-    log.warning("kube API call failed (attempt %d), retrying: %s", state.attempt_number,
-                _one_line(str(exc)) if exc else "?")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How transient failures are retried; tests pass `RetryPolicy.disabled()`."""
-
-    stop: StopBaseT = field(default_factory=lambda: stop_after_attempt(6) | stop_after_delay(60))
-    wait: WaitBaseT = field(default_factory=lambda: wait_exponential(multiplier=0.5, max=10))
-    sleep: Callable[[float], None] = time.sleep
-
-    @classmethod
-    def disabled(cls) -> RetryPolicy:
-        return cls(stop=stop_after_attempt(1))
-
-    def retrying(self, method: str) -> Retrying:
-        return Retrying(
-            stop=self.stop,
-            wait=self.wait,
-            sleep=self.sleep,
-            retry=retry_if_exception(_is_transient(method)),
-            before_sleep=_log_retry,
-            reraise=True,
-        )
-
-
-def _one_line(text: str, limit: int = _MAX_DETAIL) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _status_detail(exc: ApiException) -> tuple[str, str]:
-    """(reason, message) from a Kubernetes `Status` body, else the HTTP reason phrase."""
-    reason = str(exc.reason or "")
-    message = ""
-    body = exc.body
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    if isinstance(body, str) and body.strip():
-        try:
-            status = json.loads(body)
-        except ValueError:
-            message = body
-        else:
-            if isinstance(status, dict) and status.get("kind") == "Status":
-                reason = str(status.get("reason") or reason)
-                message = str(status.get("message") or "")
-    return reason, _one_line(message)
-
-
-_CHUNK = 64 * 1024
-
-
-def _no_hidden_retries(api: k8s_client.ApiClient) -> None:
-    """Make the client's urllib3 PoolManager retry nothing (see the module docstring): gpulab's
-    `RetryPolicy` is the only retry, and it is visible. `client_go_retries` (kubernetes 37,
-    configuration.py:368, off by default) would retry GETs on Retry-After answers: kept off."""
-    config = api.configuration
-    config.retries = False  # urllib3: Retry(False), errors raised as they are (retry.py:483-485)
-    config.client_go_retries = False
-    api.rest_client.close()
-    api.rest_client = RESTClientObject(config)  # its PoolManager reads `retries` when built
-
-
-def _read_body(response: Any, limit: float | None, until: float | None, *,
-               final: bool = False) -> bytes:
-    """The whole body of a urllib3 response by `until` (time.monotonic()), else
-    `_DeadlineExceeded`. Each `read1` does at most one socket read (http.client), and that read
-    may wait only for what is left; the clock is looked at between reads."""
-    chunks: list[bytes] = []
-    received = 0
-    while True:
-        if until is not None and limit is not None:
-            left = until - time.monotonic()
-            if left <= 0:
-                response.close()  # the rest of the body must not reach the next request
-                raise _DeadlineExceeded(limit, received=received, final=final)
-            sock = getattr(response.connection, "sock", None)
-            if sock is not None:
-                sock.settimeout(left)  # urllib3 sets it again for the connection's next request
-        try:
-            chunk = response.read1(_CHUNK)
-        except urllib3.exceptions.ReadTimeoutError as err:  # the connection is closed already
-            if limit is None:
-                raise
-            raise _DeadlineExceeded(limit, received=received, final=final) from err
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        received += len(chunk)
-
-
-def _connection_reason(exc: BaseException) -> str:
-    inner = getattr(exc, "reason", None)  # MaxRetryError wraps the real cause
-    cause = inner if isinstance(inner, BaseException) else exc
-    return _one_line(f"{type(cause).__name__}: {cause}", 200)
-
-
-# --------------------------------------------------------------------------- label selectors
-
-_REQUIREMENT = re.compile(
-    r"\s*(?:(?P<not>!)\s*(?P<nkey>[^\s,!=()]+)"
-    r"|(?P<skey>[^\s,!=()]+)\s*(?P<setop>in|notin)\s*\((?P<values>[^)]*)\)"
-    r"|(?P<key>[^\s,!=()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[^\s,!=()]*))?)\s*(?:,|$)"
-)
-
-
-def label_selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
-    """Kubernetes label-selector semantics (=, ==, !=, in, notin, key, !key).
-
-    Used to filter list results client-side as well: kmock ignores selectors, and filtering twice
-    is harmless against a real API server. A selector this parser cannot read matches everything
-    (the server has already filtered, or refused it).
-    """
-    pos, text = 0, selector.strip()
-    while pos < len(text):
-        match = _REQUIREMENT.match(text, pos)
-        if match is None or match.end() == pos:
-            return True
-        pos = match.end()
-        if match["nkey"]:
-            if match["nkey"] in labels:
-                return False
-        elif match["skey"]:
-            values = {v.strip() for v in match["values"].split(",") if v.strip()}
-            present = match["skey"] in labels and labels[match["skey"]] in values
-            if present != (match["setop"] == "in"):
-                return False
-        elif match["op"] in ("=", "=="):
-            if labels.get(match["key"]) != match["value"]:
-                return False
-        elif match["op"] == "!=":
-            if labels.get(match["key"]) == match["value"]:
-                return False
-        elif match["key"] not in labels:
-            return False
-    return True
-
-
-# --------------------------------------------------------------------------- client
-
-
-@dataclass(frozen=True)
-class _Resource:
-    api_version: str
-    kind: str
-    plural: str
-    namespaced: bool
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, sub: str | None = None
-    ) -> str:
-        root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        parts = [root]
-        if self.namespaced and namespace:
-            parts.append(f"namespaces/{quote(namespace, safe='')}")
-        parts.append(self.plural)
-        if name is not None:
-            parts.append(quote(name, safe=""))
-        if sub:
-            parts.append(sub)
-        return "/".join(parts)
+log = logging.getLogger("gpulab.adapters.kube")  # cli shows its retries
 
 
 @dataclass(frozen=True)
@@ -352,12 +57,6 @@ class _Response:
 
     def json(self) -> Any:
         return json.loads(self.data) if self.data.strip() else None
-
-
-def _describe(kind: str, name: str | None, namespace: str | None) -> str:
-    if name is None:
-        return f"{kind} list" + (f" in {namespace}" if namespace else "")
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
 class KubeClient:
@@ -870,49 +569,3 @@ class KubeClient:
             raise AdapterError(f"{what} at {self.server}: {_one_line(str(reason), 200)}",
                                hint="it needs `create` on pods/portforward in that namespace")
         return box["stream"]
-
-
-class _PortStream:
-    """The kubernetes client's port-forward socket for one port, kept with its PortForward (whose
-    proxy thread relays it over the WebSocket); reading it at its end also surfaces what the
-    pod's side reported on the port's error channel."""
-
-    def __init__(self, forward: Any, port: int) -> None:
-        self.forward, self.port = forward, port
-        self.socket = forward.socket(port)
-        self.socket.setblocking(True)
-
-    def recv(self, size: int, /) -> bytes:
-        return bytes(self.socket.recv(size))
-
-    def sendall(self, data: bytes, /) -> None:
-        self.socket.sendall(data)
-
-    def shutdown(self, how: int, /) -> None:
-        self.socket.shutdown(how)
-
-    def error(self) -> str | None:
-        """What the pod's side said on the port's error channel (None: nothing)."""
-        value = self.forward.error(self.port)
-        return None if value is None else str(value)
-
-    def close(self) -> None:
-        self.socket.close()
-
-
-def _event_time(event: dict[str, Any]) -> str:
-    meta = event.get("metadata") or {}
-    return str(event.get("lastTimestamp") or event.get("eventTime")
-               or meta.get("creationTimestamp") or "")
-
-
-_POINTER_ESCAPE = re.compile(r"~(?![01])")
-
-
-def _check_pointer(pointer: str) -> None:
-    if pointer and not pointer.startswith("/"):
-        raise AdapterError(f"JSON patch path {pointer!r} must start with '/'")
-    if _POINTER_ESCAPE.search(pointer):
-        raise AdapterError(
-            f"JSON patch path {pointer!r} has a bad escape: write '~0' for '~', '~1' for '/'"
-        )
