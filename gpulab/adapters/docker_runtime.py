@@ -12,46 +12,70 @@ when the engine refused or failed one call.
 default, docker-py #2096/#3124), which breaks long silent commands such as `kubeadm join`. Instead
 the exec's hijacked socket is read here with a per-call deadline, and `stdin` is written to it and
 then half-closed, so the command sees end-of-file.
+
+Its parts: `docker_errors` (reaching the engine and naming its failures), `docker_host_config`
+(a ContainerSpec as Engine API host config), `docker_exec` (an exec's output stream) and
+`docker_inspect` (readers of the engine's inspect answers); the runtime itself and `connect` are
+here.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import io
 import json
 import os
 import posixpath
 import re
-import shlex
 import signal
-import socket
-import struct
 import tarfile
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import docker
 import docker.errors
 import requests
-from docker.types import Mount
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from gpulab import children
-from gpulab.adapters.base import (
-    ContainerInfo,
-    ExecResult,
-    NetworkInfo,
-    PublishedPort,
-    RuntimeInfo,
-)
+from gpulab.adapters.base import ContainerInfo, ExecResult, NetworkInfo, RuntimeInfo
 from gpulab.adapters.docker_endpoint import DEFAULT_DOCKER_HOST, DockerEndpoint, resolve_endpoint
+from gpulab.adapters.docker_errors import (
+    _hint_missing_network,
+    _is_not_found,
+    _malformed,
+    _one_line,
+    _status_code,
+    _unreachable,
+    docker_error,
+)
+from gpulab.adapters.docker_exec import (
+    _command_text,
+    _decode,
+    _ExecTimeout,
+    _feed_stdin,
+    _first_match,
+    _namespaced_pid,
+    _read_exec_stream,
+)
+from gpulab.adapters.docker_host_config import (
+    _label_filters,
+    node_host_config_args,
+    parse_restart_policy,
+    probe_host_config_args,
+)
+from gpulab.adapters.docker_inspect import (
+    _anonymous_volumes,
+    _api_at_least,
+    _container_from_inspect,
+    _containerd_store,
+    _pairs,
+)
 from gpulab.errors import AdapterError, GpulabError, HostError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterator, Mapping
 
     from tenacity import RetryCallState
 
@@ -68,10 +92,8 @@ __all__ = [
 ]
 
 SAVE_PLATFORM_API: Final = (1, 48)  # first Engine API whose image export takes `platform`
-_START_HINT: Final = "start Docker, or set DOCKER_HOST to the engine's address"
 _EXIT_CODE_WAIT: Final = 5.0  # seconds to wait for the engine to record an exec's exit code
 _LOG_READER_JOIN: Final = 5.0  # seconds for a log reader to end once its stream is closed
-_MAX_CMD_CHARS: Final = 80
 
 
 def connect(timeout: float = 10, endpoint: DockerEndpoint | None = None) -> DockerRuntime:
@@ -101,329 +123,6 @@ def connect(timeout: float = 10, endpoint: DockerEndpoint | None = None) -> Dock
         runtime.close()
         raise _malformed(endpoint, err) from None
     return runtime
-
-
-def _where(endpoint: DockerEndpoint) -> str:
-    """What names the address: DOCKER_HOST, or the context that holds it."""
-    return f"Docker context '{endpoint.context}'" if endpoint.from_context else "DOCKER_HOST"
-
-
-def _start_hint(endpoint: DockerEndpoint) -> str:
-    if endpoint.from_context:
-        return (f"start the engine of Docker context '{endpoint.context}', or choose another "
-                "(docker context use NAME, or set DOCKER_HOST)")
-    return _START_HINT
-
-
-def _fix_address(endpoint: DockerEndpoint) -> str:
-    if endpoint.from_context:
-        return (f"fix it (docker context inspect {endpoint.context}) or use another context "
-                "(docker context use default)")
-    return "use e.g. unix:///var/run/docker.sock or tcp://HOST:2375, or unset it"
-
-
-def _malformed(endpoint: DockerEndpoint, err: BaseException) -> HostError:
-    """An address docker-py cannot even parse (a bad port, a broken IPv6 address) or an ssh://
-    address without its ssh support (paramiko) installed."""
-    host, where = endpoint.host, _where(endpoint)
-    if host.startswith("ssh://") and isinstance(err, NameError):
-        return HostError(f"{where} '{host}' needs docker-py's ssh support",
-                         hint=f"pip install paramiko, or point {where} at a unix:// or "
-                              "tcp:// address")
-    return HostError(f"{where} '{host}' is not a Docker address ({_one_line(str(err))})",
-                     hint=_fix_address(endpoint))
-
-
-def _unreachable(err: BaseException, endpoint: DockerEndpoint, timeout: float) -> HostError:
-    """Why the engine at the endpoint could not be reached, as one line with what to do."""
-    text = str(err)
-    host = endpoint.describe()
-    start = _start_hint(endpoint)
-    if "SSHHTTPAdapter" in text or "paramiko" in text:
-        return _malformed(endpoint, NameError(text))
-    if "Invalid bind address" in text or "Invalid port" in text or "URLSchemeUnknown" in text:
-        return HostError(f"{_where(endpoint)} '{endpoint.host}' is not a Docker address",
-                         hint=_fix_address(endpoint))
-    cause = _root_cause(err)
-    if isinstance(cause, PermissionError):
-        return HostError(
-            f"no permission to use the Docker engine at {host}",
-            hint="add your user to the 'docker' group and log in again, or set DOCKER_HOST",
-        )
-    if isinstance(cause, FileNotFoundError):
-        return HostError(f"no Docker engine at {host} (socket not found)", hint=start)
-    if isinstance(cause, ConnectionRefusedError):
-        return HostError(f"no Docker engine at {host} (connection refused)", hint=start)
-    if isinstance(cause, TimeoutError) or isinstance(err, requests.exceptions.Timeout):
-        return HostError(
-            f"the Docker engine at {host} did not answer within {timeout:g}s", hint=start
-        )
-    reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    return HostError(f"cannot reach the Docker engine at {host}: {reason}", hint=start)
-
-
-def _root_cause(err: BaseException) -> BaseException:
-    """The innermost cause or context (requests/urllib3 nest the OSError several levels deep)."""
-    seen: set[int] = set()
-    current = err
-    while id(current) not in seen:
-        seen.add(id(current))
-        nested = current.__cause__ or current.__context__
-        if nested is None:
-            for arg in current.args:  # urllib3 keeps the OSError in args, not as a cause
-                if isinstance(arg, BaseException):
-                    nested = arg
-                    break
-        if nested is None:
-            break
-        current = nested
-    return current
-
-
-def docker_error(
-    err: BaseException, what: str, *, host: str, timeout: float, hint: str | None = None
-) -> GpulabError:
-    """Map a docker-py / requests failure of "trying to `what`" to one user-facing error.
-
-    `hint` is given for the engine refusing the request (a 4xx answer); an engine failure (5xx)
-    points to the daemon's log instead.
-    """
-    if isinstance(err, GpulabError):
-        return err
-    if isinstance(err, docker.errors.APIError):
-        status = err.status_code
-        detail = _one_line(err.explanation) or _one_line(str(err))
-        if status is None or status >= 500:
-            hint = "see the Docker daemon's log"  # the engine failed, not the request
-        return AdapterError(f"Docker could not {what}: {detail}", hint=hint)
-    if isinstance(err, requests.exceptions.ConnectionError):  # incl. ConnectTimeout
-        return HostError(
-            f"lost the connection to the Docker engine at {host} while trying to {what}",
-            hint="check that Docker is still running",
-        )
-    if isinstance(err, requests.exceptions.Timeout | TimeoutError):
-        return AdapterError(
-            f"the Docker engine at {host} did not answer within {timeout:g}s "
-            f"while trying to {what}",
-            hint="the engine may be overloaded; try again",
-        )
-    if isinstance(err, docker.errors.DockerException | requests.exceptions.RequestException):
-        return AdapterError(f"Docker could not {what}: {_one_line(str(err))}")
-    if isinstance(err, OSError):
-        return HostError(
-            f"lost the connection to the Docker engine at {host} while trying to {what} "
-            f"({_one_line(str(err)) or type(err).__name__})",
-            hint="check that Docker is still running",
-        )
-    raise TypeError(f"not a Docker error: {err!r}")  # a bug: keep the traceback
-
-
-def _one_line(text: object) -> str:
-    if text is None:
-        return ""
-    raw = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
-    return " ".join(raw.split())
-
-
-def _namespaced_pid(host_pid: int) -> int:
-    """The pid a host process has inside its container (the last `NSpid` field), or 0."""
-    try:
-        status = Path(f"/proc/{host_pid}/status").read_text(encoding="utf-8")
-    except OSError:
-        return 0
-    for line in status.splitlines():
-        if line.startswith("NSpid:"):
-            fields = line.split()[1:]
-            return int(fields[-1]) if len(fields) > 1 else 0
-    return 0
-
-
-def _api_at_least(version: str, wanted: tuple[int, int]) -> bool:
-    """'1.51' >= (1, 48); an unreadable version is too old."""
-    try:
-        major, minor = (int(part) for part in version.split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) >= wanted
-
-
-def _pairs(value: Any) -> list[tuple[Any, Any]]:
-    """`docker info`'s DriverStatus ([[key, value], ...]) as pairs; anything else is dropped."""
-    return [(entry[0], entry[1]) for entry in value or ()
-            if isinstance(entry, (list, tuple)) and len(entry) == 2]
-
-
-def _containerd_store(info: Mapping[str, Any]) -> bool:
-    """Whether images live in containerd's store: its DriverStatus says
-    `driver-type io.containerd.snapshotter.v1` (moby daemon/containerd/service.go:160-165)."""
-    return any(str(k) == "driver-type" and "io.containerd.snapshotter" in str(v)
-               for k, v in _pairs(info.get("DriverStatus")))
-
-
-def _is_not_found(err: BaseException) -> bool:
-    """True for docker-py's NotFound, or a GpulabError mapped from one."""
-    return isinstance(
-        err.__cause__ if isinstance(err, GpulabError) else err, docker.errors.NotFound
-    )
-
-
-def _status_code(err: GpulabError) -> int | None:
-    """The HTTP status of the engine's answer behind a mapped error, if there was one."""
-    cause = err.__cause__
-    return cause.status_code if isinstance(cause, docker.errors.APIError) else None
-
-
-def _label_filters(labels: Mapping[str, str] | None) -> dict[str, list[str]] | None:
-    if not labels:
-        return None
-    return {"label": [f"{key}={value}" for key, value in labels.items()]}
-
-
-def parse_restart_policy(policy: str) -> dict[str, Any]:
-    """Docker's `--restart` syntax (`no`, `always`, `unless-stopped`, `on-failure[:N]`)."""
-    name, _, count = policy.partition(":")
-    if name not in {"no", "always", "unless-stopped", "on-failure"}:
-        raise ValueError(f"unknown restart policy '{policy}'")
-    if count and name != "on-failure":
-        raise ValueError(f"restart policy '{name}' takes no retry count")
-    if not count:
-        return {"Name": name}
-    if not count.isdigit():
-        raise ValueError(f"restart policy '{policy}': retry count must be a number")
-    return {"Name": name, "MaximumRetryCount": int(count)}
-
-
-def node_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
-    """`create_host_config` arguments for a node container, flag for flag as kind runs nodes.
-
-    kind (providers/docker/provision.go, commonArgs and runArgsForNode): --privileged, unconfined
-    seccomp and apparmor, tmpfs on /tmp and /run, an anonymous volume on /var, /lib/modules
-    read-only, --cgroupns=private, --init=false, --restart=on-failure:1; and where the host needs
-    them (decided by gpulab.node_options.node_host_options as kind's util.go does):
-    --volume /dev/mapper, --device /dev/fuse, --userns=host, and the proxy variables.
-    """
-    return {
-        "privileged": spec.privileged,  # kubelet, containerd and kube-proxy need the host's powers
-        "security_opt": list(spec.security_opt),
-        "tmpfs": dict.fromkeys(spec.tmpfs, ""),  # systemd wants /run and /tmp as tmpfs
-        # Anonymous volumes: the node's containerd store must not live on overlayfs; removed with
-        # the container (remove(v=True)).
-        "mounts": [
-            Mount(target=path, source=None, type="volume") for path in spec.anonymous_volumes
-        ],
-        # `-v` semantics like kind's `--volume /lib/modules:/lib/modules:ro` (a bind Mount would
-        # refuse a missing source; kind tolerates hosts without /lib/modules).
-        "binds": {
-            **{src: {"bind": dst, "mode": "ro"} for src, dst in spec.readonly_binds},
-            **{src: {"bind": dst, "mode": "rw"} for src, dst in spec.binds},
-        },
-        "cgroupns": spec.cgroupns,  # the node runs its own systemd and cgroup tree
-        "init": False,  # systemd is PID 1
-        "restart_policy": parse_restart_policy(spec.restart_policy),
-        "network_mode": spec.network,
-        **({"devices": [f"{d}:{d}:rwm" for d in spec.devices]} if spec.devices else {}),
-        **({"userns_mode": spec.userns_mode} if spec.userns_mode else {}),
-    }
-
-
-def probe_host_config_args(spec: ContainerSpec) -> dict[str, Any]:
-    """A node's `create_host_config` arguments (`node_host_config_args`) for doctor's throw-away
-    probe: every option that asks the engine for privileges or namespaces is the node's
-    (--privileged, seccomp/apparmor, --userns=host, --cgroupns=private, /dev/fuse, the binds,
-    the tmpfs mounts, --init=false). Left out: the network (kind creates its network with the
-    cluster, so it may not exist yet: the probe uses the default bridge), the restart policy
-    (the probe is removed at once) and the anonymous /var volume (the engine would copy the
-    image's /var into it, and a kindest/node keeps there the Kubernetes images its build
-    imported into containerd: kind fed26882 pkg/build/nodeimage/buildcontext.go:256,
-    imageimporter.go:80)."""
-    args = node_host_config_args(spec)
-    for dropped in ("network_mode", "restart_policy", "mounts"):
-        args.pop(dropped, None)
-    return args
-
-
-class _ExecTimeout(Exception):
-    def __init__(self, stdout: bytes, stderr: bytes) -> None:
-        super().__init__("exec timed out")
-        self.stdout = stdout
-        self.stderr = stderr
-
-
-class _Demuxer:
-    """Docker's multiplexed stream: frames of an 8-byte header (stream, size) and a payload."""
-
-    def __init__(self) -> None:
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self._buffer = bytearray()
-
-    def feed(self, chunk: bytes) -> None:
-        self._buffer += chunk
-        while len(self._buffer) >= 8:
-            stream = self._buffer[0]
-            (size,) = struct.unpack(">I", self._buffer[4:8])
-            if len(self._buffer) < 8 + size:
-                return
-            payload = bytes(self._buffer[8 : 8 + size])
-            del self._buffer[: 8 + size]
-            if stream == 1:
-                self.stdout += payload
-            else:  # 2 = stderr, 3 = the engine's own error
-                self.stderr += payload
-
-    def close(self) -> None:
-        """At end of stream: keep a truncated or unframed rest rather than dropping it."""
-        self.stderr += self._buffer
-        self._buffer.clear()
-
-
-def _read_exec_stream(raw: Any, deadline: float) -> tuple[bytes, bytes]:
-    """Read the exec's stream until the engine closes it; `_ExecTimeout` at `deadline`."""
-    demux = _Demuxer()
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise _ExecTimeout(bytes(demux.stdout), bytes(demux.stderr))
-        raw.settimeout(remaining)
-        try:
-            chunk = raw.recv(65536)
-        except TimeoutError:
-            raise _ExecTimeout(bytes(demux.stdout), bytes(demux.stderr)) from None
-        if not chunk:
-            demux.close()
-            return bytes(demux.stdout), bytes(demux.stderr)
-        demux.feed(chunk)
-
-
-def _feed_stdin(raw: Any, data: bytes, errors: list[BaseException]) -> None:
-    try:
-        if data:
-            raw.sendall(data)
-        raw.shutdown(socket.SHUT_WR)  # end-of-file for the command's stdin
-    except OSError as err:  # the command exited without reading all of it
-        errors.append(err)
-
-
-def _command_text(argv: list[str]) -> str:
-    text = shlex.join(argv)
-    return text if len(text) <= _MAX_CMD_CHARS else text[: _MAX_CMD_CHARS - 1] + "…"
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _first_match(chunks: Iterable[bytes], regex: re.Pattern[str]) -> bool:
-    """Whether a line of the output `chunks` (split anywhere, even inside a character) matches;
-    reads only as far as the first matching line."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    rest = ""
-    for chunk in chunks:
-        *lines, rest = (rest + decoder.decode(chunk)).split("\n")
-        if any(regex.search(line) for line in lines):
-            return True
-    rest += decoder.decode(b"", final=True)
-    return any(regex.search(line) for line in rest.splitlines())
 
 
 class DockerRuntime:
@@ -899,46 +598,3 @@ class DockerRuntime:
                 return False
             raise
         return True
-
-
-def _hint_missing_network(err: GpulabError, spec: ContainerSpec) -> None:
-    """The engine reports a missing network at create or at start, depending on its version."""
-    if _status_code(err) == 404 and f"network {spec.network} not found" in err.message:
-        err.hint = f"network {spec.network} must exist first (kind creates it with the cluster)"
-
-
-def _container_from_inspect(attrs: Mapping[str, Any]) -> ContainerInfo:
-    config = attrs.get("Config") or {}
-    networks = (attrs.get("NetworkSettings") or {}).get("Networks") or {}
-    return ContainerInfo(
-        id=str(attrs.get("Id", "")),
-        name=str(attrs.get("Name", "")).lstrip("/"),
-        image=str(config.get("Image") or attrs.get("Image") or ""),
-        status=str((attrs.get("State") or {}).get("Status", "")),
-        labels={str(k): str(v) for k, v in (config.get("Labels") or {}).items()},
-        networks={str(n): str((e or {}).get("IPAddress") or "") for n, e in networks.items()},
-        ports=PublishedPort.from_port_map((attrs.get("NetworkSettings") or {}).get("Ports")),
-    )
-
-
-def _anonymous_volumes(attrs: Mapping[str, Any]) -> list[str]:
-    """Names of the volumes mounted without a source (created for this container alone)."""
-    host_config = attrs.get("HostConfig") or {}
-    targets = {
-        m.get("Target")
-        for m in host_config.get("Mounts") or []
-        if m.get("Type") == "volume" and not m.get("Source")
-    }
-    targets |= set((attrs.get("Config") or {}).get("Volumes") or {})  # `-v /path` style
-    named = {m.get("Source") for m in host_config.get("Mounts") or [] if m.get("Source")}
-    named |= {str(b).split(":", 1)[0] for b in host_config.get("Binds") or []}
-    return [
-        str(m["Name"])
-        for m in attrs.get("Mounts") or []
-        if m.get("Type") == "volume"
-        and m.get("Destination") in targets
-        and m.get("Name")
-        and m.get("Name") not in named
-    ]
-
-
