@@ -1,8 +1,9 @@
 """Narrow interfaces to the outside world.
 
 The engine, steps and checks talk only to these protocols. The real implementations live beside
-this file (`docker_runtime.py`, `kind.py`, `helm.py`, `kube.py`) and are the only modules that
-import docker-py, pyhelm3, the kubernetes client or run `kind`/`helm`. Tests use in-memory fakes.
+this file (`docker_runtime.py` and its `docker_*` siblings, `kind.py`, `helm.py`, `kube/`) and
+are the only modules that import docker-py, pyhelm3, the kubernetes client or run `kind`/`helm`.
+Tests use in-memory fakes.
 """
 
 from __future__ import annotations
