@@ -1,17 +1,43 @@
-"""The core operations behind the commands; the CLI only parses and renders."""
+"""The use cases' façade: what every command calls, and what reaches this host's tools.
+
+The CLI (`gpulab.cli`) only parses, calls one use case here and renders. What needs this host's
+tools (the Docker engine, Helm, the lab's provider connected to them) lives here, so tests
+replace those once (`core.connect_runtime`, `core.read_docker`, `core._status_client`, ...);
+the rest is in `gpulab.usecases` (the lab a command is about, `labs`, `down`'s removal, clusters
+gpulab did not build), re-exported here.
+"""
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gpulab.errors import GpulabError, HostError, NoLabError, UsageError
-from gpulab.profile.base import dns_label
+from gpulab.errors import GpulabError, HostError, UsageError
 from gpulab.providers.base import HostTools, Teardown
+from gpulab.usecases.anycluster import (
+    FOREIGN_UNREACHABLE,
+    cluster_members,
+    inspect_clusters,
+    replay_clusters,
+    verify_clusters,
+)
+from gpulab.usecases.inventory import builtin_profile_rows, install_tools, versions
+from gpulab.usecases.lab import (
+    lab_name,
+    load,
+    no_lab,
+    require_lab,
+    resolve_lab,
+    up_cluster,
+    with_fake_gpu_nodes,
+)
+from gpulab.usecases.labs import LAB_RECORD, cluster_text, labs, recorded_profile
+from gpulab.usecases.plan import cluster_manifests
+from gpulab.usecases.teardown import remove_lab
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable
     from pathlib import Path
 
     from rich.table import Table
@@ -24,35 +50,39 @@ if TYPE_CHECKING:
         LabAdapters,
     )
     from gpulab.adapters.docker_endpoint import DockerEndpoint
-    from gpulab.adapters.kube import KubeClient
-    from gpulab.cluster.kubeconfig import ClusterAccess
-    from gpulab.cluster.state import ClusterSnapshot
     from gpulab.doctor import Finding
     from gpulab.engine.runner import Reporter, RunResult
     from gpulab.engine.step import Step
-    from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
     from gpulab.providers.base import ClusterChoice, ClusterProvider, LabCluster
     from gpulab.stacks import Stack
-    from gpulab.verify.observe import CrossTenantGateway
     from gpulab.verify.report import VerifyReport
 
 __all__ = [
+    "FOREIGN_UNREACHABLE",
+    "LAB_RECORD",
+    "TIMINGS_RECORD",
     "Teardown",
+    "builtin_profile_rows",
     "check_ids",
+    "cluster_manifests",
     "cluster_members",
+    "cluster_text",
     "collect_logs",
     "connect_runtime",
     "docker_endpoint",
     "doctor",
-    "down",
     "inspect_clusters",
+    "install_tools",
+    "join",
+    "join_ttl",
     "lab_cluster",
     "lab_forwarded",
     "lab_name",
     "lab_provider",
     "labs",
+    "load",
     "management_api_problem",
     "no_lab",
     "plan_steps",
@@ -64,31 +94,22 @@ __all__ = [
     "record_verify",
     "recorded_profile",
     "recorded_timings",
+    "remove_lab",
     "replay_clusters",
     "replay_verify",
     "require_lab",
+    "resolve_lab",
     "status",
     "status_tables",
+    "survey",
     "up",
+    "up_cluster",
     "verify",
     "verify_checks",
     "verify_clusters",
+    "versions",
+    "with_fake_gpu_nodes",
 ]
-
-
-def lab_name(profile: LabProfile, override: str | None) -> str:
-    """The lab's name: `--name`, else the profile's; must be a DNS-1123 label."""
-    name = override or profile.name
-    try:
-        lab = dns_label(name)
-    except ValueError as err:
-        raise UsageError(f"--name: {err}") from None
-    problems = profile.name_problems(lab)
-    if problems:
-        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise UsageError(f"lab name '{lab}' is too long: {problems[0]}{more}",
-                         hint="choose a shorter --name (or shorter tenant names)")
-    return lab
 
 
 def docker_endpoint() -> DockerEndpoint:
@@ -194,8 +215,6 @@ def lab_forwarded(lab: str) -> bool:
 
 # --------------------------------------------------------------------------- lab record
 
-LAB_RECORD = "lab.json"
-
 
 def record_profile(lab: str, loaded: LoadedProfile) -> None:
     """Remember the profile that built the lab (its whole document: gpulab.lab_record), so
@@ -242,31 +261,6 @@ def recorded_timings(lab: str) -> list[dict[str, Any]]:
         return []
     return [d for d in data if isinstance(d, dict) and "step" in d] if isinstance(data, list) \
         else []
-
-
-def recorded_profile(lab: str) -> str | None:
-    """The profile reference (built-in name or file path) `up` recorded for the lab, or None."""
-    from gpulab import lab_record
-
-    record = lab_record.read(lab)
-    return record.ref if record is not None else None
-
-
-def no_lab(lab: str) -> NoLabError:
-    """The one line for a lab that does not exist on this host (exit 6)."""
-    return NoLabError(f"no lab named '{lab}' on this host",
-                      hint=f"gpulab labs lists the labs here; gpulab up --name {lab} builds it")
-
-
-def require_lab(lab: str) -> Path:
-    """The lab's folder; NoLabError when it has none (the commands that use only the folder:
-    `kubeconfig`, `verify`)."""
-    from gpulab.paths import lab_dir
-
-    folder = lab_dir(lab)
-    if not folder.is_dir():
-        raise no_lab(lab)
-    return folder
 
 
 def management_api_problem(lab: str, kube: Callable[[Path], KubeGateway] | None = None
@@ -352,153 +346,6 @@ def _helm_on_host(lab: str | None = None) -> Callable[[Path], HelmGateway]:
         return lambda path: PyHelm3Gateway(path, executable=binary)
     return lambda path: PyHelm3Gateway(path, executable=binary, labels=chart_labels(lab),
                                        folder=lab_dir(lab) / HELM_POST_RENDER)
-
-
-# --------------------------------------------------------------------------- down
-
-
-def down(lab: str, provider: ClusterProvider, members: Sequence[str] = ()) -> Teardown:
-    """Remove what the lab's provider made for it (kind: everything labelled for the lab, see
-    lab_provider), and the contexts `gpulab kubeconfig --merge` added for it (those its record
-    lists; for a lab recorded by an older gpulab, also the `gpulab-LAB-MEMBER` contexts of
-    `members` in the user's kubeconfig); works on half-built labs and after crashes."""
-    from gpulab import lab_record
-
-    record = lab_record.read(lab)  # before the lab's folder goes
-    return provider.teardown(lab, record, lambda: _forget(lab, record, members))
-
-
-def _forget(lab: str, record: LabRecord | None, members: Sequence[str]) -> list[str]:
-    """The lab's files and merged contexts, removed after what the provider removed."""
-    return _remove_lab_files(lab) + _remove_contexts(lab, record, members)
-
-
-def _remove_lab_files(lab: str) -> list[str]:
-    import shutil
-
-    from gpulab.lock import LOCK_FILE
-    from gpulab.paths import lab_dir
-
-    folder = lab_dir(lab)
-    if not folder.exists():
-        return []
-    files = [p for p in folder.iterdir() if p.name != LOCK_FILE]  # down holds the lock
-    for path in files:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-    if not (folder / LOCK_FILE).exists():
-        folder.rmdir()  # else the lock's release removes the emptied folder
-    return [f"lab files {folder}"] if files else []
-
-
-def _remove_contexts(lab: str, record: LabRecord | None, members: Sequence[str]
-                     ) -> list[str]:
-    """Remove the lab's merged contexts: exactly the recorded ones (each from the file it went
-    into) when the record is complete; else also the ones named after `members` in the user's
-    kubeconfig, as before the record kept them."""
-    from gpulab import kubeconfigs
-
-    wanted: dict[Path, set[str]] = {}
-    for merged in record.contexts if record is not None else ():
-        wanted.setdefault(merged.kubeconfig, set()).add(merged.context)
-    if record is None or not record.complete:
-        names = {kubeconfigs.context_name(lab, m) for m in ["management", *members]}
-        wanted.setdefault(kubeconfigs.user_kubeconfig(), set()).update(names)
-    return [f"context {context} from {target}" for target, names in wanted.items()
-            for context in kubeconfigs.remove_names(target, names)]
-
-
-# --------------------------------------------------------------------------- labs
-
-
-def labs(reader: DockerReader | None) -> dict[str, Any]:
-    """Every lab on this host, from the state folder and Docker's labels: `labs` (one dict per
-    lab with a state folder: profile, stack, state, tenants, age, kubeconfigs, `cluster`: where
-    its provider says it is) and `leftovers` (labs with containers but no state folder, each
-    with the command that removes them). Each lab's state is its provider's (`lab_state`:
-    ready | partial | broken | unreachable | unknown; without Docker, `reader` None, what
-    depends on containers is unknown); the providers are asked at once (LABS_AT_ONCE), so N
-    unreachable clusters cost one timeout, not N."""
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-
-    from gpulab.naming import LABEL_LAB
-    from gpulab.paths import labs_root
-    from gpulab.providers import container_lab, for_lab
-
-    containers: dict[str, list[Any]] = {}
-    if reader is not None:
-        for info in reader.containers({}):
-            lab = info.labels.get(LABEL_LAB) or container_lab(info.labels)
-            if lab:
-                containers.setdefault(lab, []).append(info)
-    root = labs_root()
-    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    rows: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=LABS_AT_ONCE, thread_name_prefix="gpulab-labs") as pool:
-        for folder in folders:
-            lab = folder.name
-            members, stack = _recorded_members(lab)
-            kubeconfigs = sorted(p.stem for p in folder.glob("*.kubeconfig"))
-            found = containers.get(lab, [])
-            record = folder / LAB_RECORD
-            since = record.stat().st_mtime if record.exists() else folder.stat().st_mtime
-            provider = for_lab(lab)
-            rows.append({
-                "name": lab,
-                "profile": recorded_profile(lab) or "",
-                "stack": stack,
-                "state": pool.submit(provider.lab_state, lab, found, kubeconfigs, members,
-                                     observed=reader is not None),
-                "tenants": members,
-                "age_seconds": int(time.time() - since),
-                "containers": sorted(f"{c.name} {c.status}" for c in found),
-                "kubeconfigs": [str(folder / f"{name}.kubeconfig") for name in kubeconfigs],
-                "cluster": provider.where(lab),
-            })
-    for row in rows:
-        row["state"] = row["state"].result()
-    known = {row["name"] for row in rows}
-    leftovers = [{"name": lab, "containers": sorted(c.name for c in found),
-                  "remove": f"gpulab down --name {lab}"}
-                 for lab, found in sorted(containers.items()) if lab not in known]
-    return {"labs": rows, "leftovers": leftovers}
-
-
-def cluster_text(where: dict[str, str]) -> str:
-    """`labs`' one line for a lab's `cluster` (its provider's words)."""
-    from gpulab.providers import cluster_text as text
-
-    return text(where)
-
-
-LABS_AT_ONCE = 8  # labs whose providers `labs` asks at once
-
-
-def _recorded_members(lab: str) -> tuple[list[str], str]:
-    """The tenants (teams) and stack of the profile the lab was built from: the recorded
-    document, else (an older record) the profile its reference names ([] and '' if unreadable).
-    """
-    from gpulab import lab_record
-    from gpulab.stacks import load_profile
-
-    record = lab_record.read(lab)
-    if record is None:
-        return [], ""
-    try:
-        loaded = lab_record.recorded_loaded(record)
-        if loaded is None and record.ref is not None:
-            loaded = load_profile(record.ref)
-    except GpulabError:
-        return [], record.stack
-    if loaded is None:
-        return [], record.stack
-    return loaded.profile.member_names(), loaded.profile.stack
-
-
-# --------------------------------------------------------------------------- status
 
 
 def status(
@@ -701,111 +548,3 @@ def replay_verify(directory: Path, tc: str | None, against: LoadedProfile | None
 def record_verify(directory: Path, report: VerifyReport, profile: LabProfile) -> Path:
     """Save what a verify observed, in the recording format of the profile's stack."""
     return _stack(profile.stack).write_recording(directory, report, profile)
-
-
-# --------------------------------------------------------------------------- any cluster
-
-
-def cluster_members(kubeconfigs: Sequence[Path], contexts: Sequence[str]
-                    ) -> list[ClusterAccess]:
-    """One per cluster of `verify --kubeconfig`, read as kubectl reads kubeconfigs
-    (gpulab.cluster.kubeconfig): per `--kubeconfig` (`--context` once for all files, or once per
-    file, in order) or, without one, per `--context` of $KUBECONFIG / ~/.kube/config."""
-    from gpulab.cluster.kubeconfig import resolve
-
-    return resolve(kubeconfigs, contexts)
-
-
-FOREIGN_UNREACHABLE = ("check the kubeconfig's server address, the network path to it, and "
-                       "--request-timeout")
-
-
-@contextmanager
-def _cluster_clients(members: Sequence[ClusterAccess], *, request_timeout: float | None = 30
-                     ) -> Iterator[list[tuple[str, str, KubeClient]]]:
-    """(member, server, client) per cluster, closed on exit; an unusable kubeconfig is a
-    UsageError before any cluster is contacted."""
-    from gpulab.adapters.kube import KubeClient, RetryPolicy
-    from gpulab.errors import AdapterError
-
-    clients: list[tuple[str, str, KubeClient]] = []
-    try:
-        for member in members:
-            try:
-                client = KubeClient(config=member.config, context=member.context,
-                                    request_timeout=request_timeout,
-                                    retry=RetryPolicy.disabled(),
-                                    unreachable_hint=FOREIGN_UNREACHABLE)
-            except AdapterError as err:
-                raise UsageError(f"{member.source.describe()}, context {member.context}: "
-                                 f"{err.message}",
-                                 hint="check the kubeconfig (kubectl config view --minify "
-                                      f"--context {member.context})") from None
-            clients.append((member.name, client.server, client))
-        yield clients
-    finally:
-        for _n, _s, made in clients:
-            made.close()
-
-
-def inspect_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
-                     request_timeout: float | None = 30,
-                     discovery_timeout: float | None = 60) -> list[ClusterSnapshot]:
-    """Read each cluster, read-only (gpulab.cluster.observe), each within `discovery_timeout`."""
-    from gpulab.cluster.observe import read_cluster
-
-    with _cluster_clients(cluster_members(kubeconfigs, contexts),
-                          request_timeout=request_timeout) as clients:
-        return [read_cluster(kube, name, server, deadline=discovery_timeout)
-                for name, server, kube in clients]
-
-
-def verify_clusters(kubeconfigs: Sequence[Path], contexts: Sequence[str], *,
-                    namespace: str | None, keep: bool,
-                    progress: Callable[[str, str], None] | None = None,
-                    explain: Callable[[Any], None] | None = None,
-                    request_timeout: float | None = 30,
-                    discovery_timeout: float | None = 60) -> VerifyReport:
-    """`verify --kubeconfig`: read, plan, run and judge every cluster (gpulab.cluster.run)."""
-    import tempfile
-    from pathlib import Path
-
-    from gpulab.cluster.run import run_verify
-
-    members = cluster_members(kubeconfigs, contexts)
-    with _cluster_clients(members, request_timeout=request_timeout) as clients, \
-            tempfile.TemporaryDirectory(prefix="gpulab-verify-") as scratch:
-        cross = (_cross_gateway({m.name: (m.config, m.context) for m in members},
-                                Path(scratch), request_timeout=request_timeout)
-                 if len(members) > 1 else None)
-        return run_verify(clients, namespace=namespace, keep=keep, progress=progress,
-                          cross=cross, explain=explain, discovery_timeout=discovery_timeout)
-
-
-def _cross_gateway(members: dict[str, tuple[dict[str, Any], str]], scratch: Path, *,
-                   request_timeout: float | None = 10) -> CrossTenantGateway:
-    """GPU-06's credential probe: one member's user presented to another's API server (URL and
-    CA), each kubeconfig taken at its context (written to `scratch`, 0600, then removed)."""
-    import yaml
-
-    from gpulab.adapters.kube import KubeClient, RetryPolicy
-    from gpulab.paths import write_secret
-    from gpulab.verify.observe import kubeconfig_cross_gateway
-
-    def kubeconfig_of(member: str) -> Path:
-        config, context = members[member]
-        return write_secret(scratch / f"{member}.kubeconfig",
-                            yaml.safe_dump({**config, "current-context": context}).encode())
-
-    def gateway(path: Path) -> KubeClient:
-        return KubeClient(path, request_timeout=request_timeout, retry=RetryPolicy.disabled(),
-                          unreachable_hint=FOREIGN_UNREACHABLE)
-
-    return kubeconfig_cross_gateway(kubeconfig_of, gateway, scratch)
-
-
-def replay_clusters(directory: Path) -> VerifyReport:
-    """Judge a recording of `verify --kubeconfig` offline."""
-    from gpulab.cluster.run import replay
-
-    return replay(directory)

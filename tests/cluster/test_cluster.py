@@ -256,13 +256,14 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str
 
 def test_the_credential_probe_takes_each_kubeconfig_at_its_context(tmp_path: Path) -> None:
     from gpulab import core
+    from gpulab.usecases import anycluster
 
     first = b.kubeconfig_file(tmp_path / "a.yaml", "https://a.example:6443")
     second = b.kubeconfig_file(tmp_path / "b.yaml", "https://b.example:6443")
     scratch = tmp_path / "scratch"
     members = {m.name: (m.config, m.context)
                for m in core.cluster_members([first, second], ["ctx-b", "ctx-a"])}
-    cross = core._cross_gateway({"a": members["ctx-b"], "b": members["ctx-a"]}, scratch)
+    cross = anycluster._cross_gateway({"a": members["ctx-b"], "b": members["ctx-a"]}, scratch)
     gateway = cross("a", "b")
     assert gateway.server == "https://b.example:6443"  # type: ignore[attr-defined]
     assert sorted(p.name for p in scratch.iterdir()) == ["a.kubeconfig", "b.kubeconfig"], (

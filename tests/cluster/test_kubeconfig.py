@@ -22,6 +22,7 @@ from gpulab import core
 from gpulab.cli import app
 from gpulab.cluster.kubeconfig import default_source, load, parse_duration, resolve
 from gpulab.errors import UsageError
+from gpulab.usecases import anycluster
 
 runner = CliRunner()
 DEAD = "https://127.0.0.1:1"  # nothing listens there: every request is refused at once
@@ -232,5 +233,5 @@ def test_the_credential_probe_uses_the_merged_kubeconfig_at_each_context(
                    servers={"ca": "https://a.example:6443", "cb": "https://b.example:6443"})
     members = {m.name: (m.config, m.context) for m in resolve([], ["a", "b"],
                                                               {"KUBECONFIG": str(path)})}
-    cross = core._cross_gateway(members, tmp_path / "scratch")
+    cross = anycluster._cross_gateway(members, tmp_path / "scratch")
     assert cross("a", "b").server == "https://b.example:6443"  # type: ignore[attr-defined]

@@ -482,7 +482,7 @@ def test_the_plan_is_explained_before_anything_is_created() -> None:
 
 def test_cli_run_prints_the_plan_judges_records_and_writes_junit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpulab import core
+    from gpulab.usecases import anycluster
 
     api, clock = b.shape_one_card_per_node(), FakeClock()
     FakeHami(api, clock).attach()
@@ -494,7 +494,7 @@ def test_cli_run_prints_the_plan_judges_records_and_writes_junit(
         seen.update(kwargs, contexts=[m.context for m in members])
         yield [("prod", SERVER, api)]
 
-    monkeypatch.setattr(core, "_cluster_clients", clients)
+    monkeypatch.setattr(anycluster, "_cluster_clients", clients)
     monkeypatch.setattr("gpulab.cluster.run.Clock", lambda: Clock(clock.now, clock.sleep))
     monkeypatch.setattr("gpulab.cluster.execute.Timeouts", lambda: TIMEOUTS)
     result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--junit",

@@ -46,7 +46,7 @@ def test_a_pod_that_is_never_scheduled_is_reported_every_30s() -> None:
 
 def test_the_cli_shows_long_waits_without_v(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpulab import core
+    from gpulab.usecases import anycluster
 
     api, clock = b.shape_one_card_per_node(), FakeClock()
     config = b.kubeconfig_file(tmp_path / "prod.kubeconfig")
@@ -60,7 +60,7 @@ def test_the_cli_shows_long_waits_without_v(tmp_path: Path,
         deadlines.append(deadline)
         return read_cluster(*args, deadline=deadline, **kwargs)
 
-    monkeypatch.setattr(core, "_cluster_clients", clients)
+    monkeypatch.setattr(anycluster, "_cluster_clients", clients)
     monkeypatch.setattr("gpulab.cluster.run.read_cluster", reading)
     monkeypatch.setattr("gpulab.cluster.run.Clock", lambda: Clock(clock.now, clock.sleep))
     monkeypatch.setattr("gpulab.cluster.execute.Timeouts", lambda: TIMEOUTS)

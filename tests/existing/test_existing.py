@@ -51,7 +51,7 @@ def _down(cluster: ExistingCluster, lab: str = "vcluster-kai") -> Any:
 
     record = lab_record.read(lab)
     assert record is not None
-    return core.down(lab, core.lab_provider(lab, helm=lambda _p: FakeHelm(cluster)))
+    return core.remove_lab(lab, core.lab_provider(lab, helm=lambda _p: FakeHelm(cluster)))
 
 
 @pytest.mark.slow

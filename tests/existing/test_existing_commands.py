@@ -584,10 +584,10 @@ def test_up_without_a_reachable_node_goes_by_port_forward(
 
 def test_up_says_how_to_reach_each_team_by_port_forward(tmp_path: Path) -> None:
     from gpulab import lab_record
-    from gpulab.cli import _next_steps
+    from gpulab.cli.up import next_steps
 
     lab_record.record_cluster(LAB, {"provider": "existing", "expose": "port-forward"})
-    text = _next_steps(load_profile(LAB).profile, LAB)
+    text = next_steps(load_profile(LAB).profile, LAB)
     assert f"gpulab kubeconfig TEAM --name {LAB} --port-forward" in text
     assert "team-nlp 127.0.0.1:31443, team-vision 127.0.0.1:31444, team-recommender " \
            "127.0.0.1:31445" in text

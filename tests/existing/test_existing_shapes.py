@@ -69,7 +69,7 @@ def _up(cluster: ExistingCluster, loaded: LoadedProfile) -> Any:
 def _down(cluster: ExistingCluster) -> Any:
     record = lab_record.read(LAB)
     assert record is not None
-    return core.down(LAB, core.lab_provider(LAB, helm=lambda _p: FakeHelm(cluster)))
+    return core.remove_lab(LAB, core.lab_provider(LAB, helm=lambda _p: FakeHelm(cluster)))
 
 
 def _status() -> dict[str, Any]:

@@ -65,7 +65,7 @@ def _up(cluster: KamajiCluster, profile: Any = None) -> Any:
 def _down(cluster: KamajiCluster) -> Any:
     record = lab_record.read(LAB)
     assert record is not None
-    return core.down(LAB, core.lab_provider(LAB, helm=lambda _p: KamajiHelm(cluster)))
+    return core.remove_lab(LAB, core.lab_provider(LAB, helm=lambda _p: KamajiHelm(cluster)))
 
 
 def _owned() -> list[tuple[str, str | None, str]]:

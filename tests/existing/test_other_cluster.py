@@ -255,7 +255,7 @@ def test_the_cluster_rebuilt_behind_the_same_address_is_refused_by_every_command
             uid=uid))
         kept = lab_record.read(stack.lab)
         assert kept is not None
-        teardown = core.down(stack.lab, core.lab_provider(
+        teardown = core.remove_lab(stack.lab, core.lab_provider(
             stack.lab, helm=lambda _p: stack.helm(cluster)))
         assert not teardown.leftovers, teardown.leftovers
         assert cluster.state() == found
@@ -305,7 +305,7 @@ def test_another_context_name_for_the_same_cluster_is_not_refused(
         assert kept.cluster["kube_system_uid"] == record.cluster["kube_system_uid"]
         status = runner.invoke(app, ["status", "--name", stack.lab, "-o", "json"])
         assert status.exit_code == 0, status.output
-        teardown = core.down(stack.lab, core.lab_provider(
+        teardown = core.remove_lab(stack.lab, core.lab_provider(
             stack.lab, kubeconfig=renamed, context="staging",
             helm=lambda _p: stack.helm(cluster)))
         assert not teardown.leftovers, teardown.leftovers

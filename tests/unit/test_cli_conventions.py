@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from gpulab import core, kubeconfigs
 from gpulab.adapters.base import ContainerInfo
-from gpulab.cli import _complete_checks, _complete_labs, _complete_members, _complete_profiles, app
+from gpulab.cli import app
+from gpulab.cli.options import complete_checks, complete_labs, complete_members, complete_profiles
 from gpulab.paths import lab_dir
 
 runner = CliRunner()
@@ -184,16 +185,16 @@ def test_up_name_continues_the_recorded_profile_and_refuses_another() -> None:
 def test_completion_offers_labs_profiles_tenants_and_checks(monkeypatch) -> None:
     _built("alpha", "kamaji-hami", ["tenant-a", "tenant-b"])
     _built("beta", "vcluster-kai", ["team-nlp", "team-vision", "team-recommender"])
-    assert _complete_labs("a") == ["alpha"]
-    assert _complete_profiles("vc") == ["vcluster-kai"]
+    assert complete_labs("a") == ["alpha"]
+    assert complete_profiles("vc") == ["vcluster-kai"]
 
     class Ctx:
         params = {"name": "beta", "profile": None}
 
-    assert _complete_members(Ctx(), "team-n") == ["team-nlp"]  # type: ignore[arg-type]
-    assert _complete_checks(Ctx(), "kai-0")[:2] == ["KAI-01", "KAI-02"]  # type: ignore[arg-type]
+    assert complete_members(Ctx(), "team-n") == ["team-nlp"]  # type: ignore[arg-type]
+    assert complete_checks(Ctx(), "kai-0")[:2] == ["KAI-01", "KAI-02"]  # type: ignore[arg-type]
     Ctx.params = {"name": "alpha", "profile": None}
-    assert _complete_checks(Ctx(), "")[0] == "TC-01"  # type: ignore[arg-type]
+    assert complete_checks(Ctx(), "")[0] == "TC-01"  # type: ignore[arg-type]
 
 
 def test_shell_completion_scripts_are_offered() -> None:
@@ -363,12 +364,12 @@ def test_a_lab_name_too_long_for_what_it_composes_is_refused_with_the_name() -> 
 
 
 def test_a_system_error_at_the_edge_is_one_line(monkeypatch, tmp_path: Path) -> None:
-    from gpulab import cli
+    from gpulab.usecases import lab
 
     def full(*_args, **_kwargs):
         raise OSError(28, "No space left on device", str(tmp_path / "labs" / "x" / "lab.json"))
 
-    monkeypatch.setattr(cli, "_load", full)
+    monkeypatch.setattr(lab, "load", full)
     result = runner.invoke(app, ["status"])
     assert result.exit_code == 1
     assert result.stderr.strip() == (f"error: No space left on device "
@@ -376,12 +377,12 @@ def test_a_system_error_at_the_edge_is_one_line(monkeypatch, tmp_path: Path) -> 
 
 
 def test_a_bug_keeps_its_traceback_and_asks_to_be_reported(monkeypatch) -> None:
-    from gpulab import cli
+    from gpulab.usecases import lab
 
     def broken(*_args, **_kwargs):
         raise ZeroDivisionError("oops")
 
-    monkeypatch.setattr(cli, "_load", broken)
+    monkeypatch.setattr(lab, "load", broken)
     result = runner.invoke(app, ["status"])
     assert result.exit_code == 1
     assert "Traceback" in result.stderr and "ZeroDivisionError" in result.stderr

@@ -306,7 +306,7 @@ def test_down_removes_the_lab(kai_profile: VclusterKaiProfile) -> None:
 
     world = KaiWorld()
     assert _up(kai_profile, world).ok
-    result = core.down(LAB, for_choice(ClusterChoice("kind"), runtime=FakeRuntime(world),
+    result = core.remove_lab(LAB, for_choice(ClusterChoice("kind"), runtime=FakeRuntime(world),
                                        kind=KaiKind(world)))
     assert "kind cluster gpulab-vcluster-kai" in result.removed
     assert any(item.startswith("lab files") for item in result.removed)
