@@ -13,6 +13,7 @@ import sys
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from gpulab import __version__
 from gpulab.cli import (
@@ -35,8 +36,21 @@ from gpulab.errors import ExitCode
 
 __all__ = ["app", "main"]
 
+# `gpulab --help` lists the commands in the order a lab goes through them; Typer would put the
+# commands with subcommands of their own (verify, profiles) last.
+ORDER = ("plan", "up", "down", "status", "doctor", "kubeconfig", "join", "verify", "logs", "labs",
+         "ls", "version", "completion", "profiles")
+
+
+class _InOrder(TyperGroup):
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
+
+
 app = typer.Typer(
     name="gpulab",
+    cls=_InOrder,
     help="Build, verify and remove GPU-sharing Kubernetes labs on one Docker host, no GPU needed.",
     pretty_exceptions_enable=False,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)

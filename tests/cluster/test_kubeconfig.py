@@ -217,7 +217,7 @@ def test_http_warnings_become_one_note(tmp_path: Path, monkeypatch: pytest.Monke
         return []
 
     monkeypatch.setattr(core, "inspect_clusters", inspect)
-    result = runner.invoke(app, ["verify", "--kubeconfig", str(path), "--inspect"])
+    result = runner.invoke(app, ["verify", "cluster", "--kubeconfig", str(path), "--inspect"])
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if line]
     assert notes == ["note: 3 request(s) went to an API server without checking its TLS "

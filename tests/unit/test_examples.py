@@ -110,16 +110,16 @@ def test_an_install_without_the_examples_says_so(
 
 
 def _documented_replays() -> list[str]:
-    """Every `gpulab verify --replay example:NAME ...` command line in the README."""
+    """Every `gpulab verify replay example:NAME ...` command line in the README."""
     text = README.read_text(encoding="utf-8")
-    return sorted(set(re.findall(r"gpulab verify --replay example:[\w-]+[^\n`#]*", text)))
+    return sorted(set(re.findall(r"gpulab verify replay example:[\w-]+[^\n`#]*", text)))
 
 
 def test_the_readme_documents_both_examples_on_its_first_page() -> None:
     commands = _documented_replays()
     assert {c.split()[3] for c in commands} >= {f"example:{n}" for n in EXAMPLES}
     first_page = "\n".join(README.read_text(encoding="utf-8").splitlines()[:60])
-    assert "gpulab verify --replay example:kamaji-hami" in first_page
+    assert "gpulab verify replay example:kamaji-hami" in first_page
     assert "not recorded on a running lab" in first_page or "not a real run" in first_page
 
 
