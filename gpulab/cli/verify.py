@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from gpulab.cli.common import (
     HELP_OPTIONS,
@@ -189,13 +191,28 @@ def cluster_command(
                              chosen=output, record=record, verbose=verbose, foreign=True))
 
 
-def register(app: typer.Typer) -> None:
-    verify_app = typer.Typer(context_settings={**HELP_OPTIONS, "token_normalize_func": str.lower})
-    verify_app.callback(invoke_without_command=True)(verify_command)
-    for check in CHECKS:
-        verify_app.command(check["id"].lower(), help=check_help(check),
-                           short_help=f"{check['id']} {check['title']} ({check['stack']})")(
+class _ChecksOnDemand(TyperGroup):
+    """verify's subcommands; a check's is built when it is asked for (its run, its --help,
+    `verify --help`, completion), not on every start of gpulab."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        return [*(c["id"].lower() for c in CHECKS), *super().list_commands(ctx)]
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:  # type: ignore[override]
+        check = next((c for c in CHECKS if c["id"].lower() == cmd_name), None)
+        if check is None:
+            return super().get_command(ctx, cmd_name)
+        single = typer.Typer(context_settings=HELP_OPTIONS, rich_markup_mode=None)
+        single.command(cmd_name, help=check_help(check),
+                       short_help=f"{check['id']} {check['title']} ({check['stack']})")(
             _check_command(check["id"]))
+        return typer.main.get_command(single)
+
+
+def register(app: typer.Typer) -> None:
+    verify_app = typer.Typer(cls=_ChecksOnDemand,
+                             context_settings={**HELP_OPTIONS, "token_normalize_func": str.lower})
+    verify_app.callback(invoke_without_command=True)(verify_command)
     verify_app.command("replay", short_help="Judge a recording again, offline.")(replay_command)
     verify_app.command("cluster", short_help="Verify a HAMi or KAI cluster gpulab did not "
                                              "build.")(cluster_command)
