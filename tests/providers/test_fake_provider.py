@@ -115,7 +115,7 @@ def test_vcluster_kai_lives_its_whole_life_on_the_fake_provider(
         assert "Queue team-nlp allocated nvidia.com/gpu 330m" in \
             results[("KAI-05", "team-nlp")]["evidence"]
 
-        teardown = core.down(lab, core.lab_provider(lab, helm=lambda _p: FakeHelm(cluster)))
+        teardown = core.remove_lab(lab, core.lab_provider(lab, helm=lambda _p: FakeHelm(cluster)))
         assert not teardown.leftovers, teardown.leftovers
         assert cluster.state() == before
     assert lab_record.read(lab) is None
@@ -151,7 +151,7 @@ def test_kamaji_hami_lives_its_life_on_the_fake_provider(
         assert f"Running together on gpu-7, card {A100}" in results[("TC-05", "tenant-a")][
             "evidence"]
 
-        teardown = core.down(lab, core.lab_provider(lab, helm=lambda _p: KamajiHelm(cluster)))
+        teardown = core.remove_lab(lab, core.lab_provider(lab, helm=lambda _p: KamajiHelm(cluster)))
         assert not teardown.leftovers, teardown.leftovers
         assert cluster.state() == before
     assert lab_record.read(lab) is None
