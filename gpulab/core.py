@@ -364,7 +364,8 @@ def status(
     from gpulab.stacks import for_profile
 
     provider.same_cluster(lab, kube)
-    with provider.reach(lab, profile) if kube is None else nullcontext() as reach:
+    needs = for_profile(profile).cluster_needs(profile)
+    with provider.reach(lab, profile, needs) if kube is None else nullcontext() as reach:
         if kube is None:  # members the provider reaches otherwise (port-forwards) as it says
             kube = _status_client if reach is None else _reached_client(reach)
         info = dict(for_profile(profile).lab_status(lab, provider.machines(), profile, kube,
@@ -426,35 +427,38 @@ def port_forward(lab: str, profile: LabProfile, member: str, *, port: int | None
                  on_error: Callable[[str], None] | None = None,
                  kube: Callable[[Path], KubeGateway] | None = None,
                  dial: Callable[[str], Any] | None = None) -> Any:
-    """`gpulab kubeconfig TEAM --port-forward`: forward 127.0.0.1:`port` (None: the team's
-    api_host_port, as its saved kubeconfig names on a port-forward lab; 0: any free port)
-    through the lab's cluster's API to the team's vCluster, as `vcluster connect` does
-    (providers.existing.forward), and write a temporary kubeconfig for it. Labs in an existing
-    cluster only (a kind lab publishes each vCluster on 127.0.0.1 itself). The caller closes it."""
+    """`gpulab kubeconfig TEAM --port-forward`: forward 127.0.0.1:`port` (None: the member's
+    port need's host port, as its saved kubeconfig names on a port-forward lab; 0: any free
+    port) through the lab's cluster's API to the pod its stack says serves it (PortNeed.forward:
+    a vcluster-kai team's vCluster, as `vcluster connect` does), and write a temporary
+    kubeconfig for it. The provider refuses labs whose APIs it publishes on this host itself
+    (kind). The caller closes it."""
     from gpulab.adapters.kube import KubeClient, RetryPolicy
     from gpulab.paths import lab_dir
     from gpulab.providers import for_lab
+    from gpulab.stacks import for_profile
 
     folder = require_lab(lab)
     provider = for_lab(lab, _host())
     provider.refuse_forward(lab, member)
-    team = getattr(profile, "team", None)
-    if profile.stack != "vcluster-kai" or team is None:
-        raise UsageError(f"--port-forward reaches a vcluster-kai team's vCluster; lab '{lab}' "
-                         f"is {profile.stack}")
     if member == "management":
         raise UsageError("the management cluster is the cluster you gave up --kubeconfig: "
                          "reach it directly", hint=f"gpulab kubeconfig management --name {lab}")
-    spec = team(member)
+    need = next((p for p in for_profile(profile).cluster_needs(profile).ports
+                 if p.member == member and p.forward is not None), None)
+    if need is None or need.forward is None:
+        raise UsageError(f"--port-forward reaches an API the lab's stack publishes through "
+                         f"the cluster; {member} of lab '{lab}' ({profile.stack}) has none",
+                         hint=f"gpulab kubeconfig {member} --name {lab}")
 
     def client(path: Path) -> KubeGateway:
         return KubeClient(path, request_timeout=10, retry=RetryPolicy.disabled())
 
     factory = kube or client
     provider.same_cluster(lab, factory)
-    return provider.open_forward(factory(folder / "management.kubeconfig"), spec.namespace,
-                                 spec.name, lab_dir(lab) / f"{member}.kubeconfig",
-                                 port=spec.host_port if port is None else port, kube=factory,
+    return provider.open_forward(factory(folder / "management.kubeconfig"), need.forward,
+                                 lab_dir(lab) / f"{member}.kubeconfig",
+                                 port=need.host_port if port is None else port, kube=factory,
                                  prefix=f"gpulab-{lab}-{member}-", dial=dial,
                                  on_error=on_error)
 
@@ -469,9 +473,11 @@ def collect_logs(lab: str, folder: Path, provider: ClusterProvider, profile: Lab
     tarball) path. UsageError, before the folder is made, when the lab's saved kubeconfig now
     reaches another cluster (provider.same_cluster)."""
     from gpulab.diagnostics import tarball
+    from gpulab.stacks import for_profile
 
     provider.same_cluster(lab, kube)
-    provider.logs(lab, folder, profile, kube=kube)
+    provider.logs(lab, folder, profile, kube=kube,
+                  needs=for_profile(profile).cluster_needs(profile))
     return tarball(folder) if tar else folder
 
 
@@ -501,7 +507,7 @@ def verify(
                                       f"--name {lab} builds or repairs it")
     provider = for_lab(lab, _host())  # connects to nothing until it is asked
     provider.same_cluster(lab)
-    with provider.reach(lab, profile) as reach:
+    with provider.reach(lab, profile, for_profile(profile).cluster_needs(profile)) as reach:
         return for_profile(profile).run_checks(
             profile, lab, lab_dir(lab), checks=checks, keep=keep, progress=progress,
             reach=reach, cluster=provider.lab_cluster(lab, profile))

@@ -41,6 +41,7 @@ __all__ = [
     "LabCluster",
     "ManagementRow",
     "NodePool",
+    "PodForward",
     "PortNeed",
     "ProviderPackage",
     "Session",
@@ -82,14 +83,32 @@ class NodePool:
 
 
 @dataclass(frozen=True)
+class PodForward:
+    """Where a port need is served inside the cluster, for a provider that reaches it through
+    the cluster's API (a port-forward) when nothing else answers: the newest live pod in
+    `namespace` carrying every label of `labels`, at `port`."""
+
+    namespace: str
+    labels: tuple[tuple[str, str], ...]
+    port: int
+
+    @property
+    def selector(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.labels)
+
+
+@dataclass(frozen=True)
 class PortNeed:
     """An HTTPS NodePort this host must reach (vcluster-kai: a team's vCluster API), at
-    `host_port` on `address` of this host."""
+    `host_port` on `address` of this host; `member`: the lab member whose saved kubeconfig
+    names it; `forward`: the pod that serves it, for a port-forward."""
 
     name: str
     node_port: int
     host_port: int
     address: str = "127.0.0.1"
+    member: str = ""
+    forward: PodForward | None = None
 
 
 @dataclass(frozen=True)
@@ -396,7 +415,8 @@ class ClusterProvider(Protocol):
       and Docker only for worker containers on this host); reads only, but kind pulls the node
       image unless `pull` is False;
     - `logs`: the diagnostics bundle of what the lab has, written into a folder;
-    - `reach`: for `verify`, how this host reaches the kubeconfigs the lab saved, for as long
+    - `reach`: for `verify` and `status`, how this host reaches the kubeconfigs the lab saved
+      (`needs`: the stack's ClusterNeeds, whose port needs say which pod serves each), for as long
       as the context lasts: None, as saved (kind; an existing cluster's LoadBalancer or
       NodePort), else a function giving each one's reachable copy (existing, port-forward: a
       team's kubeconfig through a forward of the cluster's API, closed after);
@@ -438,7 +458,7 @@ class ClusterProvider(Protocol):
 
     def refuse_forward(self, lab: str, member: str) -> None: ...
 
-    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
+    def open_forward(self, host: Any, forward: PodForward, saved: Path,
                      **options: Any) -> Any: ...
 
     def ground(self, profile: LabProfile, lab: str, stack: StackSide, *, probe: bool
@@ -461,9 +481,10 @@ class ClusterProvider(Protocol):
     def machines(self) -> Any: ...  # gpulab.adapters.base.ContainerRuntime | None
 
     def logs(self, lab: str, folder: Path, profile: LabProfile, *,
-             kube: Callable[[Path], Any] | None = None) -> None: ...
+             kube: Callable[[Path], Any] | None = None, needs: ClusterNeeds | None = None
+             ) -> None: ...
 
-    def reach(self, lab: str, profile: LabProfile
+    def reach(self, lab: str, profile: LabProfile, needs: ClusterNeeds | None = None
               ) -> AbstractContextManager[Callable[[Path], Path] | None]: ...
 
     def same_cluster(self, lab: str, kube: Callable[[Path], Any] | None = None) -> None: ...

@@ -489,7 +489,8 @@ def _dial_kmock(cluster: ExistingCluster, monkeypatch: pytest.MonkeyPatch) -> li
 
     dialled: list[str] = []
 
-    def pod_port(_host: Any, pod: str, namespace: str) -> socket.socket:
+    def pod_port(_host: Any, pod: str, namespace: str, port: int) -> socket.socket:
+        assert port == 8443  # the vCluster pod's (render.VCLUSTER_POD_PORT)
         dialled.append(f"{namespace}/{pod}")
         url = urlsplit(cluster.vclusters[namespace.removeprefix("vcluster-")].url)
         return socket.create_connection((url.hostname, url.port), timeout=5)

@@ -69,8 +69,9 @@ def test_kubeconfig_prints_the_saved_files_and_merges_a_context_down_removes(
         assert "choose from management, tenant-a, tenant-b" in " ".join(unknown.output.split())
         forward = runner.invoke(app, ["kubeconfig", "tenant-a", "--name", LAB, "--port-forward"])
         assert forward.exit_code == 2, forward.output
-        assert "--port-forward reaches a vcluster-kai team's vCluster; lab 'kamaji-hami' is " \
-               "kamaji-hami" in " ".join(forward.output.split())
+        assert "--port-forward reaches an API the lab's stack publishes through the cluster; " \
+               "tenant-a of lab 'kamaji-hami' (kamaji-hami) has none" in \
+               " ".join(forward.output.split())
 
         merged = runner.invoke(app, ["kubeconfig", "tenant-a", "--name", LAB, "--merge"])
         assert merged.exit_code == 0, merged.output

@@ -153,11 +153,12 @@ class FakeProvider:
     def machines(self) -> None:
         return None
 
-    def logs(self, lab: str, folder: Path, profile: Any, *, kube: Any = None) -> None:
+    def logs(self, lab: str, folder: Path, profile: Any, *, kube: Any = None,
+             needs: Any = None) -> None:
         folder.mkdir(parents=True)
 
     @contextmanager
-    def reach(self, lab: str, profile: Any) -> Iterator[None]:
+    def reach(self, lab: str, profile: Any, needs: Any = None) -> Iterator[None]:
         yield None
 
     def same_cluster(self, lab: str, kube: Any = None) -> None:
@@ -182,9 +183,8 @@ class FakeProvider:
     def refuse_forward(self, lab: str, member: str) -> None:
         raise UsageError(f"lab '{lab}' is on the fake provider, which forwards nothing")
 
-    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
-                     **options: Any) -> Any:
-        self.refuse_forward(namespace, release)
+    def open_forward(self, host: Any, forward: Any, saved: Path, **options: Any) -> Any:
+        self.refuse_forward(saved.parent.name, saved.stem)
 
     def teardown(self, lab: str, record: Any, forget: Callable[[], list[str]]) -> Teardown:
         kube = _client(self.kubeconfig)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gpulab.engine.step import Step
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import HostWorkers, LabProfile
-    from gpulab.providers.base import HostTools, StackSide
+    from gpulab.providers.base import ClusterNeeds, HostTools, PodForward, StackSide
 
 
 from gpulab.providers.existing.facts import (
@@ -157,10 +157,11 @@ class ExistingProvider:
             facts = observe(client, identity, needs, expose=choice.expose,
                             node_address=choice.node_address)
             if facts.expose == "port-forward":  # up, status, verify forward to each vCluster
-                from gpulab.providers.existing.forward import forwarded_teams
+                from gpulab.providers.existing.forward import forwards_of
 
                 asks = [Access("create", "", "pods", ns, "portforward")
-                        for ns, _release in forwarded_teams(profile).values()]
+                        for ns in sorted({f.namespace for f in forwards_of(
+                            stack.cluster_needs(profile)).values()})]
                 facts = replace(facts, denied=facts.denied + denied(client, asks),
                                 asked=facts.asked + len(asks))
         except GpulabError as err:
@@ -290,10 +291,10 @@ class ExistingProvider:
             profile, lab, ground.facts))]
         if ground.facts.expose != "port-forward":
             return Session(steps, adapters)
-        from gpulab.providers.existing.forward import ForwardingKube, forwarded_teams
+        from gpulab.providers.existing.forward import ForwardingKube, forwards_of
 
         forwarding = ForwardingKube(adapters.kube, adapters.management_kubeconfig(),
-                                    forwarded_teams(profile))
+                                    forwards_of(stack.cluster_needs(profile)))
         return Session(steps, replace(adapters, kube=forwarding), forwarding.close)
 
     def built(self, lab: str, adapters: LabAdapters) -> None:
@@ -312,16 +313,18 @@ class ExistingProvider:
         """None: status reads what the lab has from the cluster's API."""
 
     def logs(self, lab: str, folder: Path, profile: LabProfile, *,
-             kube: Callable[[Path], Any] | None = None) -> None:
+             kube: Callable[[Path], Any] | None = None, needs: ClusterNeeds | None = None
+             ) -> None:
         """gpulab.diagnostics.collect_existing: only what the lab's record says gpulab created
         in the cluster, every read within diagnostics.EXISTING_DEADLINE (no Docker, no helm);
-        the vClusters of a port-forward lab through forwards of the cluster's API. `kube`: a
-        client per kubeconfig (default 15 s a request, no retries)."""
+        the member APIs of a port-forward lab (`needs`' port needs) through forwards of the
+        cluster's API. `kube`: a client per kubeconfig (default 15 s a request, no
+        retries)."""
         from gpulab import lab_record
         from gpulab.adapters.kube import KubeClient, RetryPolicy
         from gpulab.diagnostics import collect_existing
         from gpulab.paths import lab_dir
-        from gpulab.providers.existing.forward import ForwardingKube, forwarded_teams
+        from gpulab.providers.existing.forward import ForwardingKube, forwards_of
 
         def client(path: Path) -> Any:
             return KubeClient(path, request_timeout=15, retry=RetryPolicy.disabled())
@@ -331,8 +334,8 @@ class ExistingProvider:
         expose = str(record.cluster.get("expose") or "") if record is not None else ""
         factory = kube or client
         forwarding = ForwardingKube(factory, lab_dir(lab) / "management.kubeconfig",
-                                    forwarded_teams(profile)) \
-            if expose == "port-forward" else None
+                                    forwards_of(needs)) \
+            if expose == "port-forward" and needs is not None else None
         try:
             collect_existing(lab, folder, owned=owned, members=profile.member_names(),
                              kube=forwarding or factory, lab_files=lab_dir(lab))
@@ -341,21 +344,23 @@ class ExistingProvider:
                 forwarding.close()
 
     @contextmanager
-    def reach(self, lab: str, profile: LabProfile) -> Iterator[Callable[[Path], Path] | None]:
-        """A lab whose vClusters are reached by port-forward (its record's `expose`): each
-        team's saved kubeconfig through a forward of the cluster's API to its vCluster
-        (ForwardingKube), every forward closed after; else None (reached as saved)."""
+    def reach(self, lab: str, profile: LabProfile, needs: ClusterNeeds | None = None
+              ) -> Iterator[Callable[[Path], Path] | None]:
+        """A lab whose member APIs are reached by port-forward (its record's `expose`): each
+        member's saved kubeconfig that names a port need (`needs`, the stack's) through a
+        forward of the cluster's API to the pod serving it (ForwardingKube), every forward
+        closed after; else None (reached as saved)."""
         from gpulab import lab_record
         from gpulab.adapters.kube import KubeClient
         from gpulab.paths import lab_dir
-        from gpulab.providers.existing.forward import ForwardingKube, forwarded_teams
+        from gpulab.providers.existing.forward import ForwardingKube, forwards_of
 
         record = lab_record.read(lab)
-        if record is None or record.cluster.get("expose") != "port-forward":
+        if record is None or record.cluster.get("expose") != "port-forward" or needs is None:
             yield None
             return
         forwarding = ForwardingKube(KubeClient, lab_dir(lab) / "management.kubeconfig",
-                                    forwarded_teams(profile))
+                                    forwards_of(needs))
         try:
             yield forwarding.kubeconfig
         finally:
@@ -482,12 +487,11 @@ class ExistingProvider:
     def refuse_forward(self, lab: str, member: str) -> None:
         """Any member API of a lab here can be reached through the cluster's API."""
 
-    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
-                     **options: Any) -> Any:
-        """A forward of `host`'s API to the vCluster `release` (providers.existing.forward)."""
+    def open_forward(self, host: Any, forward: PodForward, saved: Path, **options: Any) -> Any:
+        """A forward of `host`'s API to the pod `forward` names (providers.existing.forward)."""
         from gpulab.providers.existing.forward import open_forward
 
-        return open_forward(host, namespace, release, saved, **options)
+        return open_forward(host, forward, saved, **options)
 
     def teardown(self, lab: str, record: LabRecord | None,
                  forget: Callable[[], list[str]]) -> Teardown:

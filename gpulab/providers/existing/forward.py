@@ -1,17 +1,17 @@
-"""A team's vCluster reached through the host cluster's API: what `vcluster connect` does when
-its vCluster is not exposed (vCluster v0.35.3, pkg/cli/connect_helm.go):
+"""A member's API reached through the cluster's API, as `vcluster connect` reaches a vCluster
+that is not exposed (vCluster v0.35.3, pkg/cli/connect_helm.go), for whatever pod the stack's
+`PortNeed.forward` names (providers.base.PodForward; vcluster-kai: its team's vCluster pod):
 
-- the pod: `app=vcluster,release=<name>` in the vCluster's namespace, the newest one not being
-  deleted (connect_helm.go:299-330);
-- its port: the one the exported kubeconfig's server names, 8443 by default (:378-405; the
-  chart's Service sends 443 to targetPort 8443, chart/templates/service.yaml:25-29), forwarded
-  from a local port (`--local-port`, else a random free one: :244-246) on localhost
-  (pkg/util/portforward/portforward.go:176-178) through `pods/portforward` (:424-427,
-  pkg/util/portforward/start.go:69-74);
-- the kubeconfig: the vCluster's own, its server's port swapped for the local one (:397-404).
+- the pod: the newest one carrying the forward's labels in its namespace and not being
+  deleted (connect_helm.go:299-330 picks a vCluster's pod that way);
+- its port: the forward's, from a local port (`--local-port`, else a random free one:
+  :244-246) on localhost (pkg/util/portforward/portforward.go:176-178) through
+  `pods/portforward` (:424-427, pkg/util/portforward/start.go:69-74);
+- the kubeconfig: the member's saved one, its server's port swapped for the local one
+  (:397-404).
 
-The vCluster's serving certificate always holds `localhost` and `127.0.0.1`
-(pkg/server/cert/cert.go:54-60, 70-73), so the vCluster's CA verifies `https://127.0.0.1:PORT`.
+A vCluster's serving certificate always holds `localhost` and `127.0.0.1`
+(pkg/server/cert/cert.go:54-60, 70-73), so its CA verifies `https://127.0.0.1:PORT`.
 Imports no stack.
 """
 
@@ -25,32 +25,38 @@ from typing import TYPE_CHECKING, Any
 from gpulab.errors import GpulabError, HostError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     from gpulab.adapters.base import KubeGateway
     from gpulab.adapters.forward import LocalForwarder, Stream
+    from gpulab.providers.base import ClusterNeeds, PodForward
 
-__all__ = ["VCLUSTER_PORT", "Forward", "ForwardingKube", "forwarded_kubeconfig",
-           "forwarded_teams", "open_forward", "vcluster_pod"]
+__all__ = ["Forward", "ForwardingKube", "forward_pod", "forwarded_kubeconfig", "forwards_of",
+           "open_forward"]
 
-VCLUSTER_PORT = 8443
 LOCAL_ADDRESS = "127.0.0.1"
 
 
-def vcluster_pod(host: KubeGateway, namespace: str, release: str) -> str:
-    """The vCluster's pod to forward to, as `vcluster connect` picks it; HostError when there
-    is none."""
-    pods = host.list_objects("v1", "Pod", namespace,
-                             label_selector=f"app=vcluster,release={release}")
+def forward_pod(host: KubeGateway, forward: PodForward) -> str:
+    """The pod to forward to: the newest live one carrying the forward's labels, as `vcluster
+    connect` picks a vCluster's; HostError when there is none."""
+    pods = host.list_objects("v1", "Pod", forward.namespace, label_selector=forward.selector)
     live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")
-            and ((p.get("metadata") or {}).get("labels") or {}).get("release") == release]
+            and all(((p.get("metadata") or {}).get("labels") or {}).get(k) == v
+                    for k, v in forward.labels)]
     if not live:
-        raise HostError(f"no vCluster pod of {release} in namespace {namespace} (label "
-                        f"app=vcluster,release={release})",
+        raise HostError(f"no pod labelled {forward.selector} in namespace {forward.namespace}",
                         hint="gpulab status shows the lab; gpulab up repairs it")
     live.sort(key=lambda p: str(p["metadata"].get("creationTimestamp") or ""), reverse=True)
     return str(live[0]["metadata"]["name"])
+
+
+def forwards_of(needs: ClusterNeeds) -> dict[str, PodForward]:
+    """The stack's port needs a port-forward reaches, by the file name of the member's saved
+    kubeconfig (`<member>.kubeconfig`) that names them."""
+    return {f"{p.member}.kubeconfig": p.forward for p in needs.ports
+            if p.member and p.forward is not None}
 
 
 def forwarded_kubeconfig(saved: str, port: int) -> bytes:
@@ -89,13 +95,13 @@ class Forward:
             close()
 
 
-def open_forward(host: KubeGateway, namespace: str, release: str, saved: Path, *,
+def open_forward(host: KubeGateway, forward: PodForward, saved: Path, *,
                  port: int, kube: Callable[[Path], KubeGateway], prefix: str,
                  dial: Callable[[str], Stream] | None = None,
                  on_error: Callable[[str], None] | None = None) -> Forward:
-    """Forward 127.0.0.1:`port` (0: any free one) to the vCluster `release` in `namespace`,
-    write a kubeconfig for it from `saved` (a temporary file named `prefix`…, mode 0600) and
-    check the vCluster answers `/version` through it; everything is undone when that fails.
+    """Forward 127.0.0.1:`port` (0: any free one) to `forward`'s pod and port, write a
+    kubeconfig for it from `saved` (a temporary file named `prefix`…, mode 0600) and check the
+    API answers `/version` through it; everything is undone when that fails.
     `dial(pod)` opens a stream to the pod's port (default: the host's `pods/portforward`).
     The Forward owns `host` from here on: its `close` closes it too."""
     import tempfile
@@ -106,10 +112,10 @@ def open_forward(host: KubeGateway, namespace: str, release: str, saved: Path, *
 
     try:
         if not saved.is_file():
-            raise HostError(f"no kubeconfig saved for {release} ({saved})",
+            raise HostError(f"no kubeconfig saved for {saved.stem} ({saved})",
                             hint="gpulab up writes it")
-        pod = vcluster_pod(host, namespace, release)
-        opener = dial or (lambda name: _pod_port(host, name, namespace))
+        pod = forward_pod(host, forward)
+        opener = dial or (lambda name: _pod_port(host, name, forward.namespace, forward.port))
         forwarder = LocalForwarder(lambda: opener(pod), address=LOCAL_ADDRESS, port=port,
                                    on_error=on_error).start()
     except BaseException as err:
@@ -124,51 +130,51 @@ def open_forward(host: KubeGateway, namespace: str, release: str, saved: Path, *
     os.close(fd)
     path = write_secret(Path(name), forwarded_kubeconfig(saved.read_text(encoding="utf-8"),
                                                          forwarder.port))
-    forward = Forward(forwarder, path, namespace, pod, "", host)
+    opened = Forward(forwarder, path, forward.namespace, pod, "", host)
     try:
         client: Any = kube(path)
         try:
-            forward.version = client.server_version()
+            opened.version = client.server_version()
         finally:
             close = getattr(client, "close", None)
             if callable(close):
                 close()
     except GpulabError as err:
-        forward.close()
+        opened.close()
         last = f" ({forwarder.errors[-1]})" if forwarder.errors else ""
-        raise HostError(f"the vCluster {release} did not answer through the port-forward to "
-                        f"pod {namespace}/{pod}: {err.message}{last}",
+        raise HostError(f"{saved.stem}'s API did not answer through the port-forward to pod "
+                        f"{forward.namespace}/{pod}: {err.message}{last}",
                         hint="gpulab status shows its control plane") from None
     except BaseException:
-        forward.close()
+        opened.close()
         raise
-    return forward
+    return opened
 
 
-def _pod_port(host: KubeGateway, pod: str, namespace: str) -> Stream:
+def _pod_port(host: KubeGateway, pod: str, namespace: str, port: int) -> Stream:
     opener = getattr(host, "open_pod_port", None)
     if not callable(opener):  # pragma: no cover - every real gateway has it
         raise HostError("this client cannot open a port-forward")
-    stream: Stream = opener(pod, namespace, VCLUSTER_PORT)
+    stream: Stream = opener(pod, namespace, port)
     return stream
 
 
 class ForwardingKube:
-    """A kube factory for a lab whose vClusters are reached by port-forward (`up`, `status`,
-    `verify` on such a lab): a team's kubeconfig (its file name in `teams`, mapped to the
-    vCluster's namespace and release) gets a forward of its own on a free local port, opened on
-    first use and kept for the factory's life, each connection dialled to the vCluster's
-    current pod; the client is made by `inner` from a copy of the kubeconfig (0600, in a
-    private temporary folder) whose server is that port. Other paths go to `inner` as they
+    """A kube factory for a lab whose member APIs are reached by port-forward (`up`, `status`,
+    `verify` on such a lab): a member's kubeconfig (its file name in `forwards`, mapped to the
+    pod that serves it: forwards_of) gets a forward of its own on a free local port, opened on
+    first use and kept for the factory's life, each connection dialled to the current pod; the
+    client is made by `inner` from a copy of the kubeconfig (0600, in a private temporary
+    folder) whose server is that port. Other paths go to `inner` as they
     are. `close` ends the forwards and removes the copies."""
 
     def __init__(self, inner: Callable[[Path], KubeGateway], host_kubeconfig: Path,
-                 teams: dict[str, tuple[str, str]]) -> None:
+                 forwards: Mapping[str, PodForward]) -> None:
         import tempfile
         import threading
         from pathlib import Path
 
-        self.inner, self.host_kubeconfig, self.teams = inner, host_kubeconfig, teams
+        self.inner, self.host_kubeconfig, self.forwards = inner, host_kubeconfig, dict(forwards)
         self._folder = Path(tempfile.mkdtemp(prefix="gpulab-forward-"))  # 0700
         self._forwards: dict[str, LocalForwarder] = {}
         self._host: Any = None
@@ -182,21 +188,22 @@ class ForwardingKube:
                 return self._forwards[name]
             if self._host is None:
                 self._host = self.inner(self.host_kubeconfig)
-            host, (namespace, release) = self._host, self.teams[name]
+            host, forward = self._host, self.forwards[name]
 
             def dial() -> Stream:
-                return _pod_port(host, vcluster_pod(host, namespace, release), namespace)
+                return _pod_port(host, forward_pod(host, forward), forward.namespace,
+                                 forward.port)
 
             forwarder = LocalForwarder(dial, address=LOCAL_ADDRESS).start()
             self._forwards[name] = forwarder
             return forwarder
 
     def kubeconfig(self, path: Path) -> Path:
-        """The copy of a team's kubeconfig that reaches its vCluster through the forward (the
+        """The copy of a member's kubeconfig that reaches its API through the forward (the
         path itself for any other kubeconfig)."""
         from gpulab.paths import write_secret
 
-        if path.name not in self.teams:
+        if path.name not in self.forwards:
             return path
         forwarder = self._forward(path.name)
         return write_secret(self._folder / path.name, forwarded_kubeconfig(
@@ -217,9 +224,3 @@ class ForwardingKube:
         if callable(close):
             close()
         shutil.rmtree(self._folder, ignore_errors=True)
-
-
-def forwarded_teams(profile: Any) -> dict[str, tuple[str, str]]:
-    """A vcluster-kai profile's teams as ForwardingKube wants them: kubeconfig file name →
-    (namespace, release); {} for a profile without teams."""
-    return {f"{t.name}.kubeconfig": (t.namespace, t.name) for t in getattr(profile, "teams", ())}

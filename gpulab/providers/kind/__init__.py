@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from gpulab.lab_record import LabRecord
     from gpulab.netcalc import AddressRange
     from gpulab.profile.base import LabProfile
-    from gpulab.providers.base import ClusterNeeds, HostTools, StackSide
+    from gpulab.providers.base import ClusterNeeds, HostTools, PodForward, StackSide
 
 __all__ = [
     "KIND_NODE_LABEL",
@@ -400,7 +400,8 @@ class KindProvider:
         return self._docker()
 
     @contextmanager
-    def reach(self, lab: str, profile: LabProfile) -> Iterator[Callable[[Path], Path] | None]:
+    def reach(self, lab: str, profile: LabProfile, needs: ClusterNeeds | None = None
+              ) -> Iterator[Callable[[Path], Path] | None]:
         """None: this host reaches each saved kubeconfig as it is (127.0.0.1 ports)."""
         yield None
 
@@ -409,7 +410,8 @@ class KindProvider:
         lab's labels."""
 
     def logs(self, lab: str, folder: Path, profile: LabProfile, *,
-             kube: Callable[[Path], Any] | None = None) -> None:
+             kube: Callable[[Path], Any] | None = None, needs: ClusterNeeds | None = None
+             ) -> None:
         """gpulab.diagnostics.collect: the nodes' containers and journals, and each cluster
         the lab's kubeconfigs reach (`kube`: a client per kubeconfig; default 15 s a request,
         no retries), with helm's releases when helm is installed."""
@@ -525,10 +527,9 @@ class KindProvider:
                          "127.0.0.1 already; --port-forward is for labs in an existing cluster",
                          hint=f"gpulab kubeconfig {member} --name {lab}")
 
-    def open_forward(self, host: Any, namespace: str, release: str, saved: Path,
-                     **options: Any) -> Any:
+    def open_forward(self, host: Any, forward: PodForward, saved: Path, **options: Any) -> Any:
         """Never: refuse_forward refuses first."""
-        self.refuse_forward(namespace, release)
+        self.refuse_forward(saved.parent.name, saved.stem)
 
 
 # ---------------------------------------------------------------- the registry's questions

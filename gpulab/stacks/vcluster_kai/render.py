@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab import naming
 from gpulab.adapters import base
-from gpulab.providers.base import ClusterNeeds, NodePool, PortNeed
+from gpulab.providers.base import ClusterNeeds, NodePool, PodForward, PortNeed
 from gpulab.stacks import common
 from gpulab.stacks.vcluster_kai.profile import VCLUSTER_LISTEN_ADDRESS
 from gpulab.verify import kai
@@ -122,11 +122,22 @@ def cluster_needs(profile: VclusterKaiProfile) -> ClusterNeeds:
         ports=tuple(team_port(team) for team in profile.teams))
 
 
+VCLUSTER_POD_PORT = 8443  # the vCluster pod's API port (chart/templates/service.yaml:25-29)
+
+
 def team_port(team: TeamSpec) -> PortNeed:
     """A team's vCluster API (its NodePort) at the team's port on this host's 127.0.0.1, the
     host's one address every Docker setup can reach: a node's container IP is not routable
-    from rootless Docker, Podman or Docker Desktop. ClusterFacts.url_for says where it is."""
-    return PortNeed(team.name, team.api_node_port, team.host_port, VCLUSTER_LISTEN_ADDRESS)
+    from rootless Docker, Podman or Docker Desktop. ClusterFacts.url_for says where it is.
+    Through a port-forward it is the vCluster's pod as `vcluster connect` picks it (vCluster
+    v0.35.3 pkg/cli/connect_helm.go:299-330: `app=vcluster,release=<name>` in the vCluster's
+    namespace), at the port the exported kubeconfig names, 8443 (:378-405; the chart's Service
+    sends 443 to targetPort 8443, chart/templates/service.yaml:25-29)."""
+    return PortNeed(team.name, team.api_node_port, team.host_port, VCLUSTER_LISTEN_ADDRESS,
+                    member=team.name,
+                    forward=PodForward(team.namespace,
+                                       (("app", "vcluster"), ("release", team.name)),
+                                       VCLUSTER_POD_PORT))
 
 
 def fake_gpu_operator_release(profile: VclusterKaiProfile, *,
