@@ -294,26 +294,15 @@ class ClusterSpec(Strict):
         return f"{first}-{last}"
 
     @model_validator(mode="after")
-    def _metallb_only_existing(self) -> ClusterSpec:
-        if self.provider == "kind" and (self.metallb != "refuse" or self.metallb_range):
-            raise ValueError("metallb, metallb_range: only with provider: existing (on kind the "
-                             "lab installs MetalLB on the kind network itself)")
+    def _what_the_provider_takes(self) -> ClusterSpec:
+        """The provider's own rules first (`spec_problems` of its package: kind takes no
+        option of a cluster you bring), then those of every provider."""
+        rules = getattr(registry.package(self.provider), "spec_problems", None)
+        problems = list(rules(self)) if callable(rules) else []
+        if problems:
+            raise ValueError(problems[0])
         if self.metallb_range and self.metallb != "allow":
             raise ValueError("metallb_range: only with metallb: allow")
-        if self.provider == "kind" and self.workers != "machines":
-            raise ValueError("workers: only with provider: existing (on kind the workers are "
-                             "always containers)")
-        return self
-
-    @model_validator(mode="after")
-    def _kind_takes_nothing(self) -> ClusterSpec:
-        if self.provider == "kind":
-            given = [n for n in ("kubeconfig", "context", "node_address", "helm_parallel",
-                                 "fake_gpu_nodes")
-                     if getattr(self, n) is not None] + (["expose"] if self.expose != "auto"
-                                                        else [])
-            if given:
-                raise ValueError(f"{', '.join(given)}: only with provider: existing")
         return self
 
 

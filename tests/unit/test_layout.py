@@ -145,7 +145,7 @@ PROVIDER_NAMING: dict[str, str] = {
     "gpulab.adapters.kind": "the kind binary, a tool ('kind vX.Y.Z' is its version line)",
     "gpulab.tools": "the kind binary, a tool gpulab installs",
     "gpulab.lab_record": "lab.json keeps the provider's name for the registry (LabRecord.provider)",
-    "gpulab.profile.base": "the profile's cluster: section, the user's words for a provider",
+    "gpulab.profile.base": "the profile's cluster.provider field, checked against the registry",
     "gpulab.stacks.vcluster_kai.state": "recordings of an older gpulab say `provider` (read only)",
     "gpulab.stacks.vcluster_kai.record": "reads an older recording's `provider` as `gpus`",
 }

@@ -67,6 +67,7 @@ __all__ = [
     "make",
     "preflight",
     "restore",
+    "spec_problems",
 ]
 
 KIND_NODE_LABEL = "io.x-k8s.kind.cluster"  # what kind labels its node containers with
@@ -561,6 +562,25 @@ def make(choice: ClusterChoice, host: HostTools | None = None, *,
          **_given: Any) -> KindProvider:
     """The kind provider on `host`'s Docker engine (`runtime`, `kind`: already connected)."""
     return KindProvider(host, runtime=runtime, kind=kind)
+
+
+def spec_problems(spec: Any) -> list[str]:
+    """What of a profile's `cluster:` section kind does not take, each a line: a kind lab
+    installs MetalLB on the kind network itself, its workers are always containers, and it
+    reaches no cluster of yours (kubeconfig, context...)."""
+    problems = []
+    if spec.metallb != "refuse" or spec.metallb_range:
+        problems.append("metallb, metallb_range: only with provider: existing (on kind the lab "
+                        "installs MetalLB on the kind network itself)")
+    if spec.workers != "machines":
+        problems.append("workers: only with provider: existing (on kind the workers are always "
+                        "containers)")
+    given = [n for n in ("kubeconfig", "context", "node_address", "helm_parallel",
+                         "fake_gpu_nodes") if getattr(spec, n) is not None]
+    given += ["expose"] if spec.expose != "auto" else []
+    if given:
+        problems.append(f"{', '.join(given)}: only with provider: existing")
+    return problems
 
 
 def container_lab(labels: Mapping[str, str]) -> str:
