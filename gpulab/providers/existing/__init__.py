@@ -167,11 +167,8 @@ class ExistingProvider:
         except GpulabError as err:
             raise HostError(f"the cluster at {client.server} (context {context}) cannot be "
                             f"read: {err.message}", hint=unreadable) from None
-        spec = profile.cluster
-        workers = "containers" if spec is not None and \
-            getattr(spec, "workers", "") == "containers" else "join"
         facts = replace(facts, cluster=cluster_facts(stack.cluster_needs(profile), facts,
-                                                     workers))
+                                                     _workers(profile)))
         return Ground(facts.cluster,
                       [ExistingCluster(identity, text, facts.version, expose=facts.expose)],
                       "", stack.existing_problems(profile, facts)
@@ -470,9 +467,7 @@ class ExistingProvider:
     def lab_cluster(self, lab: str, profile: LabProfile) -> LabCluster:
         """The GPUs are whatever the cluster's nodes advertise (real, or faked on nodes the
         user named); workers are machines that join, unless the profile runs containers."""
-        spec = profile.cluster
-        containers = spec is not None and getattr(spec, "workers", "") == "containers"
-        return LabCluster(gpus="found", workers="containers" if containers else "join")
+        return LabCluster(gpus="found", workers=_workers(profile))
 
     def forwarded(self, lab: str) -> bool:
         """The lab's vClusters are reached by port-forward (its record's `expose`)."""
@@ -533,6 +528,14 @@ class ExistingProvider:
         result.kept.append(f"the cluster at {kept.get('server')} and everything gpulab found "
                            "there")
         return result
+
+
+def _workers(profile: LabProfile) -> str:
+    """How a lab's workers come here: `containers` on this host when the profile's
+    `cluster.workers` says so, else machines that `join`."""
+    spec = profile.cluster
+    return "containers" if spec is not None and getattr(spec, "workers", "") == "containers" \
+        else "join"
 
 
 def choice_of(record: LabRecord, kubeconfig: Path | None = None, context: str | None = None,
