@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from gpulab.providers import registry
-from gpulab.providers.base import ClusterChoice
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -21,10 +20,20 @@ if TYPE_CHECKING:
     from gpulab.lab_record import LabRecord
     from gpulab.profile.base import LabProfile
     from gpulab.profile.load import LoadedProfile
-    from gpulab.providers.base import ClusterProvider, HostTools
+    from gpulab.providers.base import ClusterChoice, ClusterProvider, HostTools
 
 __all__ = ["ClusterChoice", "choose", "cluster_text", "container_lab", "for_choice",
            "for_lab", "restore", "with_fake_gpu_nodes"]
+
+
+def __getattr__(name: str) -> Any:
+    """`ClusterChoice`, loaded when first asked for (PEP 562): the profile schema imports the
+    registry, and loading a profile need not load every provider type with it."""
+    if name == "ClusterChoice":
+        from gpulab.providers.base import ClusterChoice
+
+        return ClusterChoice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def choose(profile: LabProfile, kubeconfig: Path | None = None, context: str | None = None,
