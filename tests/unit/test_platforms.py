@@ -252,3 +252,17 @@ def test_up_on_arm64_stops_before_creating_anything(
         core.up(_profile("vcluster-kai"), "arm", lambda _event: None)
     assert f"image platform: {NODE} is not published for linux/arm64" in str(caught.value)
     assert engine.containers == {}  # nothing created
+
+
+def test_plan_when_dockers_info_cannot_be_read_says_so(
+        engine: FakeWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab.errors import AdapterError
+
+    class NoInfo(FakeRuntime):
+        def architecture(self) -> str:
+            raise AdapterError("engine info: Docker answered 500")
+
+    monkeypatch.setattr(core, "read_docker", lambda *_a, **_k: NoInfo(engine))
+    assert _plan_notes("vcluster-kai") == [
+        "note: image platforms unknown, because Docker's info could not be read (engine info: "
+        "Docker answered 500)"]
