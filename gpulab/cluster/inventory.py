@@ -40,6 +40,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from gpulab.cluster import rules
+from gpulab.cluster.hami_config import DEFAULT_GPU_POLICY, go_bool
 from gpulab.cluster.observe import UNANSWERED
 from gpulab.verify import objects as o
 from gpulab.verify.hami import (
@@ -225,6 +226,11 @@ class Inventory:
     hami_resources: HamiResources = DEFAULT_RESOURCES
     hami_resources_from: str = ""  # where the names come from
     hami_node_selector: dict[str, str] = field(default_factory=dict)
+    hami_gpu_policy: str = DEFAULT_GPU_POLICY  # its --gpu-scheduler-policy
+    hami_force_overwrite: bool = True  # its --force-overwrite-default-scheduler
+    hami_webhook_name: str = ""  # the MutatingWebhookConfiguration holding vgpu.hami.io
+    hami_namespace_selector: dict[str, Any] | None = None  # its namespaceSelector (None: all)
+    hami_object_selector: dict[str, Any] | None = None  # its objectSelector (None: all)
     kai_operator: bool = False
     kai_scheduler_name: str = KAI_SCHEDULER
     kai_queue_label: str = QUEUE_LABEL
@@ -328,6 +334,26 @@ def _hami_settings(snapshot: ClusterSnapshot) -> tuple[str, dict[str, str], Hami
     if names is None:
         return name, selector, DEFAULT_RESOURCES, f"the chart's defaults ({where} is not YAML)"
     return name, selector, names, where
+
+
+def _hami_admission(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """HAMi's scheduler flags and webhook selectors that decide whether it sees and shares a
+    pod (gpulab.cluster.hami_config): cmd/scheduler/main.go:71, 81; the webhook's selectors."""
+    found = _hami_scheduler_workloads(snapshot)
+    args = [str(a) for a in (found[0].get("args") or ())] if found else []
+    out: dict[str, Any] = {
+        "hami_gpu_policy": rules.flag_value(args, "--gpu-scheduler-policy") or DEFAULT_GPU_POLICY,
+        "hami_force_overwrite": go_bool(
+            rules.flag_value(args, "--force-overwrite-default-scheduler"), True)}
+    for config in snapshot.webhooks or ():
+        for hook in config.get("webhooks") or ():
+            if hook.get("name") == HAMI_WEBHOOK:
+                selectors = {k: dict(hook[k]) if isinstance(hook.get(k), dict) else None
+                             for k in ("namespaceSelector", "objectSelector")}
+                return {**out, "hami_webhook_name": str(config.get("name", "")),
+                        "hami_namespace_selector": selectors["namespaceSelector"],
+                        "hami_object_selector": selectors["objectSelector"]}
+    return out
 
 
 def _hami_webhook(snapshot: ClusterSnapshot) -> Component:
@@ -580,5 +606,6 @@ def inventory(snapshot: ClusterSnapshot) -> Inventory:
         hami_resources=hami,
         hami_resources_from=source,
         hami_node_selector=selector,
+        **_hami_admission(snapshot),
         **kai,
     )

@@ -21,9 +21,10 @@ rests only on facts that are known: when a fact the plan needs could not be read
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from gpulab.cluster.hami_config import NAMESPACE_NAME_LABEL, PodShape, pod_shape
 from gpulab.cluster.inventory import WHOLE_GPU, http_status
 from gpulab.cluster.observe import UNANSWERED
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
@@ -90,6 +91,8 @@ class VerifyPlan:
     hostname: str = ""  # kai: the node's kubernetes.io/hostname label, which the pods select
     queue_label: str = QUEUE_LABEL  # kai: the label naming the queue
     pods: tuple[PlannedPod, ...] = ()
+    # hami: the labels, annotations and schedulerName HAMi as configured needs
+    shape: PodShape = field(default_factory=PodShape)
     refusals: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -103,10 +106,11 @@ class VerifyPlan:
             return []
         labels = {LABEL_MANAGED: "gpulab", LABEL_RUN: self.run_id}
         namespace = {"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": self.namespace, "labels": dict(labels)}}
+                     "metadata": {"name": self.namespace,
+                                  "labels": {**self.shape.namespace_labels, **labels}}}
         pods = []
         for p in self.pods:
-            mine = {**labels, CHECK_LABEL: p.check}
+            mine = {**self.shape.pod_labels, **labels, CHECK_LABEL: p.check}
             if self.scheduler == "kai":
                 pods.append(kai_pod(p.name, self.namespace, mine, VERIFY_IMAGE, queue=self.queue,
                                     fraction=p.fraction, gpus=p.gpus,
@@ -117,7 +121,9 @@ class VerifyPlan:
                 assert self.card is not None
                 pods.append(share_pod(p.name, self.namespace, mine, VERIFY_IMAGE,
                                       memory=p.memory_mib, cores=p.cores,
-                                      card_id=self.card.device_id, resources=self.resources))
+                                      card_id=self.card.device_id, resources=self.resources,
+                                      annotations=self.shape.pod_annotations,
+                                      scheduler_name=self.shape.scheduler_name))
         return [namespace, *pods]
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,6 +236,16 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         return _refuse(base, "no node has cards registered by HAMi "
                              "(hami.io/node-nvidia-register): is HAMi's device plugin running?",
                        notes=_mig_notes(found))
+    labels = {LABEL_MANAGED: "gpulab", LABEL_RUN: run_id}
+    shape = pod_shape(
+        gpu_policy=found.hami_gpu_policy, force_overwrite=found.hami_force_overwrite,
+        scheduler_name=found.hami_scheduler_name, webhook=found.hami_webhook_name,
+        namespace_selector=found.hami_namespace_selector,
+        object_selector=found.hami_object_selector,
+        namespace_labels={**labels, NAMESPACE_NAME_LABEL: ns},
+        pod_labels=[{**labels, CHECK_LABEL: c} for c in ("GPU-03", "GPU-04", "GPU-05")])
+    if shape.refusal:
+        return _refuse(base, shape.refusal)
     nodes = {n.name: n for n in found.gpu_nodes or ()}
     candidates = [c for c in found.cards if not _why_not(c, nodes)]
     if not candidates:
@@ -257,7 +273,7 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         if fact in found.unknown:
             notes += (f"{fact} is {found.unknown[fact]}: {then}",)
     return VerifyPlan(member=found.member, namespace=ns, run_id=run_id, card=card, sizes=sizes,
-                      pods=pods, notes=notes + _mig_notes(found),
+                      pods=pods, notes=shape.notes + notes + _mig_notes(found), shape=shape,
                       scheduler_name=found.hami_scheduler_name, resources=names)
 
 
