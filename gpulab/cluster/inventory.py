@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.cluster import rules
 from gpulab.cluster.hami_config import DEFAULT_GPU_POLICY, go_bool
 from gpulab.cluster.observe import UNANSWERED
+from gpulab.gpu_taints import gpu_taints, taint_text, tolerations_for
 from gpulab.verify import objects as o
 from gpulab.verify.hami import (
     CORDON_ANNOTATION,
@@ -178,6 +179,7 @@ class GpuNode:
     kai_unready: tuple[str, ...] = ()  # why KAI counts it not ready
     pool: str = ""  # its KAI node-pool label value ("" = the default shard's)
     mig: tuple[str, ...] = ()  # MIG devices it advertises, `nvidia.com/mig-<profile>=<n>`
+    gpu_taints: tuple[str, ...] = ()  # taints keyed by a GPU resource, which verify tolerates
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,8 @@ class Inventory:
     kai_node_pool_label: str = KAI_NODE_POOL_LABEL
     kai_full_hierarchy: bool = True  # the scheduler's --full-hierarchy-fairness (default true)
     kai_config_found: bool = False  # the Config kai-config exists (read, not absent)
+    # what verify's pods tolerate: every GPU node's taints keyed by a GPU resource (gpu_taints)
+    gpu_tolerations: tuple[dict[str, str], ...] = ()
 
     @property
     def has_hami(self) -> bool:
@@ -544,6 +548,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
         if _quantity(gpus) <= 0 and registered is None and not mig \
                 and REGISTER_ANNOTATION not in o.annots(node):
             continue  # a CPU node, wherever the API lists it
+        gpu = gpu_taints(node, lambda key: _is_gpu_resource(key, hami))
         cordon = {u.strip() for u in o.annots(node).get(CORDON_ANNOTATION, "").split(",")
                   if u.strip()}
         for device in registered or ():
@@ -560,11 +565,13 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
             o.annots(node).get(HANDSHAKE_ANNOTATION, ""),
             tuple(sorted(users.get(name, ()))) if known else None,
             resource=resource, hostname=o.labels(node).get(rules.HOSTNAME_LABEL, ""),
-            blockers=tuple(rules.untolerated_taints(node)),
+            blockers=tuple(rules.untolerated_taints(node, [*rules.DEFAULT_TOLERATIONS,
+                                                           *tolerations_for(gpu)])),
             hami_unseen=_hami_unseen(node, registered, selector, count, now),
             kai_unready=tuple(rules.kai_not_ready(node)),
             pool=o.labels(node).get(pool_label, ""),
-            mig=tuple(f"{k}={v}" for k, v in sorted(mig.items()))))
+            mig=tuple(f"{k}={v}" for k, v in sorted(mig.items())),
+            gpu_taints=tuple(taint_text(t) for t in gpu)))
     return (tuple(sorted(nodes, key=lambda n: n.name)),
             tuple(sorted(cards, key=lambda c: (c.node, c.device_id))))
 
@@ -607,5 +614,8 @@ def inventory(snapshot: ClusterSnapshot) -> Inventory:
         hami_resources_from=source,
         hami_node_selector=selector,
         **_hami_admission(snapshot),
+        gpu_tolerations=tuple(tolerations_for(
+            {"key": t.partition(":")[0].partition("=")[0], "effect": t.rpartition(":")[2]}
+            for n in nodes or () for t in n.gpu_taints)),
         **kai,
     )

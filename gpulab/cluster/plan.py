@@ -93,6 +93,7 @@ class VerifyPlan:
     pods: tuple[PlannedPod, ...] = ()
     # hami: the labels, annotations and schedulerName HAMi as configured needs
     shape: PodShape = field(default_factory=PodShape)
+    tolerations: tuple[dict[str, str], ...] = ()  # the GPU nodes' GPU taints (gpulab.gpu_taints)
     refusals: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -124,6 +125,9 @@ class VerifyPlan:
                                       card_id=self.card.device_id, resources=self.resources,
                                       annotations=self.shape.pod_annotations,
                                       scheduler_name=self.shape.scheduler_name))
+        for pod in pods:
+            if self.tolerations:
+                pod["spec"]["tolerations"] = [dict(t) for t in self.tolerations]
         return [namespace, *pods]
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,7 +198,8 @@ def _cannot_plan(found: Inventory, *facts: str) -> str:
 def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyPlan:
     """The verify pods for `found`, or the refusals (nothing is created when there are any)."""
     ns = namespace or default_namespace(run_id)
-    base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id)
+    base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id,
+                      tolerations=found.gpu_tolerations)
     if found.error:
         said = "could not be read" if http_status(found.error) else "did not answer"
         return _refuse(base, f"the API server {said}: {found.error}")
@@ -273,7 +278,8 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         if fact in found.unknown:
             notes += (f"{fact} is {found.unknown[fact]}: {then}",)
     return VerifyPlan(member=found.member, namespace=ns, run_id=run_id, card=card, sizes=sizes,
-                      pods=pods, notes=shape.notes + notes + _mig_notes(found), shape=shape,
+                      pods=pods, shape=shape, tolerations=found.gpu_tolerations,
+                      notes=shape.notes + notes + _taint_notes(found) + _mig_notes(found),
                       scheduler_name=found.hami_scheduler_name, resources=names)
 
 
@@ -400,7 +406,20 @@ def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
             PlannedPod("gpu-over-capacity", "GPU-13", expect="Pending: KAI gives a capacity "
                        "reason, not a queue reason", awaited=KAI_REFUSAL, gpus=too_big))
     return replace(base, node=node.name, hostname=node.hostname, queue=queue, pods=pods,
-                   notes=_mig_notes(found))
+                   notes=_taint_notes(found) + _mig_notes(found))
+
+
+def _taint_notes(found: Inventory) -> tuple[str, ...]:
+    """Say which GPU taints verify's pods tolerate, and why it adds the tolerations itself."""
+    tainted = [f"{n.name} ({', '.join(n.gpu_taints)})" for n in found.gpu_nodes or ()
+               if n.gpu_taints]
+    if not tainted:
+        return ()
+    return (f"GPU nodes are tainted for their GPU resource: {'; '.join(tainted)}; verify's pods "
+            f"tolerate these taints as Kubernetes' ExtendedResourceToleration would "
+            f"(plugin/pkg/admission/extendedresourcetoleration/admission.go:54-97), and carry "
+            f"the tolerations themselves: whether this API server runs that plugin is unknown "
+            f"(no API shows its admission plugins)",)
 
 
 def _refuse(base: VerifyPlan, *why: str, notes: tuple[str, ...] = ()) -> VerifyPlan:

@@ -69,3 +69,11 @@ TAINT_PREFER = {"key": "key1", "value": "value1", "effect": "PreferNoSchedule"}
 # cluster has one node (actions/kubeadminit/init.go:123-147, `control-plane-`).
 CONTROL_PLANE_LABEL = {"node-role.kubernetes.io/control-plane": ""}
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+# kubernetes/website content/en/docs/reference/access-authn-authz/admission-controllers.md,
+# "ExtendedResourceToleration": operators "taint the node with the extended resource name as the
+# key" (`nvidia.com/gpu`, NoSchedule: the effect the plugin tolerates, kubernetes
+# plugin/pkg/admission/extendedresourcetoleration/admission.go:88-94 at 143ac994); the same key
+# with a value, as managed clouds write it (`nvidia.com/gpu=present:NoSchedule`), is tolerated
+# alike (operator Exists).
+GPU_RESOURCE_TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+GPU_RESOURCE_TAINT_PRESENT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
