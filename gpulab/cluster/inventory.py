@@ -177,7 +177,8 @@ class GpuNode:
     blockers: tuple[str, ...] = ()  # kube-scheduler's: cordon, untolerated taints
     hami_unseen: str = ""  # why HAMi offers none of its cards ("" when it does)
     kai_unready: tuple[str, ...] = ()  # why KAI counts it not ready
-    pool: str = ""  # its KAI node-pool label value ("" = the default shard's)
+    pool: str = ""  # its KAI node-pool label value (see pooled)
+    pooled: bool = False  # it has the node-pool label, even empty: the default shard skips it
     mig: tuple[str, ...] = ()  # MIG devices it advertises, `nvidia.com/mig-<profile>=<n>`
     gpu_taints: tuple[str, ...] = ()  # taints keyed by a GPU resource, which verify tolerates
 
@@ -192,6 +193,8 @@ class Queue:
     gpu_limit: float | None = None
     pool: str = ""
     allocated: float = 0.0
+    pooled: bool = False  # it has the node-pool label, even empty: the default shard skips it
+    reported: float = 0.0  # what its status.allocated says (the queue controller's, may be stale)
 
     def text(self) -> str:
         return self.name + (f" (under {self.parent})" if self.parent else "")
@@ -404,14 +407,61 @@ def _quantity(value: Any) -> Decimal:
     return number if number.is_finite() and number.adjusted() < 19 else Decimal(0)
 
 
-def _queue(obj: Mapping[str, Any], pool_label: str) -> Queue:
+def _queue(obj: Mapping[str, Any], pool_label: str, held: Mapping[str, Decimal] | None
+           ) -> Queue:
+    """A Queue; `held`: the GPUs KAI's pods hold per queue, up the hierarchy (None: Pods were
+    not read, and its status.allocated is all there is)."""
     spec = obj.get("spec") or {}
     gpu = ((spec.get("resources") or {}).get("gpu") or {})
-    allocated = (obj.get("allocated") or {}).get(WHOLE_GPU)
-    return Queue(str(obj.get("name", "")), str(spec.get("parentQueue") or ""),
+    labels = obj.get("labels") or {}
+    name = str(obj.get("name", ""))
+    reported = float(_quantity((obj.get("allocated") or {}).get(WHOLE_GPU)))
+    return Queue(name, str(spec.get("parentQueue") or ""),
                  _number(gpu.get("limit")) if isinstance(gpu, dict) else None,
-                 str((obj.get("labels") or {}).get(pool_label, "")),
-                 float(_quantity(allocated)))
+                 str(labels.get(pool_label, "")),
+                 reported if held is None else float(held.get(name, Decimal(0))),
+                 pooled=pool_label in labels, reported=reported)
+
+
+DEFAULT_QUEUE = "default-queue"  # KAI pkg/podgrouper/podgrouper/plugins/constants/constants.go:19
+
+
+def _kai_gpus(pod: Mapping[str, Any]) -> Decimal:
+    """The GPUs a pod holds for KAI: its `gpu-fraction`, else its `nvidia.com/gpu` limits."""
+    fraction = o.annots(pod).get("gpu-fraction")
+    if fraction is not None:
+        return _quantity(fraction)
+    total = Decimal(0)
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        limits = (container.get("resources") or {}).get("limits") or {}
+        total += _quantity(limits.get(WHOLE_GPU, 0))
+    return total
+
+
+def _queue_usage(snapshot: ClusterSnapshot, scheduler: str, queue_label: str
+                 ) -> dict[str, Decimal] | None:
+    """What each queue holds as KAI's scheduler counts it: every placed, unfinished pod of
+    KAI's (its schedulerName) adds its GPUs to its queue and each ancestor
+    (pkg/scheduler/plugins/proportion/proportion.go:359-401), not the queue controller's
+    status.allocated, which is stale while that controller is down. A pod's queue is its queue
+    label, else `default-queue` (pkg/podgrouper/podgrouper/plugins/defaultgrouper/
+    default_grouper.go:134-147; its top owner's label, which verify does not read, would win).
+    None when Pods were not read."""
+    if snapshot.pods is None or snapshot.queues is None:
+        return None
+    parents = {str(q.get("name", "")): str((q.get("spec") or {}).get("parentQueue") or "")
+               for q in snapshot.queues}
+    out: dict[str, Decimal] = {}
+    for pod in snapshot.pods:
+        if (o.scheduler_name(pod) != scheduler or not o.pod_node(pod)
+                or o.pod_phase(pod) in ("Succeeded", "Failed")):
+            continue
+        name, seen = o.labels(pod).get(queue_label) or DEFAULT_QUEUE, set()
+        while name in parents and name not in seen:
+            seen.add(name)
+            out[name] = out.get(name, Decimal(0)) + _kai_gpus(pod)
+            name = parents[name]
+    return out
 
 
 def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
@@ -432,6 +482,8 @@ def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
     detail = ", ".join(x for x in (
         f"schedulerName {name}", f"default shard (nodes and queues without {pool_label})",
         f"other shards: {', '.join(others)}" if others else "") if x)
+    queue_label = str(settings.get("queueLabelKey") or QUEUE_LABEL)
+    held = _queue_usage(snapshot, name, queue_label)
     config_unread = _unread(snapshot, "Config")
     unknown = _unread(snapshot, "Deployment") or (
         f"{config_unread}, and it names KAI's scheduler" if config_unread else "")
@@ -444,11 +496,11 @@ def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
         "kai_scheduler": component, "kai_gpu_sharing": sharing,
         "kai_config_found": config is not None,
         "queues": None if snapshot.queues is None else tuple(
-            _queue(q, pool_label) for q in snapshot.queues),
+            _queue(q, pool_label, held) for q in snapshot.queues),
         "kai_operator": any(w["name"] == "kai-operator" for w in deployments)
         or config is not None,
         "kai_scheduler_name": name,
-        "kai_queue_label": str(settings.get("queueLabelKey") or QUEUE_LABEL),
+        "kai_queue_label": queue_label,
         "kai_node_pool_label": pool_label,
         "kai_full_hierarchy": rules.flag_value(args, "--full-hierarchy-fairness") != "false",
     }
@@ -569,7 +621,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
                                                            *tolerations_for(gpu)])),
             hami_unseen=_hami_unseen(node, registered, selector, count, now),
             kai_unready=tuple(rules.kai_not_ready(node)),
-            pool=o.labels(node).get(pool_label, ""),
+            pool=o.labels(node).get(pool_label, ""), pooled=pool_label in o.labels(node),
             mig=tuple(f"{k}={v}" for k, v in sorted(mig.items())),
             gpu_taints=tuple(taint_text(t) for t in gpu)))
     return (tuple(sorted(nodes, key=lambda n: n.name)),

@@ -295,9 +295,10 @@ def _gpus(node: GpuNode) -> int:
 
 def _kai_node_refusal(node: GpuNode, pool_label: str) -> str:
     """Why KAI's default shard would not put the fractions on `node` ('' when it would)."""
-    if node.pool:
-        return (f"in node pool {node.pool} ({pool_label}): the default shard does not see it "
-                f"(pkg/scheduler/conf/scheduler_conf.go:99-116)")
+    if node.pooled:  # the default shard selects `DoesNotExist`: an empty value is no default
+        shown = node.pool or '"" (empty, a pool no shard selects)'
+        return (f"in node pool {shown} ({pool_label}): the default shard sees only nodes "
+                f"without that label (pkg/scheduler/conf/scheduler_conf.go:99-116)")
     if node.kai_unready:
         return (f"not ready for KAI: {', '.join(node.kai_unready)} "
                 f"(pkg/scheduler/scheduler_util/scheduler_utils.go:12-40)")
@@ -325,8 +326,10 @@ def _queue_refusal(queue: Queue, queues: dict[str, Queue], need: float) -> str:
         if limit != -1 and limit < current.allocated + need:
             what = "its" if current is queue else f"its ancestor {current.name}'s"
             shown = "not set (KAI reads 0)" if current.gpu_limit is None else f"{limit:g}"
-            return (f"{what} gpu limit {shown} < {current.allocated:g} allocated + {need:g} "
-                    f"asked")
+            stale = (f" (its status.allocated says {current.reported:g})"
+                     if current.reported != current.allocated else "")
+            return (f"{what} gpu limit {shown} < {current.allocated:g} allocated{stale} + "
+                    f"{need:g} asked")
         current = queues.get(current.parent) if current.parent else None
     return ""
 
@@ -336,7 +339,7 @@ def _kai_queues(found: Inventory) -> dict[str, Queue]:
     (kubernetes_lister.go:133-135); with --full-hierarchy-fairness=false only those with a
     parent, under KAI's own unlimited `default` (pkg/scheduler/cache/cluster_info/queue.go:
     22-75); a queue whose parent is missing is dropped with its children (queue.go:105-115)."""
-    seen = {q.name: q for q in found.queues or () if not q.pool}
+    seen = {q.name: q for q in found.queues or () if not q.pooled}
     if not found.kai_full_hierarchy:
         seen = {n: replace(q, parent="") for n, q in seen.items() if q.parent}
     kept: dict[str, Queue] = {}
@@ -405,8 +408,17 @@ def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
                        fraction="0.5"),
             PlannedPod("gpu-over-capacity", "GPU-13", expect="Pending: KAI gives a capacity "
                        "reason, not a queue reason", awaited=KAI_REFUSAL, gpus=too_big))
+    chain, current = [], queues.get(queue)
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = queues.get(current.parent) if current.parent else None
+    stale = tuple(
+        f"queue {q.name}: its pods hold {q.allocated:g} GPUs, its status.allocated says "
+        f"{q.reported:g}; verify counts the pods as KAI's scheduler does (pkg/scheduler/plugins/"
+        f"proportion/proportion.go:359-401): status is the queue controller's, stale while it is "
+        f"down" for q in chain if q.reported != q.allocated)
     return replace(base, node=node.name, hostname=node.hostname, queue=queue, pods=pods,
-                   notes=_taint_notes(found) + _mig_notes(found))
+                   notes=stale + _taint_notes(found) + _mig_notes(found))
 
 
 def _taint_notes(found: Inventory) -> tuple[str, ...]:
