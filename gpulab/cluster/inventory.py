@@ -36,10 +36,16 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from gpulab.cluster import rules
+from gpulab.cluster.accounting import (
+    other_advertiser,
+    other_device_plugins,
+    queue_usage,
+)
+from gpulab.cluster.accounting import quantity as _quantity
 from gpulab.cluster.hami_config import DEFAULT_GPU_POLICY, go_bool
 from gpulab.cluster.observe import UNANSWERED
 from gpulab.gpu_taints import gpu_taints, taint_text, tolerations_for
@@ -181,6 +187,7 @@ class GpuNode:
     pooled: bool = False  # it has the node-pool label, even empty: the default shard skips it
     mig: tuple[str, ...] = ()  # MIG devices it advertises, `nvidia.com/mig-<profile>=<n>`
     gpu_taints: tuple[str, ...] = ()  # taints keyed by a GPU resource, which verify tolerates
+    other_advertiser: str = ""  # why its count resource is not (only) HAMi's ("" when it is)
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,7 @@ class Inventory:
     kai_config_found: bool = False  # the Config kai-config exists (read, not absent)
     # what verify's pods tolerate: every GPU node's taints keyed by a GPU resource (gpu_taints)
     gpu_tolerations: tuple[dict[str, str], ...] = ()
+    other_device_plugins: tuple[str, ...] = ()  # NVIDIA's device plugin DaemonSets, beside HAMi's
 
     @property
     def has_hami(self) -> bool:
@@ -395,18 +403,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _quantity(value: Any) -> Decimal:
-    """A resource quantity as a number (`2`, `500m`, `0.5`); 0 when unreadable, not finite
-    (`NaN`, `Infinity`: an annotation is not validated) or beyond an int64 (what a Kubernetes
-    quantity can hold)."""
-    text = str(value).strip()  # None: "None", unreadable
-    try:
-        number = Decimal(text[:-1]) / 1000 if text.endswith("m") else Decimal(text)
-    except InvalidOperation:
-        return Decimal(o.int_quantity(text) or 0)
-    return number if number.is_finite() and number.adjusted() < 19 else Decimal(0)
-
-
 def _queue(obj: Mapping[str, Any], pool_label: str, held: Mapping[str, Decimal] | None
            ) -> Queue:
     """A Queue; `held`: the GPUs KAI's pods hold per queue, up the hierarchy (None: Pods were
@@ -421,47 +417,6 @@ def _queue(obj: Mapping[str, Any], pool_label: str, held: Mapping[str, Decimal] 
                  str(labels.get(pool_label, "")),
                  reported if held is None else float(held.get(name, Decimal(0))),
                  pooled=pool_label in labels, reported=reported)
-
-
-DEFAULT_QUEUE = "default-queue"  # KAI pkg/podgrouper/podgrouper/plugins/constants/constants.go:19
-
-
-def _kai_gpus(pod: Mapping[str, Any]) -> Decimal:
-    """The GPUs a pod holds for KAI: its `gpu-fraction`, else its `nvidia.com/gpu` limits."""
-    fraction = o.annots(pod).get("gpu-fraction")
-    if fraction is not None:
-        return _quantity(fraction)
-    total = Decimal(0)
-    for container in (pod.get("spec") or {}).get("containers") or ():
-        limits = (container.get("resources") or {}).get("limits") or {}
-        total += _quantity(limits.get(WHOLE_GPU, 0))
-    return total
-
-
-def _queue_usage(snapshot: ClusterSnapshot, scheduler: str, queue_label: str
-                 ) -> dict[str, Decimal] | None:
-    """What each queue holds as KAI's scheduler counts it: every placed, unfinished pod of
-    KAI's (its schedulerName) adds its GPUs to its queue and each ancestor
-    (pkg/scheduler/plugins/proportion/proportion.go:359-401), not the queue controller's
-    status.allocated, which is stale while that controller is down. A pod's queue is its queue
-    label, else `default-queue` (pkg/podgrouper/podgrouper/plugins/defaultgrouper/
-    default_grouper.go:134-147; its top owner's label, which verify does not read, would win).
-    None when Pods were not read."""
-    if snapshot.pods is None or snapshot.queues is None:
-        return None
-    parents = {str(q.get("name", "")): str((q.get("spec") or {}).get("parentQueue") or "")
-               for q in snapshot.queues}
-    out: dict[str, Decimal] = {}
-    for pod in snapshot.pods:
-        if (o.scheduler_name(pod) != scheduler or not o.pod_node(pod)
-                or o.pod_phase(pod) in ("Succeeded", "Failed")):
-            continue
-        name, seen = o.labels(pod).get(queue_label) or DEFAULT_QUEUE, set()
-        while name in parents and name not in seen:
-            seen.add(name)
-            out[name] = out.get(name, Decimal(0)) + _kai_gpus(pod)
-            name = parents[name]
-    return out
 
 
 def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
@@ -483,7 +438,7 @@ def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
         f"schedulerName {name}", f"default shard (nodes and queues without {pool_label})",
         f"other shards: {', '.join(others)}" if others else "") if x)
     queue_label = str(settings.get("queueLabelKey") or QUEUE_LABEL)
-    held = _queue_usage(snapshot, name, queue_label)
+    held = queue_usage(snapshot, name, queue_label)
     config_unread = _unread(snapshot, "Config")
     unknown = _unread(snapshot, "Deployment") or (
         f"{config_unread}, and it names KAI's scheduler" if config_unread else "")
@@ -588,6 +543,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
     usage = hami_usage(pods)
     now = _observed(snapshot)
     count = hami.count or WHOLE_GPU
+    plugins = other_device_plugins(snapshot)
     nodes: list[GpuNode] = []
     cards: list[Card] = []
     for node in snapshot.nodes:
@@ -620,6 +576,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
             blockers=tuple(rules.untolerated_taints(node, [*rules.DEFAULT_TOLERATIONS,
                                                            *tolerations_for(gpu)])),
             hami_unseen=_hami_unseen(node, registered, selector, count, now),
+            other_advertiser=other_advertiser(node, registered, count, plugins),
             kai_unready=tuple(rules.kai_not_ready(node)),
             pool=o.labels(node).get(pool_label, ""), pooled=pool_label in o.labels(node),
             mig=tuple(f"{k}={v}" for k, v in sorted(mig.items())),
@@ -666,6 +623,7 @@ def inventory(snapshot: ClusterSnapshot) -> Inventory:
         hami_resources_from=source,
         hami_node_selector=selector,
         **_hami_admission(snapshot),
+        other_device_plugins=other_device_plugins(snapshot),
         gpu_tolerations=tuple(tolerations_for(
             {"key": t.partition(":")[0].partition("=")[0], "effect": t.rpartition(":")[2]}
             for n in nodes or () for t in n.gpu_taints)),

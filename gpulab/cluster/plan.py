@@ -156,6 +156,8 @@ def _why_not(card: Card, nodes: dict[str, GpuNode]) -> str:
         return f"{where}: node is not Ready"
     if node.hami_unseen:
         return f"{where}: {node.hami_unseen}"
+    if node.other_advertiser:
+        return f"{where}: {node.other_advertiser}"
     if node.blockers:
         return f"{where}: kube-scheduler will not place a pod there ({'; '.join(node.blockers)})"
     if not card.healthy:
@@ -279,7 +281,8 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
             notes += (f"{fact} is {found.unknown[fact]}: {then}",)
     return VerifyPlan(member=found.member, namespace=ns, run_id=run_id, card=card, sizes=sizes,
                       pods=pods, shape=shape, tolerations=found.gpu_tolerations,
-                      notes=shape.notes + notes + _taint_notes(found) + _mig_notes(found),
+                      notes=shape.notes + notes + _advertiser_notes(found, card)
+                      + _taint_notes(found) + _mig_notes(found),
                       scheduler_name=found.hami_scheduler_name, resources=names)
 
 
@@ -419,6 +422,17 @@ def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
         f"down" for q in chain if q.reported != q.allocated)
     return replace(base, node=node.name, hostname=node.hostname, queue=queue, pods=pods,
                    notes=stale + _taint_notes(found) + _mig_notes(found))
+
+
+def _advertiser_notes(found: Inventory, card: Card) -> tuple[str, ...]:
+    """NVIDIA's device plugin beside HAMi's, both advertising the same resource: the chosen
+    node's capacity is HAMi's now, but the kubelet keeps whichever registers last."""
+    if not found.other_device_plugins or found.hami_resources.count != WHOLE_GPU:
+        return ()
+    return (f"NVIDIA's device plugin ({', '.join(found.other_device_plugins)}) runs beside HAMi's "
+            f"and both advertise {WHOLE_GPU}: on {card.node} the capacity is HAMi's now, but the "
+            f"kubelet keeps the plugin that registers last (pkg/kubelet/cm/devicemanager/"
+            f"manager.go, PluginConnected); keep one of them per node",)
 
 
 def _taint_notes(found: Inventory) -> tuple[str, ...]:

@@ -267,6 +267,18 @@ class FakeHami:
         return all(_tolerated(tolerations, t) for t in spec.get("taints") or []
                    if t.get("effect") in ("NoSchedule", "NoExecute"))
 
+    def _resources_fit(self, pod: dict[str, Any], node: dict[str, Any], count: str) -> bool:
+        """kube-scheduler's NodeResourcesFit on the count resource: what the node's unfinished
+        pods ask plus this pod's must fit its allocatable, whichever device plugin set it."""
+        def asked(p: dict[str, Any]) -> int:
+            return sum(int((c.get("resources") or {}).get("limits", {}).get(count, 0))
+                       for c in p["spec"].get("containers") or [])
+        name = node["metadata"]["name"]
+        held = sum(asked(p) for p in self._objects("Pod") if p["spec"].get("nodeName") == name
+                   and p["status"].get("phase") not in ("Succeeded", "Failed"))
+        allocatable = int((node.get("status") or {}).get("allocatable", {}).get(count, 0))
+        return held + asked(pod) <= allocatable
+
     def _registered(self, node: dict[str, Any], selector: dict[str, str],
                     count: str) -> list[dict[str, Any]]:
         labels = node["metadata"].get("labels") or {}
@@ -366,7 +378,8 @@ class FakeHami:
         memory = int(limits.get(names["memory"], 0))
         cores = int(limits.get(names["cores"], 0))
         name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
-        nodes = [n for n in self._objects("Node") if self._kube_scheduler_fits(pod, n)]
+        nodes = [n for n in self._objects("Node") if self._kube_scheduler_fits(pod, n)
+                 and self._resources_fit(pod, n, names["count"])]
         failures: dict[str, list[str]] = {}
         fits: list[tuple[float, dict[str, Any], dict[str, Any]]] = []
         for node in nodes:
