@@ -278,3 +278,26 @@ def exec_plugin_missing(config: Mapping[str, Any], context: str,
     hint = " ".join(str(plugin.get("installHint") or "").split())
     return (f"exec: executable {command} not found: the kubeconfig's client-go credential plugin "
             f"is not installed, so gpulab sends no request" + (f" ({hint})" if hint else ""))
+
+
+def proxy_problem(config: Mapping[str, Any], context: str) -> str:
+    """Why the context's cluster `proxy-url` cannot be used ('' when it can, or there is none):
+    kubectl takes http, https and socks5 only (client-go tools/clientcmd/helpers.go:38-50 at
+    kubernetes-1.35.2) and refuses any other scheme before sending anything."""
+    from urllib.parse import urlsplit
+
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or ()}
+    clusters = {c.get("name"): c.get("cluster") or {} for c in config.get("clusters") or ()}
+    cluster = clusters.get((contexts.get(context) or {}).get("cluster")) or {}
+    proxy = cluster.get("proxy-url") if isinstance(cluster, dict) else None
+    if not proxy:
+        return ""
+    try:
+        parts = urlsplit(str(proxy))
+        _ = parts.port  # a port that is not a number is no URL
+    except ValueError:
+        return "proxy-url is not a URL (client-go tools/clientcmd/helpers.go:38-42)"
+    if parts.scheme not in ("http", "https", "socks5"):
+        return (f"proxy-url scheme {parts.scheme!r} is not supported: kubectl takes http, https "
+                f"or socks5 (client-go tools/clientcmd/helpers.go:44-48)")
+    return ""

@@ -43,17 +43,18 @@ def _cluster_clients(members: Sequence[ClusterAccess], *, request_timeout: float
     """(member, server, client) per cluster, closed on exit; an unusable kubeconfig is a
     UsageError before any cluster is contacted."""
     from gpulab.adapters.kube import KubeClient, RetryPolicy
-    from gpulab.cluster.kubeconfig import exec_plugin_missing
+    from gpulab.cluster.kubeconfig import exec_plugin_missing, proxy_problem
     from gpulab.errors import AdapterError
 
     clients: list[tuple[str, str, KubeClient]] = []
     try:
         for member in members:
-            missing = exec_plugin_missing(member.config, member.context)
+            missing = (proxy_problem(member.config, member.context)
+                       or exec_plugin_missing(member.config, member.context))
             if missing:  # kubectl stops here too, and nothing unauthenticated is sent
                 raise UsageError(f"{member.source.describe()}, context {member.context}: "
-                                 f"{missing}", hint="install the credential plugin the "
-                                                    "kubeconfig names (kubectl needs it too)")
+                                 f"{missing}", hint="fix the kubeconfig's user or proxy-url "
+                                                    "(kubectl fails on it too)")
             try:
                 client = KubeClient(config=member.config, context=member.context,
                                     request_timeout=request_timeout,

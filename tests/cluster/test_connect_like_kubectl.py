@@ -216,3 +216,85 @@ def test_429_without_retry_after_is_not_retried(tmp_path: Path) -> None:
         else:
             raise AssertionError("no Retry-After: the answer stands")
         assert len(seen) == 1
+
+
+# --------------------------------------------------------------------------- proxy-url socks5
+
+
+@contextlib.contextmanager
+def socks5_proxy() -> Iterator[tuple[str, list[str]]]:
+    """A SOCKS5 proxy on 127.0.0.1 (RFC 1928: no authentication, CONNECT to an IPv4 address or
+    a domain name), relaying bytes both ways; yields its URL and each CONNECT's `host:port`."""
+    import socket
+
+    asked: list[str] = []
+
+    def relay(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                b.shutdown(socket.SHUT_WR)
+
+    def handle(client: socket.socket) -> None:
+        client.settimeout(10)
+        try:
+            _ver, methods = client.recv(2)
+            client.recv(methods)
+            client.sendall(b"\x05\x00")
+            _ver, _cmd, _rsv, kind = client.recv(4)
+            if kind == 1:
+                host = socket.inet_ntoa(client.recv(4))
+            else:
+                host = client.recv(client.recv(1)[0]).decode()
+            port = int.from_bytes(client.recv(2), "big")
+            asked.append(f"{host}:{port}")
+            upstream = socket.create_connection((host, port), timeout=10)
+            client.sendall(b"\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")
+            client.settimeout(None)
+            threading.Thread(target=relay, args=(upstream, client), daemon=True).start()
+            relay(client, upstream)
+        except (OSError, ValueError):
+            client.close()
+
+    from tests.local_server import tcp_server
+
+    with tcp_server(handle) as port:
+        yield f"socks5://127.0.0.1:{port}", asked
+
+
+def test_proxy_url_socks5_reaches_the_server_through_the_proxy(tmp_path: Path) -> None:
+    """kubectl's documented bastion route (a kubeconfig cluster's `proxy-url`, client-go
+    tools/clientcmd/api/v1/types.go:81-87): kubectl and gpulab both go through the proxy, which
+    is asked for the server's own name (Go's socks5 resolves remotely: urllib3's socks5h)."""
+    with api_server([(200, {})]) as (url, seen), socks5_proxy() as (proxy, asked):
+        port = url.rsplit(":", 1)[1]
+        config = _kubeconfig(tmp_path / "k", f"https://localhost:{port}",
+                             {"token": "not-a-secret"})
+        raw = yaml.safe_load(config.read_text())
+        raw["clusters"][0]["cluster"]["proxy-url"] = proxy
+        config.write_text(yaml.safe_dump(raw))
+        kubectl = _kubectl(config, "--request-timeout", "10s")
+        assert kubectl.returncode == 0, kubectl.stderr
+        assert asked == [f"localhost:{port}"] and len(seen) == 1
+        assert _gpulab_version(config, 10) == "v1.31.4"
+        assert asked == [f"localhost:{port}"] * 2 and len(seen) == 2
+
+
+def test_a_proxy_scheme_kubectl_refuses_is_refused_in_one_line(tmp_path: Path) -> None:
+    with api_server([(200, {})]) as (url, seen):
+        config = _kubeconfig(tmp_path / "k", url, {"token": "not-a-secret"})
+        raw = yaml.safe_load(config.read_text())
+        raw["clusters"][0]["cluster"]["proxy-url"] = "socks4://127.0.0.1:1080"
+        config.write_text(yaml.safe_dump(raw))
+        kubectl = _kubectl(config, "--request-timeout", "5s")
+        assert kubectl.returncode != 0 and 'unsupported scheme "socks4"' in kubectl.stderr
+        result = CliRunner().invoke(app, ["verify", "cluster", "--kubeconfig", str(config),
+                                          "--inspect"])
+        assert seen == []
+    assert result.exit_code == 2, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert "proxy-url scheme 'socks4' is not supported" in line

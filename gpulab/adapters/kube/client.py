@@ -116,6 +116,11 @@ class KubeClient:
                 ) from err
             if host is not None:
                 self._api.configuration.host = host
+        proxy = str(self._api.configuration.proxy or "")
+        if proxy.startswith("socks5://"):
+            # kubectl's socks5 (Go's net/http) lets the proxy resolve the server's name; urllib3
+            # does that for socks5h only (socks5 resolves locally, which a bastion route may not)
+            self._api.configuration.proxy = "socks5h://" + proxy.removeprefix("socks5://")
         _no_hidden_retries(self._api)
         self._until: float | None = None  # `bounded`: every request ends by then (monotonic)
 
