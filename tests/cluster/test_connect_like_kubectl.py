@@ -84,10 +84,51 @@ def _tls() -> ssl.SSLContext:
     return tls
 
 
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+@functools.cache
+def _kubeadm_pki() -> Path:
+    """A CA, the API server's certificate and an admin client certificate signed by it, as
+    kubeadm makes them (cmd/kubeadm/app/phases/certs: `kubernetes` CA, apiserver serving cert;
+    kubeconfig phase: admin.conf's client certificate, CN kubernetes-admin, O
+    kubeadm:cluster-admins), and a client certificate from another CA."""
+    pki = Path(tempfile.mkdtemp(prefix="gpulab-pki-"))
+    for ca in ("ca", "other-ca"):
+        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                 "-keyout", str(pki / f"{ca}.key"), "-out", str(pki / f"{ca}.crt"),
+                 "-subj", "/CN=kubernetes")
+    for name, subject, ca, ext in (
+            ("apiserver", "/CN=kube-apiserver", "ca", "subjectAltName=IP:127.0.0.1"),
+            ("admin", "/O=kubeadm:cluster-admins/CN=kubernetes-admin", "ca",
+             "extendedKeyUsage=clientAuth"),
+            ("stranger", "/O=kubeadm:cluster-admins/CN=kubernetes-admin", "other-ca",
+             "extendedKeyUsage=clientAuth")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(pki / f"{name}.key"),
+                 "-out", str(pki / f"{name}.csr"), "-subj", subject)
+        (pki / f"{name}.ext").write_text(ext + "\n")
+        _openssl("x509", "-req", "-in", str(pki / f"{name}.csr"), "-CA", str(pki / f"{ca}.crt"),
+                 "-CAkey", str(pki / f"{ca}.key"), "-CAcreateserial", "-days", "1",
+                 "-extfile", str(pki / f"{name}.ext"), "-out", str(pki / f"{name}.crt"))
+    return pki
+
+
+def _mutual_tls() -> ssl.SSLContext:
+    pki = _kubeadm_pki()
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(pki / "apiserver.crt", pki / "apiserver.key")
+    tls.load_verify_locations(pki / "ca.crt")
+    tls.verify_mode = ssl.CERT_REQUIRED  # the API server's --client-ca-file
+    return tls
+
+
 @contextlib.contextmanager
-def api_server(script: list[tuple[int, dict[str, str]]]) -> Iterator[tuple[str, list[str]]]:
+def api_server(script: list[tuple[int, dict[str, str]]], prefix: str = "",
+               tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, list[str]]]:
     """Answers each request with the next (status, headers) of `script` (the last one once the
-    script is used up), a `/version` body on 200; yields its URL and the requests' paths."""
+    script is used up), a `/version` body on 200, 404 for any other path than
+    `<prefix>/version`; yields its URL (with `prefix`) and the requests' paths."""
     seen: list[str] = []
     lock = threading.Lock()
 
@@ -96,9 +137,12 @@ def api_server(script: list[tuple[int, dict[str, str]]]) -> Iterator[tuple[str, 
             with lock:
                 seen.append(self.path)
                 status, headers = script[min(len(seen), len(script)) - 1]
+                if self.path.split("?")[0] != f"{prefix}/version":
+                    status, headers = 404, {}
             body = (json.dumps(VERSION) if status == 200 else json.dumps(
                 {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
-                 "reason": "TooManyRequests", "message": "too many requests"})).encode()
+                 "reason": "TooManyRequests" if status == 429 else "NotFound",
+                 "message": "too many requests" if status == 429 else "not found"})).encode()
             self.send_response(status)
             for key, value in {"Content-Type": "application/json", **headers}.items():
                 self.send_header(key, value)
@@ -110,11 +154,11 @@ def api_server(script: list[tuple[int, dict[str, str]]]) -> Iterator[tuple[str, 
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.socket = _tls().wrap_socket(server.socket, server_side=True)
+    server.socket = (tls or _tls()).wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", seen
+        yield f"https://127.0.0.1:{server.server_address[1]}{prefix}", seen
     finally:
         server.shutdown()
         server.server_close()
@@ -298,3 +342,52 @@ def test_a_proxy_scheme_kubectl_refuses_is_refused_in_one_line(tmp_path: Path) -
     assert result.exit_code == 2, result.output
     (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
     assert "proxy-url scheme 'socks4' is not supported" in line
+
+
+def test_a_server_url_with_a_path_prefix_keeps_it(tmp_path: Path) -> None:
+    """Rancher proxies each downstream cluster under `/k8s/clusters/<id>` (its kubeconfigs name
+    `https://rancher.example.com/k8s/clusters/c-m-...`): client-go keeps the server URL's path
+    as the prefix of every request (rest/request.go:143-148), and so does gpulab."""
+    prefix = "/k8s/clusters/c-m-4x7t2bq9"
+    with api_server([(200, {})], prefix) as (url, seen):
+        config = _kubeconfig(tmp_path / "k", url, {"token": "not-a-secret"})
+        kubectl = _kubectl(config, "--request-timeout", "10s")
+        assert kubectl.returncode == 0, kubectl.stderr
+        assert _gpulab_version(config, 10) == "v1.31.4"
+    assert [p.split("?")[0] for p in seen] == [f"{prefix}/version"] * 2
+
+
+def _data(path: Path) -> str:
+    import base64
+
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+@pytest.mark.slow
+def test_kubeadm_client_certificates_authenticate_as_for_kubectl(tmp_path: Path) -> None:
+    """kubeadm's admin.conf: the CA, the client certificate and key embedded (`*-data`). The
+    server requires a client certificate from its CA: the admin's passes, one from another CA is
+    refused in the handshake, for kubectl and gpulab alike."""
+    pki = _kubeadm_pki()
+    for who, works in (("admin", True), ("stranger", False)):
+        with api_server([(200, {})], tls=_mutual_tls()) as (url, seen):
+            config = tmp_path / f"{who}.conf"
+            config.write_text(yaml.safe_dump({
+                "apiVersion": "v1", "kind": "Config", "current-context": "c",
+                "clusters": [{"name": "kubernetes", "cluster": {
+                    "server": url, "certificate-authority-data": _data(pki / "ca.crt")}}],
+                "users": [{"name": "kubernetes-admin", "user": {
+                    "client-certificate-data": _data(pki / f"{who}.crt"),
+                    "client-key-data": _data(pki / f"{who}.key")}}],
+                "contexts": [{"name": "c", "context": {"cluster": "kubernetes",
+                                                       "user": "kubernetes-admin"}}]}))
+            config.chmod(0o600)
+            kubectl = _kubectl(config, "--request-timeout", "10s")
+            assert (kubectl.returncode == 0) is works, kubectl.stderr
+            try:
+                ok = _gpulab_version(config, 10) == "v1.31.4"
+            except AdapterError as err:
+                ok = False
+                assert "\n" not in err.message and "connection failed" in err.message
+            assert ok is works, who
+            assert len(seen) == (2 if works else 0)
