@@ -120,3 +120,21 @@ def test_the_pinned_chart_renders_the_way_into_the_service_and_the_vclusters_con
     # without ours the chart's default server "" (values.yaml exportKubeConfig.server)
     assert config["exportKubeConfig"]["server"] == (export["server"] if export else "")
     assert config["experimental"]["syncSettings"]["setOwner"] is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("way", list(WAYS))
+def test_gpu_node_taints_reach_the_vclusters_config_as_enforced_tolerations(way: str) -> None:
+    """The tolerations the GPU nodes' taints need (gpulab.taints) are in the chart's closed
+    schema and in the config the vCluster reads, which adds them to every pod it syncs to the
+    host (vCluster v0.35.3 pkg/controllers/resources/pods/translate/translator.go:446-451,
+    parsed by pkg/util/toleration/toleration.go:11-62)."""
+    how, address, server, *_ = WAYS[way]
+    expose = kr.ExistingExpose(how, address, LAB, {TEAM.name: server} if server else {},
+                               ("nvidia.com/gpu=present:NoSchedule", "sku:NoSchedule"))
+    values = kr.vcluster_release(PROFILE, TEAM, expose).values
+    validate_vcluster_values(values)
+    config = _config(helm_template("vcluster", TEAM.name, TEAM.namespace, values))
+    assert config["sync"]["toHost"]["pods"]["enforceTolerations"] == [
+        "nvidia.com/gpu=present:NoSchedule", "sku:NoSchedule"]
+    assert config["sync"]["fromHost"]["nodes"]["enabled"] is True
