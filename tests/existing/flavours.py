@@ -123,6 +123,10 @@ def _taint(one: dict[str, Any]) -> None:
     one["spec"].setdefault("taints", []).append(dict(GKE_GPU_TAINT))
 
 
+def _taint_no_execute(one: dict[str, Any]) -> None:
+    one["spec"].setdefault("taints", []).append({**GKE_GPU_TAINT, "effect": "NoExecute"})
+
+
 def _mig_mixed(one: dict[str, Any]) -> None:
     """An A100 40GB node in mixed strategy: one GPU left whole, MIG devices of the others."""
     labels = one["metadata"]["labels"]
@@ -194,6 +198,11 @@ def shapes() -> list[Shape]:
               **_plugin(_edit(nodes, ("gpu-2",), _not_ready), *gpu_operator)),
         Shape("gpu-taint", "GPU nodes tainted nvidia.com/gpu=present:NoSchedule (GKE)",
               **_plugin(_edit(nodes, GPU_NODES, _taint), *gpu_operator)),
+        Shape("gpu-taint-no-execute", "GPU nodes tainted NoExecute: KAI's reservation pods, "
+              "put there by name without tolerations, would be evicted",
+              **_plugin(_edit(nodes, GPU_NODES, _taint_no_execute), *gpu_operator),
+              refused="no GPU node takes GPU-fraction pods (gpu-1, gpu-2, gpu-3: taint "
+                      "nvidia.com/gpu=present:NoExecute evicts"),
         Shape("node-port-taken", "NodePort 31443 held by a Service of another namespace",
               **_plugin(nodes, *gpu_operator, (SERVICES, taken)),
               refused="NodePort 31443 (the API of team team-nlp's vCluster) is held by "

@@ -82,11 +82,20 @@ def _fake_node_problems(facts: Any) -> list[str]:
 def _fraction_refusal(node: GpuNode) -> str:
     """Why KAI v0.16.8 places no GPU-fraction pod (the lab's) on `node` ('' : it may): not
     ready or cordoned (pkg/scheduler/scheduler_util/scheduler_utils.go:12-45, as
-    gpulab.cluster.rules.kai_not_ready reads it), or MIG-enabled with MIG strategy `single`
+    gpulab.cluster.rules.kai_not_ready reads it), tainted NoExecute (its GPU reservation pods
+    would be evicted), or MIG-enabled with MIG strategy `single`
     (only whole GPUs) or `mixed` (only MIG devices): pkg/scheduler/api/node_info/node_info.go:
     336-344 at v0.16.8."""
     if node.not_ready:
         return ", ".join(node.not_ready)
+    evicting = [f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in node.taints
+                if e == "NoExecute"]
+    if evicting:
+        # KAI's binder puts each GPU-fraction pod's reservation pod on the node by name, with
+        # no tolerations (pkg/binder/binding/resourcereservation/resource_reservation.go:
+        # 527-588 at v0.16.8): a NoExecute taint evicts it (Kubernetes taint-based eviction)
+        return (f"taint {', '.join(evicting)} evicts KAI's GPU reservation pods, which "
+                "tolerate nothing")
     if node.mig_enabled and node.mig_strategy == "single":
         return "MIG strategy single: KAI puts only whole-GPU pods there"
     if node.mig_enabled and node.mig_strategy == "mixed":
@@ -110,6 +119,9 @@ def _gpu_node_problems(nodes: tuple[GpuNode, ...]) -> list[str]:
     if any(n.mig_enabled and not n.not_ready for n in nodes):
         fixes.append("turn MIG off on a node (the GPU Operator's nvidia.com/mig.config="
                      "all-disabled)")
+    if any(e == "NoExecute" for n in nodes for _k, _v, e in n.taints):
+        fixes.append("make the GPU nodes' NoExecute taints NoSchedule (the lab's pods then "
+                     "tolerate them)")
     fixes.append("put fake GPUs on a node of yours: --fake-gpu-node NODE")
     return [f"no GPU node takes GPU-fraction pods ({listed}): {'; or '.join(fixes)}"]
 
