@@ -132,18 +132,20 @@ def _runtime_class_problems(facts: Any, kai: KaiFound | None) -> list[str]:
     (existing.fraction_runtime_class); a KAI found installed is not changed, so its class must
     exist. Unread RuntimeClasses are unknown, not absent: refused."""
     classes = facts.runtime_classes
-    fake = bool(facts.fake_nodes)
+    needed = kai.runtime_class if kai is not None else None  # None: gpulab chooses
+    if kai is not None and not needed:
+        return []  # the KAI found sets none
+    if facts.fake_nodes and needed in (None, "nvidia"):
+        return []  # fake-gpu-operator's chart creates RuntimeClass nvidia
     if classes is None:
-        return [f"whether RuntimeClass nvidia exists is unknown, because "
+        return [f"whether RuntimeClass {needed or 'nvidia'} exists is unknown, because "
                 f"{facts.runtime_classes_why} (KAI sets a RuntimeClass on every GPU-fraction "
                 "pod): allow list on runtimeclasses.node.k8s.io"]
-    names = {name for name, _handler in classes}
-    if kai is not None and kai.runtime_class and kai.runtime_class not in names and not (
-            fake and kai.runtime_class == "nvidia"):
-        return [f"KAI Scheduler in {kai.namespace} sets RuntimeClass {kai.runtime_class} on "
+    if kai is not None and needed not in {name for name, _handler in classes}:
+        return [f"KAI Scheduler in {kai.namespace} sets RuntimeClass {needed} on "
                 "GPU-fraction pods (Config kai-config spec.admission.gpuFractionRuntimeClassName) "
                 "and the cluster has no such RuntimeClass: the API server would refuse each "
-                f"pod; create RuntimeClass {kai.runtime_class}, or helm upgrade KAI with "
+                f"pod; create RuntimeClass {needed}, or helm upgrade KAI with "
                 "--set-string admission.gpuFractionRuntimeClassName= yourself"]
     return []
 
