@@ -14,6 +14,16 @@ for a cordon (`node.kubernetes.io/not-ready`, `unreachable`, `unschedulable`, `*
 `node.cloudprovider.kubernetes.io/uninitialized`: tolerating them would place pods on nodes
 that cannot run them, which is what those taints are for.
 
+Two policies, one per use. A lab on a cluster the user brings (`blocking_taints`) tolerates
+every such taint its GPU nodes carry: the user chose those nodes for the lab. `gpulab verify
+--kubeconfig` (`gpu_taints`, `tolerations_for`) tolerates only the taints keyed by a GPU
+resource name, as Kubernetes' ExtendedResourceToleration admission plugin would add them
+(kubernetes plugin/pkg/admission/extendedresourcetoleration/admission.go:54-97, read at
+143ac994 as the source index stores it): whether an API server runs that plugin is not visible
+through the API, so its probes carry those tolerations themselves; any other taint on a GPU
+node (a dedicated team, maintenance) is the cluster's choice and stays a reason the node cannot
+be used.
+
 Used by the vcluster-kai stack (each vCluster's `sync.toHost.pods.enforceTolerations`, so the
 pods it syncs, the lab's verify probes among them, tolerate what the GPU nodes carry) and open
 to `gpulab verify --kubeconfig`'s probes.
@@ -21,19 +31,17 @@ to `gpulab verify --kubeconfig`'s probes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
-
-__all__ = ["SYSTEM_PREFIXES", "Taint", "blocking_taints", "toleration", "union",
-           "vcluster_toleration"]
+__all__ = ["SCHEDULING_EFFECTS", "SYSTEM_PREFIXES", "Taint", "blocking_taints", "gpu_taints",
+           "taint_text", "toleration", "tolerations_for", "union", "vcluster_toleration"]
 
 Taint = tuple[str, str, str]  # (key, value, effect); value "" when the taint has none
 
 # the node lifecycle controller's and the cloud node controller's own taints (see above)
 SYSTEM_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
-_EFFECTS = ("NoSchedule", "NoExecute")
+SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")  # what keeps a pod off (PreferNoSchedule scores)
 
 
 def blocking_taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
@@ -41,7 +49,7 @@ def blocking_taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
     for the system's own (SYSTEM_PREFIXES), in the node's order, each once."""
     out: list[Taint] = []
     for taint in (node.get("spec") or {}).get("taints") or ():
-        if not isinstance(taint, dict) or taint.get("effect") not in _EFFECTS:
+        if not isinstance(taint, dict) or taint.get("effect") not in SCHEDULING_EFFECTS:
             continue
         key = str(taint.get("key") or "")
         if not key or key.startswith(SYSTEM_PREFIXES):
@@ -74,3 +82,29 @@ def union(groups: Iterable[Iterable[Taint]]) -> tuple[Taint, ...]:
     for group in groups:
         out += [t for t in group if t not in out]
     return tuple(out)
+
+def gpu_taints(node: Mapping[str, Any], is_gpu_resource: Callable[[str], bool]
+               ) -> list[dict[str, str]]:
+    """The node's NoSchedule/NoExecute taints whose key is a GPU resource name."""
+    out = []
+    for taint in (node.get("spec") or {}).get("taints") or ():
+        if not isinstance(taint, Mapping) or taint.get("effect") not in SCHEDULING_EFFECTS:
+            continue
+        key = str(taint.get("key") or "")
+        if key and is_gpu_resource(key):
+            out.append({"key": key, "value": str(taint.get("value") or ""),
+                        "effect": str(taint["effect"])})
+    return out
+
+
+def tolerations_for(taints: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
+    """One toleration per (key, effect) of `taints`, as ExtendedResourceToleration writes it
+    (operator Exists: any value), sorted."""
+    keys = sorted({(str(t["key"]), str(t["effect"])) for t in taints})
+    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in keys]
+
+
+def taint_text(taint: Mapping[str, str]) -> str:
+    """`key=value:Effect` as kubectl writes a taint (`key:Effect` without a value)."""
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint.get('key')}{value}:{taint.get('effect')}"

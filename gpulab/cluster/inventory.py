@@ -48,7 +48,7 @@ from gpulab.cluster.accounting import (
 from gpulab.cluster.accounting import quantity as _quantity
 from gpulab.cluster.hami_config import DEFAULT_GPU_POLICY, go_bool
 from gpulab.cluster.observe import UNANSWERED
-from gpulab.gpu_taints import gpu_taints, taint_text, tolerations_for
+from gpulab.taints import gpu_taints, taint_text, tolerations_for
 from gpulab.verify import objects as o
 from gpulab.verify.hami import (
     CORDON_ANNOTATION,

@@ -93,7 +93,7 @@ class VerifyPlan:
     pods: tuple[PlannedPod, ...] = ()
     # hami: the labels, annotations and schedulerName HAMi as configured needs
     shape: PodShape = field(default_factory=PodShape)
-    tolerations: tuple[dict[str, str], ...] = ()  # the GPU nodes' GPU taints (gpulab.gpu_taints)
+    tolerations: tuple[dict[str, str], ...] = ()  # the GPU nodes' GPU taints (gpulab.taints)
     refusals: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpulab.cli import app
-from gpulab.gpu_taints import gpu_taints, taint_text, tolerations_for
+from gpulab.taints import gpu_taints, taint_text, tolerations_for
 from tests.cluster import builders as b
 from tests.cluster import upstream as up
 from tests.cluster.test_eligibility import HAMI_PASS, KAI_PASS, RUN, SERVER, _run
