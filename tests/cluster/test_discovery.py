@@ -737,14 +737,22 @@ def test_the_last_scheduler_name_flag_wins_in_either_form() -> None:
     assert _found(api).hami_scheduler_name == "hami-two"
 
 
-def test_a_node_label_selector_with_spaces_and_no_value_is_read_as_hami_reads_it() -> None:
+def test_a_node_label_selector_is_read_as_hami_reads_it() -> None:
+    """pflag keeps the blanks (string_to_string.go:44, nothing trimmed), adds a repeated flag's
+    pairs (:50-56) and refuses a value with a pair without `=` (:45-46; tests/cluster/
+    test_rules.py has the cases)."""
     api = _hami_api()
     command = _scheduler(api)["spec"]["template"]["spec"]["containers"][1]["command"]
-    command.append("--node-label-selector=gpu = on, zone=a,junk")
     api.objects[("Node", "", "gpu-a")]["metadata"]["labels"].update(gpu="on", zone="a")
+    command.append("--node-label-selector=gpu=on,zone=a")
+    command.append("--node-label-selector=x,junk")
     found = _found(api)
     assert found.hami_node_selector == {"gpu": "on", "zone": "a"}
     assert found.gpu_nodes[0].hami_unseen == ""
+    command[-2:] = ["--node-label-selector=gpu=on", "--node-label-selector= zone=a"]
+    found = _found(api)
+    assert found.hami_node_selector == {"gpu": "on", " zone": "a"}
+    assert found.gpu_nodes[0].hami_unseen.startswith("not selected by hami-scheduler's")
 
 
 def test_a_mig_resource_counts_only_with_devices_advertised() -> None:
