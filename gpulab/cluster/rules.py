@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gpulab import nesting
 from gpulab.verify import objects as o
 from gpulab.verify.hami import HamiResources
 
@@ -186,8 +187,8 @@ def device_config_resources(text: str | None) -> HamiResources | None:
     484-496: an absent key is empty, so HAMi counts nothing under it); None when the text is not
     YAML HAMi could read (its scheduler would not start: config.go:287-290)."""
     try:
-        data = yaml.safe_load(text or "")
-    except yaml.YAMLError:
+        data = nesting.yaml_load(text or "")
+    except (yaml.YAMLError, ValueError):
         return None
     if not isinstance(data, dict):
         return None

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from gpulab.cluster.rules import flag_values, handshake_expired, label_selector, tolerates
+from gpulab.cluster.rules import (
+    device_config_resources,
+    flag_values,
+    handshake_expired,
+    label_selector,
+    tolerates,
+)
 
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
 
@@ -109,3 +115,13 @@ NOW = datetime(2026, 12, 1, 10, 5, tzinfo=timezone.utc)
 def test_a_handshake_is_cut_where_hami_cuts_it(handshake: str, expired: bool) -> None:
     assert handshake_expired(handshake, 0, NOW) is expired
     assert handshake_expired(handshake, 1, NOW) is False  # allocatable still there (:591-595)
+
+
+def test_a_device_config_that_is_no_mapping_names_no_resources() -> None:
+    """The rule two equivalents of tests/mutation_equivalent.toml rely on (an empty text and a
+    plain word read alike): neither is a mapping, so no resource names (the chart's defaults are
+    used); nor is a config nested too deep to read."""
+    assert device_config_resources("") is None
+    assert device_config_resources("XXXX") is None
+    assert device_config_resources("nvidia: " + "[" * 5000 + "]" * 5000) is None
+    assert device_config_resources("nvidia:\n  resourceCountName: a/b\n") is not None

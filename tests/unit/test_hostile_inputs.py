@@ -1,0 +1,148 @@
+"""Hostile inputs beyond profiles (issue #33), each through the CLI: documents nested thousands
+deep (a recording, a kubeconfig, an API server's answer). Each is refused in one line on stderr
+that names the file, with a stable exit code (2 for a bad argument, 4 for the host), no
+traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from gpulab import nesting
+from gpulab.cli import app
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+runner = CliRunner()
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
+DEEP = 5000  # far past MAX_DEPTH and Python's recursion limit
+
+
+def _deep_json(depth: int, inner: str = "[]") -> str:
+    return '{"a": ' * (depth // 2) + "[" * (depth - depth // 2 - 1) + inner + \
+        "]" * (depth - depth // 2 - 1) + "}" * (depth // 2)
+
+
+def _one_error_line(result: Any, *words: str) -> str:
+    """The one `error:` line on stderr; no traceback anywhere."""
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "RecursionError" not in output, output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- nesting
+
+
+@settings(max_examples=40, deadline=None)
+@given(depth=st.integers(min_value=1, max_value=3 * nesting.MAX_DEPTH),
+       kinds=st.lists(st.sampled_from("[{"), min_size=1, max_size=8))
+def test_json_is_read_up_to_the_limit_and_refused_past_it(depth: int, kinds: list[str]) -> None:
+    opening = "".join(kinds[i % len(kinds)] if kinds[i % len(kinds)] == "[" else '{"k": '
+                      for i in range(depth))
+    closing = "".join("]" if kinds[i % len(kinds)] == "[" else "}"
+                      for i in reversed(range(depth)))
+    text = opening + "0" + closing
+    if depth <= nesting.MAX_DEPTH:
+        assert json.loads(text) == nesting.json_loads(text)
+    else:
+        with pytest.raises(nesting.TooDeep, match=f"nested deeper than {nesting.MAX_DEPTH}"):
+            nesting.json_loads(text)
+
+
+@pytest.mark.parametrize("depth", [nesting.MAX_DEPTH, nesting.MAX_DEPTH + 1, DEEP])
+def test_yaml_is_read_up_to_the_limit_and_refused_past_it(depth: int) -> None:
+    text = "a: " + "[" * (depth - 1) + "]" * (depth - 1)
+    if depth <= nesting.MAX_DEPTH:
+        assert nesting.yaml_load(text) == yaml.safe_load(text)
+    else:
+        with pytest.raises(nesting.TooDeep):
+            nesting.yaml_load(text)
+
+
+def test_an_alias_chain_that_builds_deep_is_refused() -> None:
+    """Each anchor one level deeper than the last: the text is two levels deep, what it builds
+    is not."""
+    text = "\n".join(["- &a0 [0]", *(f"- &a{i} [*a{i - 1}]"
+                                      for i in range(1, nesting.MAX_DEPTH + 5))])
+    with pytest.raises(nesting.TooDeep):
+        nesting.yaml_load(text)
+
+
+@pytest.mark.parametrize("member", ["manifest.json", "state-tenant-a.json"])
+def test_a_recording_nested_too_deep_is_one_line_exit_2(tmp_path: Path, member: str) -> None:
+    recording = tmp_path / "rec"
+    shutil.copytree(RECORDINGS / "writeup-healthy", recording)
+    path = recording / member
+    original = path.read_text(encoding="utf-8").rstrip()
+    assert original.endswith("}")
+    path.write_text(original[:-1] + f', "deep": {_deep_json(DEEP)}}}', encoding="utf-8")
+    result = runner.invoke(app, ["verify", "replay", str(recording)])
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, str(path), "nested deeper than 200 levels")
+
+
+def test_a_kubeconfig_nested_too_deep_is_one_line_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "deep.yaml"
+    config.write_text("apiVersion: v1\nkind: Config\nclusters: " + "[" * DEEP + "]" * DEEP,
+                      encoding="utf-8")
+    result = runner.invoke(app, ["verify", "cluster", "--kubeconfig", str(config), "--inspect"])
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, str(config), "nested deeper than 200 levels")
+
+
+class _DeepAnswers(BaseHTTPRequestHandler):
+    """An API server whose every answer is JSON nested DEEP levels."""
+
+    def do_GET(self) -> None:
+        body = _deep_json(DEEP).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def deep_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _DeepAnswers)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_api_answer_nested_too_deep_is_one_line_exit_4(tmp_path: Path,
+                                                           deep_server: str) -> None:
+    config = tmp_path / "k.yaml"
+    config.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "deep",
+        "clusters": [{"name": "c", "cluster": {"server": deep_server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "deep", "context": {"cluster": "c", "user": "u"}}]}),
+        encoding="utf-8")
+    result = runner.invoke(app, ["verify", "cluster", "--kubeconfig", str(config), "--inspect",
+                                 "--request-timeout", "5s"])
+    assert result.exit_code == 4, result.output
+    _one_error_line(result, deep_server, "nested deeper than 200 levels")
+    assert result.stdout == ""
