@@ -1,10 +1,12 @@
 """Hostile inputs beyond profiles (issue #33), each through the CLI: documents nested thousands
-deep (a recording, a kubeconfig, an API server's answer). Each is refused in one line on stderr
-that names the file, with a stable exit code (2 for a bad argument, 4 for the host), no
-traceback."""
+deep (a recording, a kubeconfig, an API server's answer), output paths gpulab cannot write
+(`--junit`, `--record`, `logs FOLDER`, GPULAB_HOME). Each is refused in one line on stderr that
+names the file, with a stable exit code (2 for a bad argument, 4 for the host), no traceback,
+before any work."""
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import threading
@@ -146,3 +148,90 @@ def test_an_api_answer_nested_too_deep_is_one_line_exit_4(tmp_path: Path,
     assert result.exit_code == 4, result.output
     _one_error_line(result, deep_server, "nested deeper than 200 levels")
     assert result.stdout == ""
+
+
+# --------------------------------------------------------------------------- output paths
+
+
+def _replay(*args: str) -> Any:
+    return runner.invoke(app, ["verify", "replay", str(RECORDINGS / "writeup-healthy"), *args])
+
+
+def test_junit_naming_a_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    result = _replay("--junit", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, f"--junit {tmp_path} is a folder")
+    assert "TC-01" not in result.stdout  # refused before anything was judged
+
+
+def test_junit_under_a_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    result = _replay("--junit", str(tmp_path / "file" / "v.xml"))
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, f"{tmp_path / 'file'} is a file, not a folder")
+
+
+def test_junit_in_a_folder_to_make_is_written(tmp_path: Path) -> None:
+    result = _replay("--junit", str(tmp_path / "new" / "v.xml"))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "new" / "v.xml").read_text(encoding="utf-8").startswith("<?xml")
+
+
+def test_junit_where_gpulab_may_not_write_is_refused(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """root writes anywhere whatever the modes: the refusal os.access gives anyone else is
+    stood in for."""
+    import gpulab.paths
+
+    real = gpulab.paths.os.access
+    monkeypatch.setattr(gpulab.paths.os, "access",
+                        lambda p, mode: False if Path(p) == tmp_path else real(p, mode))
+    result = _replay("--junit", str(tmp_path / "v.xml"))
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, f"{tmp_path} is not writable")
+
+
+def test_record_naming_a_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    result = runner.invoke(app, ["verify", "cluster", "--kubeconfig", str(tmp_path / "none"),
+                                 "--record", str(tmp_path / "file")])
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, f"--record {tmp_path / 'file'} is a file, not a folder")
+
+
+def test_logs_into_a_file_is_refused_before_collecting(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    result = runner.invoke(app, ["logs", str(tmp_path / "file"), "--name", "nosuchlab"])
+    assert result.exit_code == 2, result.output
+    _one_error_line(result, f"FOLDER {tmp_path / 'file'} is a file, not a folder")
+
+
+def test_gpulab_home_that_is_a_file_is_a_host_problem_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("GPULAB_HOME", str(home))
+    result = runner.invoke(app, ["down", "--name", "blind"])
+    assert result.exit_code == 4, result.output
+    _one_error_line(result, f"cannot write the lab folder {home / 'labs' / 'blind'}",
+                    "Not a directory", f"GPULAB_HOME={home}")
+    assert home.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_gpulab_home_that_is_read_only_is_a_host_problem_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """root writes anywhere whatever the modes: the kernel's EACCES is stood in for."""
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("GPULAB_HOME", str(home))
+
+    def refused(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    result = runner.invoke(app, ["down", "--name", "blind"])
+    assert result.exit_code == 4, result.output
+    _one_error_line(result, f"cannot write the lab folder {home / 'labs' / 'blind'}",
+                    "Permission denied")
+    assert not any(home.iterdir())
