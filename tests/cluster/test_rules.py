@@ -111,6 +111,10 @@ NOW = datetime(2026, 12, 1, 10, 5, tzinfo=timezone.utc)
     ("Requesting_x_2026-12-01 10:00:00", False),
     ("Deleted_Requesting_2026-12-01 10:00:00", False),
     ("Requesting", False),                       # no `_` (:580-582)
+    # time.DateTime's two-digit fields take two digits (Go time/format.go, getnum with
+    # fixed=true), where Python's strptime would take one: unparsable, healthy (:583-586)
+    ("Requesting_2026-12-1 10:00:00", False),
+    ("Requesting_2026-12-01 10:00:00 extra", False),
 ])
 def test_a_handshake_is_cut_where_hami_cuts_it(handshake: str, expired: bool) -> None:
     assert handshake_expired(handshake, 0, NOW) is expired
