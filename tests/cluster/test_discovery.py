@@ -837,3 +837,21 @@ def test_kai_known_by_its_queues_alone_is_kai_without_a_scheduler() -> None:
     assert not found.kai_scheduler.found and not found.kai_operator and found.queues
     assert found.has_kai
     assert _refusal(api).startswith("KAI's scheduler is not serving (no Deployment ")
+
+
+def test_rules_that_equivalent_mutants_rely_on() -> None:
+    """What tests/mutation_equivalent.toml's reasons for inventory.py take as given, kept by
+    other code: an observed pod always has a namespace key (`_label`), UNANSWERED holds no " ("
+    or ": " (`why_unread`), and a handshake without "Requesting" never expires
+    (`_hami_unseen`'s default)."""
+    from datetime import datetime, timezone
+
+    from gpulab.cluster.observe import summarize_pod
+    from gpulab.cluster.rules import handshake_expired
+
+    assert summarize_pod({"metadata": {"name": "p"}})["metadata"]["namespace"] == ""
+    assert summarize_pod({})["metadata"] == {"name": "", "namespace": "", "uid": "",
+                                             "labels": {}, "annotations": {}}
+    assert " (" not in UNANSWERED and ": " not in UNANSWERED
+    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    assert not handshake_expired("", 0, now) and not handshake_expired("XXXX", 0, now)
