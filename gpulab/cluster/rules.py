@@ -142,12 +142,14 @@ def label_selector(values: Sequence[str]) -> dict[str, str]:
     CSV record (:33-39, quotes keep a comma in a field); each pair is cut at its first `=`
     (:44, SplitN 2), nothing is trimmed, a later key wins, and a repeated flag adds its pairs
     to the earlier ones (:50-56). A value pflag refuses (no `=` at all :29-30, a pair without
-    one :45-46, bad CSV :37-38) stops the scheduler from starting; it adds no pair here."""
+    one :45-46, bad CSV :37-38) stops the scheduler from starting; it adds no pair here.
+    Python's strict CSV reader refuses what Go's encoding/csv refuses but a bare `"` inside an
+    unquoted field: such a pair is read, and matches no node (no label holds a `"`)."""
     out: dict[str, str] = {}
     for value in values:
         count = value.count("=")
         try:
-            pairs = [value.strip('"')] if count == 1 else next(csv.reader([value]), [])
+            pairs = [value.strip('"')] if count == 1 else next(csv.reader([value], strict=True))
         except csv.Error:
             continue
         cut = [pair.partition("=") for pair in pairs]

@@ -76,10 +76,14 @@ SELECTORS: list[tuple[list[str], dict[str, str]]] = [
     # nothing is trimmed (a CSV field keeps its blanks; only `"` around a single pair goes)
     (["gpu = on, zone=a"], {"gpu ": " on", " zone": "a"}),
     (['"gpu=on"'], {"gpu": "on"}),
+    (['"X=1X"'], {"X": "1X"}),  # strings.Trim(val, `"`): quotes only
     # refused by Set (:29-30, :45-46): the scheduler does not start, no pair is read
     (["gpu"], {}),
     (["gpu=on,zone=a,junk"], {}),
     (["gpu=on", "junk"], {"gpu": "on"}),
+    # CSV that encoding/csv refuses (a quoted field with more after it, :36-38): that value
+    # adds nothing, the next one still does
+    (['"a=1"x,b=2', "c=3"], {"c": "3"}),
     ([], {}),
 ]
 
