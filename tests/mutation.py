@@ -56,6 +56,7 @@ WORK = ROOT / ".nox" / "mutation" / "work"
 MODULES: dict[str, tuple[str, ...]] = {
     "gpulab/netcalc.py": ("tests/unit/test_netcalc.py", "tests/unit/test_render.py",
                           "tests/unit/test_doctor.py"),
+    "gpulab/nesting.py": ("tests/unit/test_hostile_inputs.py",),
     "gpulab/profile/safe_yaml.py": ("tests/unit/test_safe_yaml.py",
                                     "tests/unit/test_hostile_profiles.py",
                                     "tests/unit/test_profile.py"),

@@ -66,6 +66,25 @@ def test_json_is_read_up_to_the_limit_and_refused_past_it(depth: int, kinds: lis
             nesting.json_loads(text)
 
 
+@pytest.mark.parametrize("depth", [1, nesting.MAX_DEPTH, nesting.MAX_DEPTH + 1])
+@pytest.mark.parametrize("kind", ["[", "{"])
+def test_json_at_the_limit_is_read_and_one_level_more_is_not(depth: int, kind: str) -> None:
+    text = ('{"k": ' * depth + "0" + "}" * depth if kind == "{"
+            else "[" * depth + "0" + "]" * depth)
+    if depth <= nesting.MAX_DEPTH:
+        assert nesting.json_loads(text.encode()) == json.loads(text)
+    else:
+        with pytest.raises(nesting.TooDeep):
+            nesting.json_loads(text)
+    assert nesting.json_loads("0") == 0  # a scalar is no level
+
+
+def test_json_options_are_passed_to_the_decoder() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        nesting.json_loads("[NaN]", parse_constant=lambda name: (_ for _ in ()).throw(
+            ValueError(name)))
+
+
 @pytest.mark.parametrize("depth", [nesting.MAX_DEPTH, nesting.MAX_DEPTH + 1, DEEP])
 def test_yaml_is_read_up_to_the_limit_and_refused_past_it(depth: int) -> None:
     text = "a: " + "[" * (depth - 1) + "]" * (depth - 1)
