@@ -95,6 +95,23 @@ def test_yaml_is_read_up_to_the_limit_and_refused_past_it(depth: int) -> None:
             nesting.yaml_load(text)
 
 
+def test_closed_siblings_do_not_count_and_do_not_hide_what_follows() -> None:
+    """Depth is how deep a value is, not how many containers came before it (YAML events); and a
+    scalar met on the walk does not end it (JSON)."""
+    siblings = "[" + ", ".join(["[0]"] * (2 * nesting.MAX_DEPTH)) + "]"
+    assert len(nesting.yaml_load(siblings)) == 2 * nesting.MAX_DEPTH
+    # many closed siblings, then a value deep enough to exhaust PyYAML's recursive composer
+    # (600 levels) had closing counted twice: refused before composing, not a RecursionError
+    deep = "[" * 600 + "]" * 600
+    # what a count short by MAX_DEPTH - 1 could let through, PyYAML still composes
+    assert yaml.safe_load("[" * (2 * nesting.MAX_DEPTH - 1) + "]" * (2 * nesting.MAX_DEPTH - 1))
+    with pytest.raises(nesting.TooDeep):
+        nesting.yaml_load("[" + "[0], " * 600 + deep + "]")
+    deep = "[" * (nesting.MAX_DEPTH + 50) + "]" * (nesting.MAX_DEPTH + 50)
+    with pytest.raises(nesting.TooDeep):
+        nesting.json_loads(f"[{deep}, 0]")
+
+
 def test_an_alias_chain_that_builds_deep_is_refused() -> None:
     """Each anchor one level deeper than the last: the text is two levels deep, what it builds
     is not."""
