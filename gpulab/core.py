@@ -13,6 +13,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from gpulab import nesting
 from gpulab.errors import GpulabError, HostError, UsageError
 from gpulab.providers.base import HostTools, Teardown
 from gpulab.usecases.anycluster import (
@@ -251,12 +252,11 @@ def record_timings(lab: str, result: RunResult) -> None:
 
 def recorded_timings(lab: str) -> list[dict[str, Any]]:
     """The step timings `up` recorded for the lab (oldest layout first), or []."""
-    import json
 
     from gpulab.paths import lab_dir
 
     try:
-        data = json.loads((lab_dir(lab) / TIMINGS_RECORD).read_text(encoding="utf-8"))
+        data = nesting.json_loads((lab_dir(lab) / TIMINGS_RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     return [d for d in data if isinstance(d, dict) and "step" in d] if isinstance(data, list) \

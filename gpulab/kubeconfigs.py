@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from gpulab import nesting
 from gpulab.errors import UsageError
 from gpulab.paths import write_secret
 
@@ -80,8 +81,8 @@ def remove(target: dict[str, Any], names: set[str]) -> tuple[dict[str, Any], lis
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (OSError, yaml.YAMLError) as err:
+        data = nesting.yaml_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError, yaml.YAMLError) as err:
         raise UsageError(f"cannot read kubeconfig {path}: {err}",
                          hint="fix or move the file, then retry") from None
     if data is None:

@@ -22,6 +22,7 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from gpulab import nesting
 from gpulab.paths import lab_dir
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def _locked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
 def _raw(lab: str) -> dict[str, Any]:
     try:
-        data = json.loads((lab_dir(lab) / RECORD).read_text(encoding="utf-8"))
+        data = nesting.json_loads((lab_dir(lab) / RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -213,8 +214,8 @@ def _merged_before(lab: str, members: list[str]) -> list[dict[str, str]]:
 
     target = kubeconfigs.user_kubeconfig()
     try:
-        config = yaml.safe_load(target.read_text(encoding="utf-8")) if target.is_file() else {}
-    except (OSError, yaml.YAMLError):
+        config = nesting.yaml_load(target.read_text(encoding="utf-8")) if target.is_file() else {}
+    except (OSError, ValueError, yaml.YAMLError):
         return []
     names = {kubeconfigs.context_name(lab, m) for m in members}
     present = [str(c.get("name")) for c in (config or {}).get("contexts") or []

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from gpulab.errors import BusyError, GpulabError
+from gpulab.paths import unwritable_labs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -108,11 +109,13 @@ def _acquire(lab: str, folder: Path) -> int:
     command holds it."""
     path = folder / LOCK_FILE
     for _ in range(_ATTEMPTS):
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:  # O_CLOEXEC: the tools gpulab runs (kind, helm) never hold the lab's lock
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:  # a releasing holder removed the folder meanwhile
             continue
+        except OSError as err:  # GPULAB_HOME a file, read-only, ...: before any work
+            raise unwritable_labs(folder, err) from None
         try:
             taken = _try_lock(fd, path)
             if taken and _still_at(fd, path):

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from platformdirs import user_cache_path, user_data_path
 
-__all__ = ["HELM_POST_RENDER", "cache_dir", "lab_dir", "labs_root", "write_secret"]
+from gpulab.errors import HostError, UsageError
+
+__all__ = ["HELM_POST_RENDER", "cache_dir", "check_output_file", "check_output_folder",
+           "lab_dir", "labs_root", "unwritable_labs", "write_secret"]
 
 ENV_HOME = "GPULAB_HOME"
 # In a lab's folder: the Helm post-renderer that labels what charts create for the lab
@@ -43,3 +46,51 @@ def write_secret(path: Path, data: bytes) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def unwritable_labs(folder: Path, error: OSError) -> HostError:
+    """A lab's folder that cannot be made or written (GPULAB_HOME a file, read-only, ...): a
+    host problem, naming the folder and where it comes from."""
+    home = os.environ.get(ENV_HOME)
+    where = f"GPULAB_HOME={home}" if home else "the XDG data dir"
+    return HostError(f"cannot write the lab folder {folder}: {error.strerror or error}",
+                     hint=f"labs live under {where}: set GPULAB_HOME to a writable folder")
+
+
+def _nearest(path: Path) -> Path:
+    """`path`, or its closest ancestor that exists."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_output_file(path: Path | None, flag: str) -> None:
+    """Refuse (UsageError, before any work) a file gpulab is asked to write and could not: a
+    folder, under a file, or where it may not write. Missing folders above it are made."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder", hint=f"give a file path, such as "
+                                                           f"{path / 'verify.xml'}")
+    _check_writable(path, flag)
+
+
+def check_output_folder(path: Path | None, flag: str) -> None:
+    """Refuse (UsageError, before any work) a folder gpulab is asked to write into and could
+    not: an existing file, under a file, or where it may not write."""
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a folder",
+                         hint="give a folder path; it is made if missing")
+    _check_writable(path, flag)
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    existing = _nearest(path)
+    if existing != path and not existing.is_dir():
+        raise UsageError(f"{flag} {path}: {existing} is a file, not a folder",
+                         hint="give a path under a folder")
+    if not os.access(existing, os.W_OK):
+        raise UsageError(f"{flag} {path}: {existing} is not writable",
+                         hint="give a path where you may write")

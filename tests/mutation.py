@@ -4,6 +4,7 @@
     nox -s mutation -- gpulab/netcalc.py     one module (a path or a glob of MODULES)
     nox -s mutation -- --changed [REF]       the modules `git diff REF` touches (default HEAD)
     nox -s mutation -- MODULE --from-last-run   the report again, from the last run's verdicts
+    nox -s mutation -- MODULE --hand         only the module's hand mutants (see below)
 
 Each module runs alone, in a copy of the work tree (`.nox/mutation/work/<module>`, where
 `mutmut browse` can be run afterwards), with only the tests listed for it: mutmut changes one
@@ -16,6 +17,11 @@ module the first recorded score (`before`), the latest one, each surviving mutan
 reason it is equivalent (tests/mutation_equivalent.toml, keyed by module, function and the
 changed line, not mutmut's numbering) or `no test kills it`, and each mutant that survived once
 with the test that kills it now (tests/mutation_kills.py records it).
+
+mutmut 3 mutates the bodies of functions and methods only: never a `@property` body, a class
+attribute or module-level code. The hand mutants of tests/mutation_hand.toml stand for those:
+each one replaces one line of a module (the same kind of change mutmut makes) in a copy, runs the
+module's tests with `-x`, and is reported with the test that killed it, or as surviving.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "dev" / "mutation-report.md"
 DATA = ROOT / "docs" / "dev" / "mutation-report.json"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalent.toml"
+HAND = ROOT / "tests" / "mutation_hand.toml"
 WORK = ROOT / ".nox" / "mutation" / "work"
 
 # The pure-logic modules (a glob stands for each file it matches), each with the tests that
@@ -49,6 +56,7 @@ WORK = ROOT / ".nox" / "mutation" / "work"
 MODULES: dict[str, tuple[str, ...]] = {
     "gpulab/netcalc.py": ("tests/unit/test_netcalc.py", "tests/unit/test_render.py",
                           "tests/unit/test_doctor.py"),
+    "gpulab/nesting.py": ("tests/unit/test_hostile_inputs.py",),
     "gpulab/profile/safe_yaml.py": ("tests/unit/test_safe_yaml.py",
                                     "tests/unit/test_hostile_profiles.py",
                                     "tests/unit/test_profile.py"),
@@ -98,7 +106,8 @@ MODULES: dict[str, tuple[str, ...]] = {
 # Never in a mutation run: they need Docker, build wheels or a real lab.
 MARKERS = "not docker and not install and not e2e"
 # Mutants whose tests run longer than (their usual time + CONSTANT) x MULTIPLIER x 2 CPU seconds
-# count as killed (timeout).
+# count as killed (timeout): the mutant made the tests hang or crawl (a loop that never ends, a
+# deadline or a retry count changed). No assertion failed, so the report counts them apart.
 TIMEOUT_MULTIPLIER = 5.0
 TIMEOUT_CONSTANT = 2.0
 
@@ -171,10 +180,13 @@ class Equivalent:
 
 def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
     """tests/mutation_equivalent.toml: `[[equivalent]]` tables with module, function, before,
-    after (the changed lines, stripped) and reason."""
+    after (the changed lines, stripped), reason and, optionally, `pinned_by`: the test that
+    keeps true the rule the reason relies on (kept by other code than the mutated line)."""
     data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     return [Equivalent(e["module"], e["function"], _norm(e["before"]), _norm(e["after"]),
-                       " ".join(e["reason"].split())) for e in data.get("equivalent", [])]
+                       " ".join(e["reason"].split())
+                       + (f" (rule pinned by `{e['pinned_by']}`)" if e.get("pinned_by") else ""))
+            for e in data.get("equivalent", [])]
 
 
 def _norm(lines: str) -> str:
@@ -232,6 +244,10 @@ class Run:
     @property
     def killed(self) -> int:
         return sum(m.status in KILLED for m in self.counted)
+
+    @property
+    def timeouts(self) -> int:
+        return sum(m.status == "timeout" for m in self.counted)
 
     @property
     def survivors(self) -> list[Mutant]:
@@ -364,7 +380,7 @@ def record(data: dict[str, Any], run: Run, equivalents: list[Equivalent]) -> dic
     mine = {e.key: e.reason for e in equivalents if e.module == run.module}
     stamp = run.stamp or {**_stamp(), "working_tree": bool(
         _git("status", "--porcelain", "--", run.module).strip())}
-    score = {**stamp, "killed": run.killed, "total": len(run.counted)}
+    score = {**stamp, "killed": run.killed, "total": len(run.counted), "timeouts": run.timeouts}
     entry.setdefault("before", score)
     survivors = []
     for m in run.survivors:
@@ -385,6 +401,91 @@ def record(data: dict[str, Any], run: Run, equivalents: list[Equivalent]) -> dic
                     "survivors": survivors, "killed_former": killed_now,
                     "deselected": run.deselected}
     return entry
+
+
+@dataclass(frozen=True)
+class Hand:
+    """A hand mutant (tests/mutation_hand.toml): one line of `module` replaced by another."""
+
+    module: str
+    function: str
+    before: str  # the line as it is in the module, stripped
+    after: str   # what it becomes (same indentation)
+    why: str     # why mutmut does not make it (a @property body, module level, ...)
+    equivalent: str = ""  # why it cannot change behaviour, when it cannot
+
+
+def load_hand(path: Path = HAND) -> list[Hand]:
+    """tests/mutation_hand.toml: `[[hand]]` tables with module, function, before, after, why."""
+    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return [Hand(h["module"], h["function"], h["before"].strip(), h["after"].strip(),
+                 " ".join(h["why"].split()), " ".join(h.get("equivalent", "").split()))
+            for h in data.get("hand", [])]
+
+
+def apply_hand(source: str, hand: Hand) -> str:
+    """`source` with the one line that reads `hand.before` (stripped) replaced by `hand.after`
+    at the same indentation (SystemExit when no line or several lines read so)."""
+    lines = source.splitlines(keepends=True)
+    found = [i for i, line in enumerate(lines) if line.strip() == hand.before]
+    if len(found) != 1:
+        raise SystemExit(f"{hand.module}: {len(found)} lines read {hand.before!r} "
+                         "(tests/mutation_hand.toml wants exactly one)")
+    line = lines[found[0]]
+    indent = line[:len(line) - len(line.lstrip())]
+    lines[found[0]] = f"{indent}{hand.after}\n"
+    return "".join(lines)
+
+
+def run_hand(module: str, tests: tuple[str, ...], hands: list[Hand]) -> dict[str, Any]:
+    """Each hand mutant of `module`, one at a time in a copy, against the module's tests (`-x`);
+    a mutant whose tests run 5 x the clean run's time + 30 s is a timeout."""
+    work = WORK / f"{slug(module)}.hand"
+    tests = tuple(str(p.relative_to(ROOT)) for pattern in tests
+                  for p in sorted(ROOT.glob(pattern)))
+    prepare(module, tests, work, [])
+    started = datetime.datetime.now()
+    deselect = clean_failures(tests, work)
+    limit = 5 * (datetime.datetime.now() - started).total_seconds() + 30
+    target = work / module
+    original = target.read_text(encoding="utf-8")
+    env = _env(work)
+    out = []
+    try:
+        for number, hand in enumerate(hands, 1):
+            target.write_text(apply_hand(original, hand), encoding="utf-8")
+            name = f"hand{number}__mutmut_hand"
+            command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "tests.mutation_kills",
+                       "-p", "no:cacheprovider", "-m", MARKERS, *tests,
+                       *(arg for test in deselect for arg in ("--deselect", test))]
+            try:
+                done = subprocess.run(command, cwd=work, env={**env, "MUTANT_UNDER_TEST": name},
+                                      check=False, stdout=subprocess.DEVNULL, timeout=limit)
+                status = {0: "survived", 1: "killed"}.get(done.returncode,
+                                                          f"error (pytest exit {done.returncode})")
+            except subprocess.TimeoutExpired:
+                status = "timeout"
+            killer = work / "kills" / name
+            test = killer.read_text(encoding="utf-8").split()[0] if killer.exists() else ""
+            out.append({"function": hand.function, "before": hand.before, "after": hand.after,
+                        "why": hand.why, "status": status, "test": test,
+                        "equivalent": hand.equivalent})
+            print(f"  hand {hand.function}: {status} {test}", flush=True)
+    finally:
+        target.write_text(original, encoding="utf-8")
+    return {**_stamp(), "working_tree": bool(_git("status", "--porcelain", "--", module).strip()),
+            "mutants": out}
+
+
+def _hand_score(entry: dict[str, Any]) -> str:
+    hand = entry.get("hand")
+    if not hand:
+        return "-"
+    killed = sum(h["status"] == "killed" for h in hand["mutants"])
+    equivalent = sum(bool(h.get("equivalent")) and h["status"] == "survived"
+                     for h in hand["mutants"])
+    return f"{killed}/{len(hand['mutants'])}" + (f" ({equivalent} equivalent)" if equivalent
+                                                  else "")
 
 
 def percent(killed: int, total: int) -> str:
@@ -409,10 +510,17 @@ def render(data: dict[str, Any]) -> str:
         "Score: killed mutants (a test failed, or the tests timed out) over all mutants. "
         "*Without equivalents*: the same with the mutants tests/mutation_equivalent.toml "
         "explains left out. A `+` after the commit: the module had uncommitted changes when it ran.",
+        "*Timeouts*: kills of the latest run that are timeouts (the mutant's tests ran past "
+        "(usual time + 2 s) x 5 x 2 CPU seconds: an endless loop, a deadline or a retry count "
+        "changed); no test failed, so they are counted as killed but weaker evidence; `?`: a run "
+        "from before timeouts were counted apart.",
+        "*Hand mutants*: killed over all of tests/mutation_hand.toml's mutants of the module, "
+        "the code mutmut does not mutate (`@property` bodies, class attributes, module level); "
+        "`-`: none listed.",
         "",
         "| module | before | score before | now | score now | without equivalents | "
-        "survivors (equivalent) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "survivors (equivalent) | timeouts | hand mutants |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     modules = [m for m in all_modules() if m in data] + sorted(set(data) - set(all_modules()))
     for module in modules:
@@ -425,7 +533,8 @@ def render(data: dict[str, Any]) -> str:
             f"{now['killed']}/{now['total']} ({_when(now)}) | "
             f"{percent(now['killed'], now['total'])} | "
             f"{percent(now['killed'], now['total'] - now['equivalent'])} | "
-            f"{survivors} ({now['equivalent']}) |")
+            f"{survivors} ({now['equivalent']}) | {now.get('timeouts', '?')} | "
+            f"{_hand_score(entry)} |")
     missing = [m for m in all_modules() if m not in data]
     if missing:
         out += ["", "Not run yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
@@ -447,6 +556,17 @@ def render(data: dict[str, Any]) -> str:
                        else f"{s['status']}: no test kills it")
                 out.append(f"| {s['mutant'].rpartition('__mutmut_')[2]} | `{s['function']}` | "
                            f"{_code(s['before'])} | {_code(s['after'])} | {why} |")
+        hand = entry.get("hand")
+        if hand:
+            out += ["", f"Hand mutants (run {_when(hand)}):", "",
+                    "| function | line | mutated to | why mutmut misses it | verdict |",
+                    "| --- | --- | --- | --- | --- |"]
+            for h in hand["mutants"]:
+                verdict = (f"killed by `{h['test']}`" if h["status"] == "killed"
+                           else f"equivalent: {h['equivalent']}" if h.get("equivalent")
+                           and h["status"] == "survived" else h["status"])
+                out.append(f"| `{h['function']}` | {_code(h['before'])} | {_code(h['after'])} "
+                           f"| {h['why']} | {verdict} |")
         if now["killed_former"]:
             out += ["", "Survived once, killed now:", "",
                     "| function | line | mutated to | killed by |", "| --- | --- | --- | --- |"]
@@ -469,6 +589,12 @@ def summary(run: Run, entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _write(data: dict[str, Any]) -> None:
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    REPORT.write_text(render(data), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nox -s mutation --", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -478,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-last-run", action="store_true",
                         help="report the modules' last runs again (after editing "
                              "tests/mutation_equivalent.toml) without running mutmut")
+    parser.add_argument("--hand", action="store_true",
+                        help="run only the modules' hand mutants (tests/mutation_hand.toml)")
     parser.add_argument("--max-children", type=int,
                         default=max(1, (os.cpu_count() or 2) // 2),
                         help="mutants tested at once (default: half the CPUs)")
@@ -487,17 +615,29 @@ def main(argv: list[str] | None = None) -> int:
         print("no module of tests/mutation.py to run")
         return 0
     equivalents = load_equivalents()
+    hands = load_hand()
     summaries = []
     for module, tests in chosen.items():
         print(f"== {module}: {' '.join(tests)}", flush=True)
+        mine = [h for h in hands if h.module == module]
+        if args.hand:
+            if not mine:
+                continue
+            data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
+            data.setdefault(module, {})["hand"] = run_hand(module, tests, mine)
+            if "now" in data[module]:
+                _write(data)
+            summaries.append(f"{module}: hand mutants {_hand_score(data[module])} killed")
+            continue
         run = (last_run(module) if args.from_last_run
                else run_module(module, tests, args.max_children))
+        hand = run_hand(module, tests, mine) if mine and not args.from_last_run else None
         # read again: another run may have written other modules meanwhile
         data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
+        if hand is not None:
+            data.setdefault(module, {})["hand"] = hand
         entry = record(data, run, equivalents)
-        DATA.parent.mkdir(parents=True, exist_ok=True)
-        DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        REPORT.write_text(render(data), encoding="utf-8")
+        _write(data)
         summaries.append(summary(run, entry))
         print(summaries[-1], flush=True)
     print("\n".join(["", "== mutation scores", *summaries]))

@@ -33,7 +33,11 @@ def logs_command(
         import time
 
         from gpulab import core
+        from gpulab.paths import check_output_file, check_output_folder
 
+        check_output_folder(folder, "FOLDER")
+        if tar and folder is not None:
+            check_output_file(folder.with_name(f"{folder.name}.tar.gz"), "--tar")
         loaded, lab = core.resolve_lab(profile, name)
         provider = core.lab_provider(lab)  # in a cluster gpulab did not make: no Docker
         if not provider.exists(lab):  # no bundle of nothing

@@ -8,10 +8,13 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
+
 from gpulab.cli.common import Output, data, emit, err
 from gpulab.cli.options import stop_signals
 from gpulab.cli.verify_report import print_report
 from gpulab.errors import ExitCode, UsageError
+from gpulab.terminal import literal
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -135,10 +138,15 @@ def _inspect_clusters(kubeconfigs: list[Path], contexts: list[str], *, dry_run: 
     if output is not Output.text:
         data(inspection_data(found, plans), output)
     else:
-        lines = [line for f in found for line in inspection_lines(f)]
+        lines = [line for f in found if not f.error for line in inspection_lines(f)]
         for p in plans or ():
             lines += plan_lines(p)
-        emit("\n".join(lines))
+        if lines:
+            emit("\n".join(lines))
+    for f in found:  # a cluster that did not answer: an error, on stderr, once
+        if f.error:
+            err.print(Text.assemble(("error:", "bold red"), " ",
+                                    literal(inspection_lines(f)[0])))
     if any(f.error for f in found):
         return int(ExitCode.HOST)
     if plans is not None and not all(p.runnable for p in plans):

@@ -63,8 +63,11 @@ def run_verify(*, profile: str | None = None, name: str | None = None, tc: str |
     again (`replay`), or a cluster gpulab did not build (`foreign`, or any of its options);
     returns the exit code."""
     from gpulab import core
+    from gpulab.paths import check_output_file, check_output_folder
     from gpulab.verify.report import exit_code, report_json, write_junit
 
+    check_output_file(junit, "--junit")  # before any work: a run is not lost to its report
+    check_output_folder(record, "--record")
     machine = chosen is not Output.text
     if foreign or kubeconfig or context or inspect or dry_run or cluster_recording(replay):
         if profile is not None or name is not None:

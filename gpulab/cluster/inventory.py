@@ -333,7 +333,7 @@ def _hami_settings(snapshot: ClusterSnapshot) -> tuple[str, dict[str, str], Hami
     found = _hami_scheduler_workloads(snapshot)
     args = [str(a) for a in (found[0].get("args") or ())] if found else []
     name = rules.flag_value(args, "--scheduler-name") or ""
-    selector = rules.label_selector(rules.flag_value(args, "--node-label-selector"))
+    selector = rules.label_selector(rules.flag_values(args, "--node-label-selector"))
     config = snapshot.hami_device_config
     if config is None:
         unread = _unread(snapshot, "ConfigMap") if found else _unread(snapshot, "Deployment")

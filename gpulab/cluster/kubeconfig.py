@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gpulab import nesting
 from gpulab.errors import UsageError
 
 if TYPE_CHECKING:
@@ -112,7 +113,9 @@ def _read(path: Path) -> dict[str, Any]:
         raise UsageError(f"cannot read kubeconfig {path}: {getattr(err, 'strerror', None) or err}",
                          hint="pass a readable kubeconfig") from None
     try:
-        data = yaml.safe_load(text)
+        data = nesting.yaml_load(text)
+    except nesting.TooDeep as err:
+        raise _not_a_kubeconfig(path, str(err)) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -7,13 +7,12 @@ recordings are (gpulab.verify.recording): a wrong type is one UsageError naming 
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from gpulab import __version__
+from gpulab import __version__, nesting
 from gpulab.cluster.state import (  # noqa: TC001 - pydantic reads them at run time
     ClusterRun,
     ClusterSnapshot,
@@ -104,7 +103,7 @@ def read_recording(directory: Path) -> list[tuple[ClusterSnapshot, ClusterRun | 
 def is_cluster_recording(directory: Path) -> bool:
     """Whether `directory` holds a recording of `verify --kubeconfig` (not of a lab)."""
     try:
-        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        data = nesting.json_loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("format") == FORMAT

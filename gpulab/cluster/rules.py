@@ -10,12 +10,14 @@ and the API server gives them only DefaultTolerationSeconds' two NoExecute toler
 
 from __future__ import annotations
 
+import csv
 import re
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gpulab import nesting
 from gpulab.verify import objects as o
 from gpulab.verify.hami import HamiResources
 
@@ -27,6 +29,7 @@ __all__ = [
     "HOSTNAME_LABEL",
     "device_config_resources",
     "flag_value",
+    "flag_values",
     "handshake_expired",
     "kai_not_ready",
     "label_selector",
@@ -110,27 +113,48 @@ def mig_resources(node: Mapping[str, Any]) -> dict[str, str]:
 # --------------------------------------------------------------------------- HAMi
 
 
-def flag_value(args: Sequence[str], flag: str) -> str | None:
-    """The value of `--flag=value` or `--flag value` in a container's command line (the last
-    one wins, as with pflag); None when absent."""
-    found = None
+def flag_values(args: Sequence[str], flag: str) -> list[str]:
+    """Every value of `--flag=value` or `--flag value` in a container's command line, in order."""
+    found = []
     for i, arg in enumerate(args):
         if arg.startswith(f"{flag}="):
-            found = arg.split("=", 1)[1]
+            found.append(arg.split("=", 1)[1])
         elif arg == flag and i + 1 < len(args):
-            found = args[i + 1]
+            found.append(args[i + 1])
     return found
 
 
-def label_selector(value: str | None) -> dict[str, str]:
-    """HAMi's `--node-label-selector` (cmd/scheduler/main.go:73, StringToString: `k=v,k2=v2`),
-    which the scheduler lists its nodes with (pkg/scheduler/scheduler.go:417, 459): a node whose
-    labels do not match every pair is never registered, its cards never offered."""
-    out = {}
-    for pair in (value or "").split(","):
-        if "=" in pair:
-            key, _, val = pair.partition("=")
-            out[key.strip()] = val.strip()
+def flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of `--flag=value` or `--flag value` in a container's command line (the last
+    one wins, as with pflag's single-valued flags); None when absent."""
+    values = flag_values(args, flag)
+    return values[-1] if values else None
+
+
+def label_selector(values: Sequence[str]) -> dict[str, str]:
+    """HAMi's `--node-label-selector` (cmd/scheduler/main.go:73 at v2.10.0, a pflag
+    StringToString), which the scheduler lists its nodes with (pkg/scheduler/scheduler.go:417,
+    459): a node whose labels do not match every pair is never registered, its cards never
+    offered. `values`: every occurrence of the flag, in order.
+
+    As pflag v1.0.10 (HAMi's go.mod) reads it, string_to_string.go:25-59: a value with one `=`
+    is one pair, commas and all, with `"` trimmed from both ends (:31-32); with more, it is one
+    CSV record (:33-39, quotes keep a comma in a field); each pair is cut at its first `=`
+    (:44, SplitN 2), nothing is trimmed, a later key wins, and a repeated flag adds its pairs
+    to the earlier ones (:50-56). A value pflag refuses (no `=` at all :29-30, a pair without
+    one :45-46, bad CSV :37-38) stops the scheduler from starting; it adds no pair here.
+    Python's strict CSV reader refuses what Go's encoding/csv refuses but a bare `"` inside an
+    unquoted field: such a pair is read, and matches no node (no label holds a `"`)."""
+    out: dict[str, str] = {}
+    for value in values:
+        count = value.count("=")
+        try:
+            pairs = [value.strip('"')] if count == 1 else next(csv.reader([value], strict=True))
+        except csv.Error:
+            continue
+        cut = [pair.partition("=") for pair in pairs]
+        if count and all(sep for _, sep, _ in cut):
+            out.update((key, val) for key, _, val in cut)
     return out
 
 
@@ -165,8 +189,8 @@ def device_config_resources(text: str | None) -> HamiResources | None:
     484-496: an absent key is empty, so HAMi counts nothing under it); None when the text is not
     YAML HAMi could read (its scheduler would not start: config.go:287-290)."""
     try:
-        data = yaml.safe_load(text or "")
-    except yaml.YAMLError:
+        data = nesting.yaml_load(text or "")
+    except (yaml.YAMLError, ValueError):
         return None
     if not isinstance(data, dict):
         return None

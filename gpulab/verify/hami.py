@@ -22,13 +22,14 @@ HAMi's own reading of them (v2.10.0), which `decode_register` and `hami_usage` f
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+from gpulab import nesting
 
 __all__ = [
     "ALLOCATED_ANNOTATION",
@@ -113,8 +114,8 @@ def parse_allocation(value: str | None) -> list[list[DeviceGrant]]:
 def parse_register(value: str | None) -> list[dict[str, Any]]:
     """The node's registered devices (HAMi v2.10 JSON); [] when absent or not JSON."""
     try:
-        data = json.loads(value or "[]")
-    except json.JSONDecodeError:
+        data = nesting.json_loads(value or "[]")
+    except ValueError:
         return []
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
@@ -161,7 +162,7 @@ def decode_register(value: str | None) -> list[dict[str, Any]] | None:
     if value is None:
         return None
     try:  # encoding/json knows no NaN or Infinity
-        data = json.loads(value, parse_constant=_no_constant)
+        data = nesting.json_loads(value, parse_constant=_no_constant)
     except ValueError:
         return None
     if not isinstance(data, list) or not data:

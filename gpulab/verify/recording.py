@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpulab import nesting
 from gpulab.errors import UsageError
 
 __all__ = [
@@ -154,7 +155,7 @@ def _read_text(path: Path) -> str:
 
 def _parsed(path: Path, text: str) -> Any:
     try:
-        return json.loads(text)
+        return nesting.json_loads(text)
     except ValueError as err:
         raise UsageError(f"{path} is not readable JSON: {err}") from None
 

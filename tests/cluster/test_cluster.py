@@ -224,8 +224,25 @@ def test_cli_a_cluster_that_does_not_answer_exits_4_naming_it(tmp_path: Path) ->
     result = runner.invoke(app, ["verify", "--kubeconfig", str(config), "--context", "ctx-b",
                                  "--inspect"])
     assert result.exit_code == 4, result.output
-    assert "cluster ctx-b (https://127.0.0.1:1): did not answer" in result.stdout
+    # an error: on stderr, once; nothing found to show on stdout
+    assert result.stderr.count("did not answer") == 1
+    assert "\nerror: cluster ctx-b (https://127.0.0.1:1): did not answer: " in result.stderr
+    assert result.stdout == ""
     assert "not-a-secret" not in result.output
+
+
+def test_cli_a_run_on_a_cluster_that_does_not_answer_gives_its_reason_once(
+        tmp_path: Path) -> None:
+    """Every check errs for the same reason: the table lists them, one line under it says why
+    (and the plan's refusal on stderr, once)."""
+    config = b.kubeconfig_file(tmp_path / "prod.yaml")
+    result = runner.invoke(app, ["verify", "--kubeconfig", str(config), "--context", "ctx-b"])
+    assert result.exit_code == 4, result.output
+    assert result.stdout.count("did not answer") == 1
+    assert result.stderr.count("did not answer") == 1
+    assert ("ERROR GPU-01, GPU-02, GPU-03, GPU-04, GPU-05, GPU-06 (ctx-b): the API server at "
+            "https://127.0.0.1:1 did not answer: ") in result.stdout
+    assert result.stdout.count("see below") == 6
 
 
 @pytest.mark.parametrize(("args", "words"), [

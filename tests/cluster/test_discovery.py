@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab.cluster.inventory import inventory, why_unread
+from gpulab.cluster.inventory import Card, inventory, why_unread
 from gpulab.cluster.observe import UNANSWERED, read_cluster
 from gpulab.cluster.report import inspection_data, inspection_lines
 from gpulab.cluster.state import ClusterSnapshot
@@ -331,6 +331,12 @@ def test_unread_deployments_make_hamis_scheduler_and_settings_unknown() -> None:
     assert found.hami_scheduler.unknown == why
     assert found.hami_resources_from == f"the chart's defaults (the device config is {why})"
     assert found.unknown["KAI scheduler"] == why
+    # in -o json too: unknown, not absent (Component.state)
+    data = inspection_data([found])["clusters"][0]
+    assert data["hami_scheduler"]["state"] == "unknown"
+    assert data["kai_scheduler"]["state"] == "unknown"
+    assert inspection_data([_found(_hami_api())])["clusters"][0]["hami_scheduler"]["state"] == (
+        "found")
 
 
 def test_no_hami_scheduler_means_no_device_config_to_read() -> None:
@@ -738,14 +744,22 @@ def test_the_last_scheduler_name_flag_wins_in_either_form() -> None:
     assert _found(api).hami_scheduler_name == "hami-two"
 
 
-def test_a_node_label_selector_with_spaces_and_no_value_is_read_as_hami_reads_it() -> None:
+def test_a_node_label_selector_is_read_as_hami_reads_it() -> None:
+    """pflag keeps the blanks (string_to_string.go:44, nothing trimmed), adds a repeated flag's
+    pairs (:50-56) and refuses a value with a pair without `=` (:45-46; tests/cluster/
+    test_rules.py has the cases)."""
     api = _hami_api()
     command = _scheduler(api)["spec"]["template"]["spec"]["containers"][1]["command"]
-    command.append("--node-label-selector=gpu = on, zone=a,junk")
     api.objects[("Node", "", "gpu-a")]["metadata"]["labels"].update(gpu="on", zone="a")
+    command.append("--node-label-selector=gpu=on,zone=a")
+    command.append("--node-label-selector=x,junk")
     found = _found(api)
     assert found.hami_node_selector == {"gpu": "on", "zone": "a"}
     assert found.gpu_nodes[0].hami_unseen == ""
+    command[-2:] = ["--node-label-selector=gpu=on", "--node-label-selector= zone=a"]
+    found = _found(api)
+    assert found.hami_node_selector == {"gpu": "on", " zone": "a"}
+    assert found.gpu_nodes[0].hami_unseen.startswith("not selected by hami-scheduler's")
 
 
 def test_a_mig_resource_counts_only_with_devices_advertised() -> None:
@@ -767,3 +781,78 @@ def test_a_resource_the_device_config_leaves_out_counts_nothing() -> None:
     found = _found(api)
     assert found.hami_resources.memory_percentage == ""
     assert found.gpu_users == ()
+
+
+@pytest.mark.parametrize(("users", "memory", "cores", "idle"), [
+    ((), 0, 0, True),
+    (("ml/train",), 0, 0, False),  # a user HAMi counts, nothing in use yet
+    ((), 100, 0, False),           # memory in use
+    ((), 0, 10, False),            # cores in use
+    (None, None, None, False),     # Pods unread: unknown is not idle
+    ((), None, 0, False),
+    ((), 0, None, False),
+])
+def test_a_card_is_idle_only_when_known_to_be_unused(
+        users: tuple[str, ...] | None, memory: int | None, cores: int | None,
+        idle: bool) -> None:
+    card = Card("gpu-a", "GPU-0", "A100", 40960, 100, 10, True, used_memory=memory,
+                used_cores=cores, users=users)
+    assert card.idle is idle
+
+
+def _refusal(api: b.ClusterApi) -> str:
+    from gpulab.cluster.plan import plan
+
+    return plan(_found(api), "run1").refusals[0]
+
+
+def test_a_hami_scheduler_scaled_to_zero_is_not_serving() -> None:
+    """0/0 ready is no pod at all: not serving (a component needs at least one pod ready)."""
+    api = _hami_api()
+    b._with_status(_scheduler(api), 0, 0)
+    found = _found(api)
+    assert found.hami_scheduler.ready == "0/0"
+    assert not found.hami_scheduler.serving
+    assert _refusal(api).startswith("HAMi's scheduler is not serving (")
+
+
+def test_hami_known_by_its_webhook_alone_is_hami_without_a_scheduler() -> None:
+    """The vgpu.hami.io webhook without the hami-scheduler Deployment: HAMi is there, broken;
+    not "neither HAMi nor KAI"."""
+    api = _hami_api()
+    del api.objects[("Deployment", "kube-system", "hami-scheduler")]
+    found = _found(api)
+    assert found.hami_webhook.found and not found.hami_scheduler.found
+    assert found.has_hami
+    assert _refusal(api) == ("HAMi's scheduler is not serving (not found): nothing would place "
+                             "verify's pods")
+
+
+def test_kai_known_by_its_queues_alone_is_kai_without_a_scheduler() -> None:
+    """KAI's queues without its scheduler, operator or Config: KAI is there, its scheduler
+    missing; not "neither HAMi nor KAI"."""
+    api = b.shape_kai_with_queues()
+    for key in [k for k in api.objects if k[0] in ("Deployment", "Config")]:
+        del api.objects[key]
+    found = _found(api)
+    assert not found.kai_scheduler.found and not found.kai_operator and found.queues
+    assert found.has_kai
+    assert _refusal(api).startswith("KAI's scheduler is not serving (no Deployment ")
+
+
+def test_rules_that_equivalent_mutants_rely_on() -> None:
+    """What tests/mutation_equivalent.toml's reasons for inventory.py take as given, kept by
+    other code: an observed pod always has a namespace key (`_label`), UNANSWERED holds no " ("
+    or ": " (`why_unread`), and a handshake without "Requesting" never expires
+    (`_hami_unseen`'s default)."""
+    from datetime import datetime, timezone
+
+    from gpulab.cluster.observe import summarize_pod
+    from gpulab.cluster.rules import handshake_expired
+
+    assert summarize_pod({"metadata": {"name": "p"}})["metadata"]["namespace"] == ""
+    assert summarize_pod({})["metadata"] == {"name": "", "namespace": "", "uid": "",
+                                             "labels": {}, "annotations": {}}
+    assert " (" not in UNANSWERED and ": " not in UNANSWERED
+    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    assert not handshake_expired("", 0, now) and not handshake_expired("XXXX", 0, now)

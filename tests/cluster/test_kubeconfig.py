@@ -94,9 +94,9 @@ def test_context_alone_is_enough(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("KUBECONFIG", str(config))
     result = runner.invoke(app, ["verify", "--context", "gpu-prod", "--inspect"])
     assert result.exit_code == 4, result.output  # it answered nothing: exit 4, naming it
-    assert f"cluster gpu-prod ({DEAD}): did not answer" in result.stdout
+    assert f"error: cluster gpu-prod ({DEAD}): did not answer" in result.stderr
     current = runner.invoke(app, ["verify", "--inspect"])
-    assert f"cluster a ({DEAD}): did not answer" in current.stdout
+    assert f"error: cluster a ({DEAD}): did not answer" in current.stderr
     assert "not-a-secret" not in result.output + current.output
 
 
@@ -197,7 +197,7 @@ def test_a_hung_api_server_is_bounded_by_request_timeout_and_retries_show_with_v
         loud = runner.invoke(app, ["verify", "--kubeconfig", str(path), "--inspect",
                                    "--request-timeout", "300ms", "-v"])
     assert quiet.exit_code == loud.exit_code == 4, quiet.output
-    assert "no answer within 0.3s" in quiet.stdout
+    assert "no answer within 0.3s" in quiet.stderr
     assert took < 15, "each request waited --request-timeout, not the default"
     # one request, one deadline: urllib3 no longer retries by itself (adapters/kube.py)
     assert "Retrying" not in quiet.stderr + loud.stderr, loud.stderr

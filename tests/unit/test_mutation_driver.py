@@ -3,7 +3,7 @@ a mutant's change is read and how the report is written (docs/dev/mutation-testi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -80,3 +80,58 @@ def test_the_report_lists_scores_survivors_and_their_killers() -> None:
     assert "| 2 | `f` | `b = x` | `b = None` | survived: no test kills it |" in report
     assert "| 3 | `f` | `c = y` | `c = None` | equivalent: y is None |" in report
     assert "| `f` | `a = 1` | `a = 2` | `tests/unit/test_netcalc.py::test_one` |" in report
+
+
+def test_timeouts_are_counted_apart_and_unknown_for_older_runs() -> None:
+    run = mutation.Run("gpulab/netcalc.py", ("tests/unit/test_netcalc.py",), mutants=[
+        mutation.Mutant("x_f__mutmut_1", "killed", "f", "a = 1", "a = 2"),
+        mutation.Mutant("x_f__mutmut_2", "timeout", "f", "b = 1", "b = 2"),
+        mutation.Mutant("x_f__mutmut_3", "survived", "f", "c = 1", "c = 2"),
+    ])
+    data: dict[str, Any] = {}
+    entry = mutation.record(data, run, [])
+    assert (entry["now"]["killed"], entry["now"]["timeouts"], entry["now"]["total"]) == (2, 1, 3)
+    assert "| 66.7 % | 66.7 % | 1 (0) | 1 | - |" in mutation.render(data)
+    del data["gpulab/netcalc.py"]["now"]["timeouts"]  # a run from before they were counted
+    assert "| 1 (0) | ? | - |" in mutation.render(data)
+
+
+def test_a_hand_mutant_replaces_exactly_one_line_at_its_indentation() -> None:
+    hand = mutation.Hand("m.py", "K.p", "return a and b", "return a or b", "a @property body")
+    source = "class K:\n    @property\n    def p(self):\n        return a and b\n"
+    assert mutation.apply_hand(source, hand) == (
+        "class K:\n    @property\n    def p(self):\n        return a or b\n")
+    with pytest.raises(SystemExit, match="0 lines read"):
+        mutation.apply_hand("x = 1\n", hand)
+    with pytest.raises(SystemExit, match="2 lines read"):
+        mutation.apply_hand(source + "    return a and b\n", hand)
+
+
+def test_every_hand_mutant_names_a_listed_module_and_one_of_its_lines() -> None:
+    modules = mutation.all_modules()
+    hands = mutation.load_hand()
+    assert {"ProbeSizes.capacity_within_limit", "Card.idle"} <= {h.function for h in hands}
+    for hand in hands:
+        assert hand.module in modules
+        assert hand.before != hand.after and hand.why
+        source = (mutation.ROOT / hand.module).read_text(encoding="utf-8")
+        assert mutation.apply_hand(source, hand) != source
+
+
+def test_the_report_lists_hand_mutants_with_their_verdicts() -> None:
+    run = mutation.Run("gpulab/netcalc.py", ("tests/unit/test_netcalc.py",), mutants=[
+        mutation.Mutant("x_f__mutmut_1", "killed", "f", "a = 1", "a = 2")])
+    data: dict[str, Any] = {"gpulab/netcalc.py": {"hand": {
+        "date": "2026-12-04", "commit": "abc", "working_tree": False, "mutants": [
+            {"function": "R.size", "before": "x + 1", "after": "x", "why": "a @property body",
+             "status": "killed", "test": "tests/t.py::t", "equivalent": ""},
+            {"function": "R.text", "before": "y", "after": "z", "why": "a @property body",
+             "status": "survived", "test": "", "equivalent": "same text"},
+            {"function": "R.big", "before": "u", "after": "v", "why": "module-level code",
+             "status": "survived", "test": "", "equivalent": ""}]}}}
+    mutation.record(data, run, [])
+    report = mutation.render(data)
+    assert "| 0 (0) | 0 | 1/3 (1 equivalent) |" in report
+    assert "| `R.size` | `x + 1` | `x` | a @property body | killed by `tests/t.py::t` |" in report
+    assert "| `R.text` | `y` | `z` | a @property body | equivalent: same text |" in report
+    assert "| `R.big` | `u` | `v` | module-level code | survived |" in report

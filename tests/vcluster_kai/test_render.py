@@ -343,6 +343,39 @@ def test_probe_sizes(kai_profile: VclusterKaiProfile, teams: int, share: float,
     assert teams * sizes.share <= 1 < teams * sizes.share + sizes.capacity_amount
 
 
+def _teams(profile: VclusterKaiProfile, teams: int, limit: float | None = None
+           ) -> VclusterKaiProfile:
+    """`profile` with `teams` teams like its first one (their GPU limit set when given)."""
+    data = profile.model_dump(mode="json")
+    template = data["teams"][0]
+    gpu = template["queue"]["resources"]["gpu"]
+    if limit is not None:
+        gpu = {**gpu, "limit": limit}
+    resources = {**template["queue"]["resources"], "gpu": gpu}
+    data["teams"] = [{**template, "name": f"t{i}", "api_node_port": 31000 + i,
+                      "queue": {**template["queue"], "name": None, "resources": resources}}
+                     for i in range(teams)]
+    return VclusterKaiProfile.model_validate(data)
+
+
+@pytest.mark.parametrize(("teams", "limit", "probe"), [
+    # the built-in profile cut to two teams: share 0.5 + capacity probe 0.5 = its limit of 1,
+    # exactly: KAI admits up to the limit, so the probe is made (KAI-07 checks capacity)
+    (2, None, True),
+    # three teams: 0.33 + 0.5 is 0.8300000000000001 in floating point, within a limit of 0.83
+    (3, 0.83, True),
+    (3, 0.82, False),  # 0.83 asked over a limit of 0.82: KAI would refuse it for the limit
+    (2, 0.99, False),
+])
+def test_the_capacity_probe_is_made_up_to_the_limit_inclusive(
+        kai_profile: VclusterKaiProfile, teams: int, limit: float | None, probe: bool) -> None:
+    profile = _teams(kai_profile, teams, limit)
+    sizes = kr.probe_sizes(profile, profile.teams[0])
+    assert sizes.capacity_within_limit is probe
+    names = {p["metadata"]["name"] for p in kr.verify_objects(profile, profile.teams[0])}
+    assert ("gpu-over-capacity" in names) is probe
+
+
 def _pool(profile: VclusterKaiProfile, nodes: int, count: int, limit: float = -1
           ) -> VclusterKaiProfile:
     data = profile.model_dump(mode="json")

@@ -18,6 +18,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from gpulab import nesting
 from gpulab.adapters.kube.errors import (
     KubeApiError,
     _connection_reason,
@@ -56,7 +57,7 @@ class _Response:
     data: bytes
 
     def json(self) -> Any:
-        return json.loads(self.data) if self.data.strip() else None
+        return nesting.json_loads(self.data) if self.data.strip() else None
 
 
 def _retry_after(exc: ApiException) -> int | None:

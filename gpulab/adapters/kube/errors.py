@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import urllib3
 
+from gpulab import nesting
 from gpulab.errors import AdapterError
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def _status_detail(exc: ApiException) -> tuple[str, str]:
         body = body.decode("utf-8", "replace")
     if isinstance(body, str) and body.strip():
         try:
-            status = json.loads(body)
+            status = nesting.json_loads(body)
         except ValueError:
             message = body
         else:

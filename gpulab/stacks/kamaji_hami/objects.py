@@ -14,10 +14,10 @@ HAMi v2.10 formats (docs/dev/upstream-facts/stack-kamaji-hami.md §2-3):
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from gpulab import nesting
 from gpulab.verify.hami import DeviceGrant, parse_allocation
 from gpulab.verify.objects import (
     annots,
@@ -110,7 +110,7 @@ def registered_devices(raw: str | None) -> list[JsonObj] | None:
     if raw is None:
         return None
     try:
-        data = json.loads(raw)
+        data = nesting.json_loads(raw)
     except ValueError:
         return None
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
