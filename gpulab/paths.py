@@ -48,13 +48,14 @@ def write_secret(path: Path, data: bytes) -> Path:
     return path
 
 
-def unwritable_labs(folder: Path, error: OSError) -> HostError:
-    """A lab's folder that cannot be made or written (GPULAB_HOME a file, read-only, ...): a
-    host problem, naming the folder and where it comes from."""
+def unwritable_labs(folder: Path, error: OSError, doing: str = "write") -> HostError:
+    """A lab's folder that cannot be made, written or read (`doing`; GPULAB_HOME a file,
+    read-only, ...): a host problem, naming the folder and where it comes from."""
     home = os.environ.get(ENV_HOME)
     where = f"GPULAB_HOME={home}" if home else "the XDG data dir"
-    return HostError(f"cannot write the lab folder {folder}: {error.strerror or error}",
-                     hint=f"labs live under {where}: set GPULAB_HOME to a writable folder")
+    able = "writable" if doing == "write" else "readable"
+    return HostError(f"cannot {doing} the lab folder {folder}: {error.strerror or error}",
+                     hint=f"labs live under {where}: set GPULAB_HOME to a {able} folder")
 
 
 def _nearest(path: Path) -> Path:

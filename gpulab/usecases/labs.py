@@ -26,7 +26,7 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
     from concurrent.futures import ThreadPoolExecutor
 
     from gpulab.naming import LABEL_LAB
-    from gpulab.paths import labs_root
+    from gpulab.paths import labs_root, unwritable_labs
     from gpulab.providers import container_lab, for_lab
 
     containers: dict[str, list[Any]] = {}
@@ -36,7 +36,12 @@ def labs(reader: DockerReader | None) -> dict[str, Any]:
             if lab:
                 containers.setdefault(lab, []).append(info)
     root = labs_root()
-    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    try:  # no folder yet is no lab; a folder that cannot be read is not "no lab"
+        folders = sorted(p for p in root.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        folders = []
+    except OSError as error:
+        raise unwritable_labs(root, error, doing="read") from error
     rows: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=LABS_AT_ONCE, thread_name_prefix="gpulab-labs") as pool:
         for folder in folders:

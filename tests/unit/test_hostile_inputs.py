@@ -271,3 +271,27 @@ def test_gpulab_home_that_is_read_only_is_a_host_problem_naming_it(
     _one_error_line(result, f"cannot write the lab folder {home / 'labs' / 'blind'}",
                     "Permission denied")
     assert not any(home.iterdir())
+
+
+@pytest.mark.parametrize("output", [[], ["-o", "json"]], ids=["text", "json"])
+def test_labs_with_gpulab_home_a_file_is_unknown_not_empty(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: list[str]) -> None:
+    """A folder of labs that cannot be read is a host problem, not "no labs on this host"."""
+    home = tmp_path / "home"
+    home.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("GPULAB_HOME", str(home))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    result = runner.invoke(app, ["labs", *output])
+    assert result.exit_code == 4, result.output
+    _one_error_line(result, f"cannot read the lab folder {home / 'labs'}", "Not a directory",
+                    f"GPULAB_HOME={home}", "readable")
+    assert "no labs" not in result.output and result.stdout == ""
+
+
+def test_labs_with_no_folder_yet_is_no_lab(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_HOME", str(tmp_path / "absent"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    result = runner.invoke(app, ["labs"])
+    assert result.exit_code == 0, result.output
+    assert "no labs on this host" in result.stderr
