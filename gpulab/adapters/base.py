@@ -233,6 +233,11 @@ class RuntimeInfo:
     pids_limit: bool = True
     cpu_shares: bool = True
     authorization_plugins: tuple[str, ...] = ()  # may refuse --privileged
+    name: str = ""  # `docker info`'s Name: the engine host's hostname (docker-desktop, colima)
+    components: tuple[str, ...] = ()  # `docker version`'s Components names (Engine, Podman
+    # Engine, containerd, runc...); gpulab.docker_engines tells the engine from these
+    product: str = ""  # `docker version`'s Platform.Name ("Docker Desktop 4.33.0 (160616)")
+    kernel: str = ""  # `docker info`'s KernelVersion (uname -r of the engine's host)
 
     @property
     def rootless(self) -> bool:

@@ -182,6 +182,11 @@ class DockerRuntime:
             authorization_plugins=tuple(
                 str(p) for p in ((info.get("Plugins") or {}).get("Authorization") or ())),
             driver_status=tuple((str(k), str(v)) for k, v in _pairs(info.get("DriverStatus"))),
+            name=str(info.get("Name") or ""),
+            components=tuple(str(c.get("Name") or "") for c in version.get("Components") or ()
+                             if isinstance(c, dict)),
+            product=str((version.get("Platform") or {}).get("Name") or ""),
+            kernel=str(info.get("KernelVersion") or ""),
         )
 
     def image_present(self, image: str) -> bool:
