@@ -451,6 +451,9 @@ class LabAdapters:
     helm: Callable[[Path], HelmGateway]
     fetch: Callable[[str], str]
     lab_dir: Path
+    # a TCP connect from this host (host, port, timeout; OSError when it fails) that proves the
+    # route to an API server before the steps that need it (gpulab.reach); None: not proved
+    dial: Callable[[str, int, float], None] | None = None
 
     def management_kubeconfig(self) -> Path:
         return self.lab_dir / "management.kubeconfig"

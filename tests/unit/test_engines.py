@@ -198,3 +198,34 @@ def test_each_fact_alone_tells_its_engine() -> None:
     assert kind(security_options=("name=rootless",)) == "rootless"
     assert kind(components=("Podman Engine",)) == "podman"
     assert kind(components=("Universal Control Plane",)) == "unknown"
+
+
+@pytest.mark.parametrize(("engine", "says"), [
+    ("linux-rootful", "route on Docker Engine (rootful) on this Linux host: tenant-a "
+                      "https://127.0.0.1:30061, tenant-b https://127.0.0.1:30062, ports published "
+                      "on 127.0.0.1 (the kind network's addresses route here too"),
+    ("docker-desktop", "route on Docker Desktop: tenant-a https://127.0.0.1:30061, tenant-b "
+                       "https://127.0.0.1:30062, ports published on 127.0.0.1 (the kind "
+                       "network's addresses do not reach this host)"),
+])
+def test_plan_says_which_route_on_this_engine(engine: str, says: str, kamaji_profile: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab.providers import kind
+
+    monkeypatch.setattr("sys.platform", "linux")
+
+    class Reader:
+        def engine(self) -> RuntimeInfo:
+            return runtime_info(engine)
+
+    assert kind._route_note(Reader(), render.cluster_needs(kamaji_profile)).startswith(says)
+
+
+def test_plan_without_the_engines_answers_says_so(kamaji_profile: Any) -> None:
+    from gpulab.providers import kind
+
+    class Reader:  # no engine(): an older reader, or a failed GET
+        pass
+
+    note = kind._route_note(Reader(), render.cluster_needs(kamaji_profile))  # type: ignore[arg-type]
+    assert note.endswith("ports published on 127.0.0.1 (engine not known)")

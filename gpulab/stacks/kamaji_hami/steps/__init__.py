@@ -167,7 +167,9 @@ def _tenant_steps(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec,
     containers = facts.workers == "containers"
     if not shared:
         api = tenant_api_port(profile, tenant)
-        return [TenantControlPlane(profile, tenant, api=api, url=facts.urls.get(api.name)),
+        node = facts.management_nodes[0] if facts.management_nodes else ""
+        return [TenantControlPlane(profile, tenant, api=api, url=facts.urls.get(api.name),
+                                   node=node),
                 *worker_steps(profile, lab, tenant, TenantWorkers(profile, lab, tenant),
                               tenant_images(profile, lab, tenant))]
     steps: list[Step] = [ExistingControlPlane(profile, tenant, lab=lab, containers=containers)]

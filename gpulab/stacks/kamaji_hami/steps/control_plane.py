@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gpulab.adapters.base import KubeGateway, LabAdapters
     from gpulab.engine.step import StepContext
     from gpulab.providers.base import PortNeed
+    from gpulab.reach import Dial
     from gpulab.stacks.kamaji_hami.profile import KamajiHamiProfile, TenantSpec
 
 
@@ -42,6 +43,7 @@ class TenantControlPlane:
     timeout: float = 600
     api: PortNeed | None = None
     url: str | None = None
+    node: str = ""  # the management node that publishes `api` (route_fix names it)
 
     @property
     def name(self) -> str:
@@ -118,6 +120,18 @@ class TenantControlPlane:
                    lambda: self._ready(kube), timeout=self.timeout, interval=5)
         self._save_kubeconfig(ctx, kube)
 
+    def _prove(self, ctx: StepContext, dial: Dial, url: str, port: int) -> None:
+        """This host reaches the tenant's published API within seconds (gpulab.reach), before
+        any step talks to it, or one line names the engine and the fix."""
+        from gpulab.docker_engines import route_text
+        from gpulab.reach import engine_of, prove, route_fix
+
+        engine = engine_of(adapters_of(ctx).runtime)
+        prove(dial, url, f"{self.tenant.name}'s API server", engine,
+              route_fix(engine, self.node, port))
+        ctx.note(f"this host reaches {self.tenant.name}'s API at {url}"
+                 + (f" ({engine.label}: {route_text(engine)})" if engine else ""))
+
     def _save_kubeconfig(self, ctx: StepContext, kube: KubeGateway) -> None:
         secret = f"{self.tenant.name}-admin-kubeconfig"
         data = kube.secret_data(secret, self.namespace, "admin.conf")
@@ -126,6 +140,8 @@ class TenantControlPlane:
         adapters = adapters_of(ctx)
         write_secret(node_kubeconfig(adapters, self.tenant.name), data)
         published = self.api is not None and self.url is not None
+        if published and self.url and self.api and adapters.dial is not None:
+            self._prove(ctx, adapters.dial, self.url, self.api.host_port)
         host = api_route.host_kubeconfig(data, self.url) if self.url and published else data
         path = write_secret(adapters.tenant_kubeconfig(self.tenant.name), host)
         ctx.note(f"kubeconfig saved to {path} (mode 0600)"
