@@ -113,6 +113,8 @@ def test_up_stops_at_the_control_plane_when_the_host_cannot_reach_it(
     assert ("this host does not reach tenant-a's API server at 127.0.0.1:30061 (tried 5 s, "
             "Docker Engine (rootful) on this Linux host): Connection refused"
             ) in str(failed["tenant-a/control-plane"].error)
+    # a lab kind made without the tenant ports cannot get them: the hint says so
+    assert "has none: gpulab down, then gpulab up" in str(failed["tenant-a/control-plane"].error)
     joins = [c for c in world.faults.calls if c.startswith("docker.exec:kubeadm:join")]
     assert not any("tenant-a" in c for c in joins)
     assert {r.name for r in result.results if r.outcome.name == "DONE"} >= {

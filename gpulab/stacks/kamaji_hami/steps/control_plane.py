@@ -128,7 +128,8 @@ class TenantControlPlane:
 
         engine = engine_of(adapters_of(ctx).runtime)
         prove(dial, url, f"{self.tenant.name}'s API server", engine,
-              route_fix(engine, self.node, port))
+              route_fix(engine, self.node, port) + "; a lab made before gpulab published its "
+              "tenants' ports has none: gpulab down, then gpulab up")
         ctx.note(f"this host reaches {self.tenant.name}'s API at {url}"
                  + (f" ({engine.label}: {route_text(engine)})" if engine else ""))
 
