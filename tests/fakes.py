@@ -145,6 +145,9 @@ class FakeRuntime:
         return RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian",
                            architecture=self.world.architecture)
 
+    def architecture(self) -> str:
+        return self.world.architecture
+
     def image_present(self, image: str) -> bool:
         return image in self.world.host_images or image in self.world.images \
             or not self.world.images

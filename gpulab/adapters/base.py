@@ -268,11 +268,19 @@ class DockerReader(Protocol):
 
     def network(self, name: str) -> NetworkInfo | None: ...
 
+    def architecture(self) -> str:
+        """`docker info`'s Architecture: the engine host's `uname -m` ('' when it gave none)."""
+        ...
+
 
 class ContainerRuntime(Protocol):
     """The Docker operations gpulab needs (kind's node provider, narrowed)."""
 
     def info(self) -> RuntimeInfo: ...
+
+    def architecture(self) -> str:
+        """`info().architecture` (what a DockerReader answers)."""
+        ...
 
     def image_present(self, image: str) -> bool: ...
 

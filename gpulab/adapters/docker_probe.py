@@ -113,6 +113,13 @@ class UnixSocketReader:
             answers.append(data)
         return runtime_info(answers[0], answers[1])
 
+    def architecture(self) -> str:
+        """`GET /info`'s Architecture (moby daemon/info.go:65: the host's `uname -m`)."""
+        status, data = self._get("/info")
+        if status != 200 or not isinstance(data, dict):
+            raise AdapterError(f"engine info: Docker answered {status}")
+        return str(data.get("Architecture") or "")
+
     def network(self, name: str) -> NetworkInfo | None:
         status, data = self._get(f"/networks/{urllib.parse.quote(name, safe='')}")
         if status == 404:

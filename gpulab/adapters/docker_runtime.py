@@ -159,6 +159,10 @@ class DockerRuntime:
 
     # --- engine -------------------------------------------------------------------------------
 
+    def architecture(self) -> str:
+        """`docker info`'s Architecture (the DockerReader view of `info`)."""
+        return self.info().architecture
+
     def info(self) -> RuntimeInfo:
         with self._mapped("read the engine's info"):
             info = self._api.info()

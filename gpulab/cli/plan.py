@@ -74,8 +74,9 @@ def plan_command(
         steps, facts_note = core.plan_steps(
             loaded.profile, lab, probe_host=True,
             cluster=core.up_cluster(loaded.profile, lab, kubeconfig, context))
-        if facts_note and output is not PlanOutput.text:
-            err.print(f"note: {facts_note}", markup=False)
+        notes = [f"note: {line}" for line in facts_note.splitlines()]
+        if notes and output is not PlanOutput.text:
+            err.print("\n".join(notes), markup=False)
         if output is PlanOutput.manifests:
             typer.echo(core.cluster_manifests(loaded.profile, steps, cluster), nl=False)
             return
@@ -88,8 +89,8 @@ def plan_command(
         from rich.table import Table
 
         err.print(f"Plan for lab '{lab}' from {loaded.source}", markup=False)
-        if facts_note:
-            err.print(f"note: {facts_note}", markup=False)
+        if notes:
+            err.print("\n".join(notes), markup=False)
         table = Table("#", "STEP", "WHAT", "CREATES", box=None)
         table.columns[3].overflow = "fold"
         for index, (step, title, lines) in enumerate(plan_text(steps), start=1):

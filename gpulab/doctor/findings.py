@@ -19,6 +19,7 @@ from gpulab.doctor.facts import (
     HostSnapshot,
 )
 from gpulab.doctor.observe import _state_problem, helm_version
+from gpulab.doctor.platforms import platform_findings
 from gpulab.naming import LABEL_LAB, kind_cluster_name
 from gpulab.netcalc import ipv4_subnets
 from gpulab.paths import labs_root
@@ -45,6 +46,7 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
     out.append(engine_finding(snapshot, info))
     out.extend(_privileged(snapshot, info))
     out.extend(_node_images(snapshot))
+    out.extend(platform_findings(info, profile))
     memory, disk, cpus = needs(profile)
     out.extend(_resources(info, memory, cpus, "the profile needs"))
     if snapshot.disk_free_bytes is not None:

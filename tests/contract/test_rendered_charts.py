@@ -68,3 +68,20 @@ def test_hami_runs_no_device_plugin_of_its_own_and_the_clusters_scheduler(
     assert not [o for o in objects if o["kind"] == "DaemonSet"]
     scheduler = container(find(objects, "Deployment", "hami-scheduler"), "kube-scheduler")
     assert scheduler["image"] == f"registry.k8s.io/kube-scheduler:{profile.tenants[0].kubernetes_version}"
+
+
+def test_hamis_certificate_jobs_run_the_multi_arch_upstream_certgen(
+        profile: KamajiHamiProfile) -> None:
+    """Both certificate jobs (Kubernetes >= 1.22 takes `scheduler.patch.imageNew`) run
+    ingress-nginx's own kube-webhook-certgen v1.1.1 by digest, not the chart's default re-push,
+    with the chart's arguments (each a flag of that version: render.HAMI_CERTGEN_IMAGE)."""
+    objects = _hami(profile)
+    want = ("registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.1.1@sha256:"
+            "64d8c73dca984af206adf9d6d7e46aa550362b1d7a01f3a0a91b20cc67868660")
+    jobs = [o for o in objects if o.get("kind") == "Job"]
+    assert len(jobs) == 2
+    for job in jobs:
+        [only] = job["spec"]["template"]["spec"]["containers"]
+        assert only["image"] == want
+        assert only["args"][0] in ("create", "patch")
+    assert not any("liangjw" in str(o) for o in objects)

@@ -56,6 +56,14 @@ def test_containers_by_label_match_the_docker_py_adapter(
     assert reader.containers({"gpulab.dev/tenant": unique("nobody")}) == []
 
 
+def test_architecture_matches_the_docker_py_adapter(runtime: DockerRuntime) -> None:
+    """`plan` reads the engine's Architecture over the socket as doctor reads it with docker-py
+    (GET /info: the engine host's `uname -m`, e.g. x86_64 or aarch64)."""
+    seen = _reader().architecture()
+    assert seen == runtime.info().architecture == runtime.architecture()
+    assert seen  # this engine reports one
+
+
 def test_core_reads_docker_without_docker_py_on_a_unix_socket() -> None:
     _reader()
     assert isinstance(core.read_docker(timeout=5), UnixSocketReader)

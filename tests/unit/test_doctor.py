@@ -6,7 +6,9 @@ from gpulab.adapters.base import ContainerInfo, NetworkInfo, RuntimeInfo
 from gpulab.doctor import HostSnapshot, diagnose, needs
 from gpulab.naming import LABEL_LAB
 
-GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12")
+# Architecture: moby's own example of GET /info (swagger.yaml SystemInfo, tests/upstream_docker)
+GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12",
+                   architecture="x86_64")
 KIND_NET = NetworkInfo("id", "kind", [{"Subnet": "fc00::/64"}, {"Subnet": "172.18.0.0/16"}])
 
 
@@ -25,8 +27,11 @@ def _by_check(findings):
 def test_healthy_host_is_all_ok(kamaji_profile) -> None:
     findings = diagnose(_snapshot(privileged_probe="", probe_image="kindest/node:v1"),
                         kamaji_profile, "kamaji-hami")
-    assert {f.status for f in findings} == {"ok"}, [f for f in findings if f.status != "ok"]
-    assert {f.check for f in findings} >= {"docker", "engine", "privileged", "memory", "cpu", "disk", "inotify watches",
+    # the one image whose platforms nobody could confirm (docs/images.md) stays a warning
+    odd = [(f.check, f.status, f.detail.split(":")[0]) for f in findings if f.status != "ok"]
+    assert odd == [("image platform", "warn", "registry.k8s.io/coredns/coredns")]
+    assert {f.check for f in findings} >= {"docker", "engine", "privileged", "memory", "cpu",
+                                           "disk", "inotify watches",
                                            "inotify instances", "swap", "kind", "helm", "names",
                                            "subnets"}
 

@@ -7,7 +7,9 @@ from gpulab.doctor import HostSnapshot, diagnose, needs
 from gpulab.stacks import load_profile
 from gpulab.stacks.vcluster_kai.profile import VclusterKaiProfile
 
-GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12")
+# Architecture: moby's own example of GET /info (swagger.yaml SystemInfo, tests/upstream_docker)
+GOOD = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian GNU/Linux 12",
+                   architecture="x86_64")
 
 
 def test_needs_grow_with_teams(kai_profile: VclusterKaiProfile) -> None:

@@ -160,6 +160,17 @@ def preflight(profile: LabProfile, lab: str, runtime: ContainerRuntime | None,
     return diagnose(snapshot, profile, lab)
 
 
+def _platform_notes(profile: LabProfile, reader: DockerReader) -> list[str]:
+    """`plan`'s lines on the profile's images against the engine's platform (one per image)."""
+    from gpulab.platforms import verdict
+
+    try:
+        architecture = reader.architecture()
+    except GpulabError as err:
+        return [f"image platforms unknown, because Docker's info could not be read ({err})"]
+    return verdict(profile, architecture).plan_notes()
+
+
 def _selectors(lab: str) -> tuple[dict[str, str], dict[str, str]]:
     """What Docker holds for the lab: gpulab's lab label, and kind's label of its nodes."""
     from gpulab.naming import LABEL_LAB, kind_cluster_name
@@ -367,8 +378,10 @@ class KindProvider:
         if runtime is not None and not note and needs.load_balancer and facts.lb_range \
                 and facts.lb_range.pending:  # what Docker could not tell yet
             note = f"{needs.load_balancer.what} pending: {facts.lb_range.pending}"
-        route = _route_note(runtime, needs) if runtime is not None else ""
-        note = "; ".join(part for part in (note, route) if part)
+        if runtime is not None:
+            route = _route_note(runtime, needs)
+            note = "\n".join(line for line in (note, route, *_platform_notes(profile, runtime))
+                              if line)
         return Ground(facts, [cluster_step(profile, lab, stack)], note)
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,

@@ -122,7 +122,24 @@ def hami_release(profile: KamajiHamiProfile, tenant: TenantSpec) -> HelmRelease:
         "devicePlugin": {"enabled": False},
         "mockDevicePlugin": {"enabled": False},
     }
+    values["scheduler"]["patch"] = {"imageNew": dict(HAMI_CERTGEN_IMAGE)}
     return helm_release(hami, values, cluster=tenant.name)
+
+
+# The certificate jobs' image. HAMi's chart defaults to docker.io/liangjw/kube-webhook-certgen:
+# v1.1.1 (charts/hami/values.yaml `scheduler.patch.imageNew` at v2.10.0, used from Kubernetes
+# 1.22 on: templates/scheduler/job-patch/job-createSecret.yaml:40-42), a personal re-push with no
+# build files to say which platforms it holds. The upstream image of that version is multi-arch
+# (linux/amd64, arm, arm64, s390x: kubernetes/ingress-nginx controller-v1.1.1
+# images/kube-webhook-certgen/Makefile:31), pinned by the digest ingress-nginx itself ships
+# (deploy/static/provider/cloud/deploy.yaml:610, k8s.gcr.io, which redirects to registry.k8s.io);
+# it takes every flag the chart passes (rootfs/cmd/create.go:39-43, patch.go:112-116). The tag
+# field carries the digest: the chart prints `registry/repository:tag` (templates/_commons.tpl:18).
+HAMI_CERTGEN_IMAGE = {
+    "registry": "registry.k8s.io",
+    "repository": "ingress-nginx/kube-webhook-certgen",
+    "tag": "v1.1.1@sha256:64d8c73dca984af206adf9d6d7e46aa550362b1d7a01f3a0a91b20cc67868660",
+}
 
 
 MOCK_PLUGIN = "hami-mock-device-plugin"
