@@ -59,6 +59,19 @@ def find_helm3() -> str | None:
                         shutil.which("helm3")])
 
 
+def find_kubectl() -> str | None:
+    """kubectl from .cache/ci-bin, else the one on PATH."""
+    return _executable([CI_BIN / "kubectl", shutil.which("kubectl")])
+
+
+def require_kubectl() -> str:
+    """The kubectl binary; missing skips locally but FAILS in CI (CI=true), like helm."""
+    path = find_kubectl()
+    if path is None:
+        unavailable("needs a kubectl binary")
+    return path
+
+
 def require_helm() -> str:
     """The helm binary; missing skips locally but FAILS in CI (CI=true), where setup provides it."""
     path = find_helm()

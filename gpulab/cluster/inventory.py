@@ -36,11 +36,19 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from gpulab.cluster import rules
+from gpulab.cluster.accounting import (
+    other_advertiser,
+    other_device_plugins,
+    queue_usage,
+)
+from gpulab.cluster.accounting import quantity as _quantity
+from gpulab.cluster.hami_config import DEFAULT_GPU_POLICY, go_bool
 from gpulab.cluster.observe import UNANSWERED
+from gpulab.taints import gpu_taints, taint_text, tolerations_for
 from gpulab.verify import objects as o
 from gpulab.verify.hami import (
     CORDON_ANNOTATION,
@@ -175,8 +183,11 @@ class GpuNode:
     blockers: tuple[str, ...] = ()  # kube-scheduler's: cordon, untolerated taints
     hami_unseen: str = ""  # why HAMi offers none of its cards ("" when it does)
     kai_unready: tuple[str, ...] = ()  # why KAI counts it not ready
-    pool: str = ""  # its KAI node-pool label value ("" = the default shard's)
+    pool: str = ""  # its KAI node-pool label value (see pooled)
+    pooled: bool = False  # it has the node-pool label, even empty: the default shard skips it
     mig: tuple[str, ...] = ()  # MIG devices it advertises, `nvidia.com/mig-<profile>=<n>`
+    gpu_taints: tuple[str, ...] = ()  # taints keyed by a GPU resource, which verify tolerates
+    other_advertiser: str = ""  # why its count resource is not (only) HAMi's ("" when it is)
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,8 @@ class Queue:
     gpu_limit: float | None = None
     pool: str = ""
     allocated: float = 0.0
+    pooled: bool = False  # it has the node-pool label, even empty: the default shard skips it
+    reported: float = 0.0  # what its status.allocated says (the queue controller's, may be stale)
 
     def text(self) -> str:
         return self.name + (f" (under {self.parent})" if self.parent else "")
@@ -225,12 +238,20 @@ class Inventory:
     hami_resources: HamiResources = DEFAULT_RESOURCES
     hami_resources_from: str = ""  # where the names come from
     hami_node_selector: dict[str, str] = field(default_factory=dict)
+    hami_gpu_policy: str = DEFAULT_GPU_POLICY  # its --gpu-scheduler-policy
+    hami_force_overwrite: bool = True  # its --force-overwrite-default-scheduler
+    hami_webhook_name: str = ""  # the MutatingWebhookConfiguration holding vgpu.hami.io
+    hami_namespace_selector: dict[str, Any] | None = None  # its namespaceSelector (None: all)
+    hami_object_selector: dict[str, Any] | None = None  # its objectSelector (None: all)
     kai_operator: bool = False
     kai_scheduler_name: str = KAI_SCHEDULER
     kai_queue_label: str = QUEUE_LABEL
     kai_node_pool_label: str = KAI_NODE_POOL_LABEL
     kai_full_hierarchy: bool = True  # the scheduler's --full-hierarchy-fairness (default true)
     kai_config_found: bool = False  # the Config kai-config exists (read, not absent)
+    # what verify's pods tolerate: every GPU node's taints keyed by a GPU resource (gpu_taints)
+    gpu_tolerations: tuple[dict[str, str], ...] = ()
+    other_device_plugins: tuple[str, ...] = ()  # NVIDIA's device plugin DaemonSets, beside HAMi's
 
     @property
     def has_hami(self) -> bool:
@@ -330,6 +351,26 @@ def _hami_settings(snapshot: ClusterSnapshot) -> tuple[str, dict[str, str], Hami
     return name, selector, names, where
 
 
+def _hami_admission(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """HAMi's scheduler flags and webhook selectors that decide whether it sees and shares a
+    pod (gpulab.cluster.hami_config): cmd/scheduler/main.go:71, 81; the webhook's selectors."""
+    found = _hami_scheduler_workloads(snapshot)
+    args = [str(a) for a in (found[0].get("args") or ())] if found else []
+    out: dict[str, Any] = {
+        "hami_gpu_policy": rules.flag_value(args, "--gpu-scheduler-policy") or DEFAULT_GPU_POLICY,
+        "hami_force_overwrite": go_bool(
+            rules.flag_value(args, "--force-overwrite-default-scheduler"), True)}
+    for config in snapshot.webhooks or ():
+        for hook in config.get("webhooks") or ():
+            if hook.get("name") == HAMI_WEBHOOK:
+                selectors = {k: dict(hook[k]) if isinstance(hook.get(k), dict) else None
+                             for k in ("namespaceSelector", "objectSelector")}
+                return {**out, "hami_webhook_name": str(config.get("name", "")),
+                        "hami_namespace_selector": selectors["namespaceSelector"],
+                        "hami_object_selector": selectors["objectSelector"]}
+    return out
+
+
 def _hami_webhook(snapshot: ClusterSnapshot) -> Component:
     for config in snapshot.webhooks or ():
         for hook in config.get("webhooks") or ():
@@ -362,26 +403,20 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _quantity(value: Any) -> Decimal:
-    """A resource quantity as a number (`2`, `500m`, `0.5`); 0 when unreadable, not finite
-    (`NaN`, `Infinity`: an annotation is not validated) or beyond an int64 (what a Kubernetes
-    quantity can hold)."""
-    text = str(value).strip()  # None: "None", unreadable
-    try:
-        number = Decimal(text[:-1]) / 1000 if text.endswith("m") else Decimal(text)
-    except InvalidOperation:
-        return Decimal(o.int_quantity(text) or 0)
-    return number if number.is_finite() and number.adjusted() < 19 else Decimal(0)
-
-
-def _queue(obj: Mapping[str, Any], pool_label: str) -> Queue:
+def _queue(obj: Mapping[str, Any], pool_label: str, held: Mapping[str, Decimal] | None
+           ) -> Queue:
+    """A Queue; `held`: the GPUs KAI's pods hold per queue, up the hierarchy (None: Pods were
+    not read, and its status.allocated is all there is)."""
     spec = obj.get("spec") or {}
     gpu = ((spec.get("resources") or {}).get("gpu") or {})
-    allocated = (obj.get("allocated") or {}).get(WHOLE_GPU)
-    return Queue(str(obj.get("name", "")), str(spec.get("parentQueue") or ""),
+    labels = obj.get("labels") or {}
+    name = str(obj.get("name", ""))
+    reported = float(_quantity((obj.get("allocated") or {}).get(WHOLE_GPU)))
+    return Queue(name, str(spec.get("parentQueue") or ""),
                  _number(gpu.get("limit")) if isinstance(gpu, dict) else None,
-                 str((obj.get("labels") or {}).get(pool_label, "")),
-                 float(_quantity(allocated)))
+                 str(labels.get(pool_label, "")),
+                 reported if held is None else float(held.get(name, Decimal(0))),
+                 pooled=pool_label in labels, reported=reported)
 
 
 def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
@@ -402,6 +437,8 @@ def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
     detail = ", ".join(x for x in (
         f"schedulerName {name}", f"default shard (nodes and queues without {pool_label})",
         f"other shards: {', '.join(others)}" if others else "") if x)
+    queue_label = str(settings.get("queueLabelKey") or QUEUE_LABEL)
+    held = queue_usage(snapshot, name, queue_label)
     config_unread = _unread(snapshot, "Config")
     unknown = _unread(snapshot, "Deployment") or (
         f"{config_unread}, and it names KAI's scheduler" if config_unread else "")
@@ -414,11 +451,11 @@ def _kai(snapshot: ClusterSnapshot) -> dict[str, Any]:
         "kai_scheduler": component, "kai_gpu_sharing": sharing,
         "kai_config_found": config is not None,
         "queues": None if snapshot.queues is None else tuple(
-            _queue(q, pool_label) for q in snapshot.queues),
+            _queue(q, pool_label, held) for q in snapshot.queues),
         "kai_operator": any(w["name"] == "kai-operator" for w in deployments)
         or config is not None,
         "kai_scheduler_name": name,
-        "kai_queue_label": str(settings.get("queueLabelKey") or QUEUE_LABEL),
+        "kai_queue_label": queue_label,
         "kai_node_pool_label": pool_label,
         "kai_full_hierarchy": rules.flag_value(args, "--full-hierarchy-fairness") != "false",
     }
@@ -506,6 +543,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
     usage = hami_usage(pods)
     now = _observed(snapshot)
     count = hami.count or WHOLE_GPU
+    plugins = other_device_plugins(snapshot)
     nodes: list[GpuNode] = []
     cards: list[Card] = []
     for node in snapshot.nodes:
@@ -518,6 +556,7 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
         if _quantity(gpus) <= 0 and registered is None and not mig \
                 and REGISTER_ANNOTATION not in o.annots(node):
             continue  # a CPU node, wherever the API lists it
+        gpu = gpu_taints(node, lambda key: _is_gpu_resource(key, hami))
         cordon = {u.strip() for u in o.annots(node).get(CORDON_ANNOTATION, "").split(",")
                   if u.strip()}
         for device in registered or ():
@@ -534,11 +573,14 @@ def _nodes_and_cards(snapshot: ClusterSnapshot, hami: HamiResources,
             o.annots(node).get(HANDSHAKE_ANNOTATION, ""),
             tuple(sorted(users.get(name, ()))) if known else None,
             resource=resource, hostname=o.labels(node).get(rules.HOSTNAME_LABEL, ""),
-            blockers=tuple(rules.untolerated_taints(node)),
+            blockers=tuple(rules.untolerated_taints(node, [*rules.DEFAULT_TOLERATIONS,
+                                                           *tolerations_for(gpu)])),
             hami_unseen=_hami_unseen(node, registered, selector, count, now),
+            other_advertiser=other_advertiser(node, registered, count, plugins),
             kai_unready=tuple(rules.kai_not_ready(node)),
-            pool=o.labels(node).get(pool_label, ""),
-            mig=tuple(f"{k}={v}" for k, v in sorted(mig.items()))))
+            pool=o.labels(node).get(pool_label, ""), pooled=pool_label in o.labels(node),
+            mig=tuple(f"{k}={v}" for k, v in sorted(mig.items())),
+            gpu_taints=tuple(taint_text(t) for t in gpu)))
     return (tuple(sorted(nodes, key=lambda n: n.name)),
             tuple(sorted(cards, key=lambda c: (c.node, c.device_id))))
 
@@ -580,5 +622,10 @@ def inventory(snapshot: ClusterSnapshot) -> Inventory:
         hami_resources=hami,
         hami_resources_from=source,
         hami_node_selector=selector,
+        **_hami_admission(snapshot),
+        other_device_plugins=other_device_plugins(snapshot),
+        gpu_tolerations=tuple(tolerations_for(
+            {"key": t.partition(":")[0].partition("=")[0], "effect": t.rpartition(":")[2]}
+            for n in nodes or () for t in n.gpu_taints)),
         **kai,
     )

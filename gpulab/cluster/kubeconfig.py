@@ -252,3 +252,52 @@ def parse_duration(text: str) -> float | None:
     else:
         raise ValueError(f"'{text}' is not a duration (e.g. 30s, 1m, 500ms; 0 for none)")
     return seconds or None
+
+
+def exec_plugin_missing(config: Mapping[str, Any], context: str,
+                        path: str | None = None) -> str:
+    """Why the context's user cannot authenticate: its exec credential plugin is not installed
+    ('' when it is, or the user has none). kubectl then fails before sending any request:
+    `exec: executable X not found`, then "It looks like you are trying to use a client-go
+    credential plugin that is not installed" and the kubeconfig's `installHint` (client-go
+    plugin/pkg/client/auth/exec/exec.go:57-62, 548-561 at kubernetes-1.35.2). The Python client
+    would log the failure and send the requests unauthenticated (kubernetes 37.0.2
+    config/kube_config.py:473-474): gpulab checks first. `path`: the PATH to look in (None:
+    the environment's)."""
+    import shutil
+
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or ()}
+    users = {u.get("name"): u.get("user") or {} for u in config.get("users") or ()}
+    user = users.get((contexts.get(context) or {}).get("user")) or {}
+    plugin = user.get("exec") if isinstance(user, dict) else None
+    if not isinstance(plugin, dict):
+        return ""
+    command = str(plugin.get("command") or "")
+    if command and shutil.which(command, path=path) is not None:
+        return ""
+    hint = " ".join(str(plugin.get("installHint") or "").split())
+    return (f"exec: executable {command} not found: the kubeconfig's client-go credential plugin "
+            f"is not installed, so gpulab sends no request" + (f" ({hint})" if hint else ""))
+
+
+def proxy_problem(config: Mapping[str, Any], context: str) -> str:
+    """Why the context's cluster `proxy-url` cannot be used ('' when it can, or there is none):
+    kubectl takes http, https and socks5 only (client-go tools/clientcmd/helpers.go:38-50 at
+    kubernetes-1.35.2) and refuses any other scheme before sending anything."""
+    from urllib.parse import urlsplit
+
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or ()}
+    clusters = {c.get("name"): c.get("cluster") or {} for c in config.get("clusters") or ()}
+    cluster = clusters.get((contexts.get(context) or {}).get("cluster")) or {}
+    proxy = cluster.get("proxy-url") if isinstance(cluster, dict) else None
+    if not proxy:
+        return ""
+    try:
+        parts = urlsplit(str(proxy))
+        _ = parts.port  # a port that is not a number is no URL
+    except ValueError:
+        return "proxy-url is not a URL (client-go tools/clientcmd/helpers.go:38-42)"
+    if parts.scheme not in ("http", "https", "socks5"):
+        return (f"proxy-url scheme {parts.scheme!r} is not supported: kubectl takes http, https "
+                f"or socks5 (client-go tools/clientcmd/helpers.go:44-48)")
+    return ""

@@ -122,7 +122,10 @@ def summarize_workload(obj: Mapping[str, Any]) -> JsonObj:
 def _webhook_config(obj: Mapping[str, Any]) -> JsonObj:
     return {"name": o.name(obj), "webhooks": [
         {"name": w.get("name", ""), "failurePolicy": w.get("failurePolicy", ""),
-         "service": (w.get("clientConfig") or {}).get("service") or {}}
+         "service": (w.get("clientConfig") or {}).get("service") or {},
+         # which namespaces and pods it is called for (gpulab.cluster.hami_config)
+         **{k: w[k] for k in ("namespaceSelector", "objectSelector")
+            if isinstance(w.get(k), Mapping)}}
         for w in obj.get("webhooks") or () if isinstance(w, Mapping)]}
 
 

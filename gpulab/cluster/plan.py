@@ -21,9 +21,10 @@ rests only on facts that are known: when a fact the plan needs could not be read
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from gpulab.cluster.hami_config import NAMESPACE_NAME_LABEL, PodShape, pod_shape
 from gpulab.cluster.inventory import WHOLE_GPU, http_status
 from gpulab.cluster.observe import UNANSWERED
 from gpulab.naming import LABEL_MANAGED, LABEL_RUN
@@ -90,6 +91,9 @@ class VerifyPlan:
     hostname: str = ""  # kai: the node's kubernetes.io/hostname label, which the pods select
     queue_label: str = QUEUE_LABEL  # kai: the label naming the queue
     pods: tuple[PlannedPod, ...] = ()
+    # hami: the labels, annotations and schedulerName HAMi as configured needs
+    shape: PodShape = field(default_factory=PodShape)
+    tolerations: tuple[dict[str, str], ...] = ()  # the GPU nodes' GPU taints (gpulab.taints)
     refusals: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -103,10 +107,11 @@ class VerifyPlan:
             return []
         labels = {LABEL_MANAGED: "gpulab", LABEL_RUN: self.run_id}
         namespace = {"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": self.namespace, "labels": dict(labels)}}
+                     "metadata": {"name": self.namespace,
+                                  "labels": {**self.shape.namespace_labels, **labels}}}
         pods = []
         for p in self.pods:
-            mine = {**labels, CHECK_LABEL: p.check}
+            mine = {**self.shape.pod_labels, **labels, CHECK_LABEL: p.check}
             if self.scheduler == "kai":
                 pods.append(kai_pod(p.name, self.namespace, mine, VERIFY_IMAGE, queue=self.queue,
                                     fraction=p.fraction, gpus=p.gpus,
@@ -117,13 +122,36 @@ class VerifyPlan:
                 assert self.card is not None
                 pods.append(share_pod(p.name, self.namespace, mine, VERIFY_IMAGE,
                                       memory=p.memory_mib, cores=p.cores,
-                                      card_id=self.card.device_id, resources=self.resources))
+                                      card_id=self.card.device_id, resources=self.resources,
+                                      annotations=self.shape.pod_annotations,
+                                      scheduler_name=self.shape.scheduler_name))
+        for pod in pods:
+            if self.tolerations:
+                pod["spec"]["tolerations"] = [dict(t) for t in self.tolerations]
+            _restricted(pod["spec"])
         return [namespace, *pods]
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["objects"] = self.objects()
         return out
+
+
+# Pod Security's restricted standard (kubernetes/pod-security-admission v0.36.2 policy/
+# check_allowPrivilegeEscalation.go, check_capabilities_restricted.go, check_runAsNonRoot.go,
+# check_seccompProfile_restricted.go; gpulab.pod_security): clusters that enforce it by default
+# (Rancher's rancher-restricted, RKE2's CIS profile) refuse pods without these. The pause
+# process needs no privilege: it runs as 65535 (nobody), named so no image USER is assumed.
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65535, "runAsGroup": 65535,
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def _restricted(spec: dict[str, Any]) -> None:
+    """Make a verify pod pass Pod Security's restricted level, whatever the namespace's."""
+    spec["securityContext"] = {**RESTRICTED_POD, "seccompProfile": {"type": "RuntimeDefault"}}
+    for container in spec.get("containers") or ():
+        container["securityContext"] = {**RESTRICTED_CONTAINER, "capabilities": {"drop": ["ALL"]}}
 
 
 def default_namespace(run_id: str) -> str:
@@ -146,6 +174,8 @@ def _why_not(card: Card, nodes: dict[str, GpuNode]) -> str:
         return f"{where}: node is not Ready"
     if node.hami_unseen:
         return f"{where}: {node.hami_unseen}"
+    if node.other_advertiser:
+        return f"{where}: {node.other_advertiser}"
     if node.blockers:
         return f"{where}: kube-scheduler will not place a pod there ({'; '.join(node.blockers)})"
     if not card.healthy:
@@ -188,7 +218,8 @@ def _cannot_plan(found: Inventory, *facts: str) -> str:
 def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyPlan:
     """The verify pods for `found`, or the refusals (nothing is created when there are any)."""
     ns = namespace or default_namespace(run_id)
-    base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id)
+    base = VerifyPlan(member=found.member, namespace=ns, run_id=run_id,
+                      tolerations=found.gpu_tolerations)
     if found.error:
         said = "could not be read" if http_status(found.error) else "did not answer"
         return _refuse(base, f"the API server {said}: {found.error}")
@@ -230,6 +261,16 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         return _refuse(base, "no node has cards registered by HAMi "
                              "(hami.io/node-nvidia-register): is HAMi's device plugin running?",
                        notes=_mig_notes(found))
+    labels = {LABEL_MANAGED: "gpulab", LABEL_RUN: run_id}
+    shape = pod_shape(
+        gpu_policy=found.hami_gpu_policy, force_overwrite=found.hami_force_overwrite,
+        scheduler_name=found.hami_scheduler_name, webhook=found.hami_webhook_name,
+        namespace_selector=found.hami_namespace_selector,
+        object_selector=found.hami_object_selector,
+        namespace_labels={**labels, NAMESPACE_NAME_LABEL: ns},
+        pod_labels=[{**labels, CHECK_LABEL: c} for c in ("GPU-03", "GPU-04", "GPU-05")])
+    if shape.refusal:
+        return _refuse(base, shape.refusal)
     nodes = {n.name: n for n in found.gpu_nodes or ()}
     candidates = [c for c in found.cards if not _why_not(c, nodes)]
     if not candidates:
@@ -257,7 +298,9 @@ def plan(found: Inventory, run_id: str, namespace: str | None = None) -> VerifyP
         if fact in found.unknown:
             notes += (f"{fact} is {found.unknown[fact]}: {then}",)
     return VerifyPlan(member=found.member, namespace=ns, run_id=run_id, card=card, sizes=sizes,
-                      pods=pods, notes=notes + _mig_notes(found),
+                      pods=pods, shape=shape, tolerations=found.gpu_tolerations,
+                      notes=shape.notes + notes + _advertiser_notes(found, card)
+                      + _taint_notes(found) + _mig_notes(found),
                       scheduler_name=found.hami_scheduler_name, resources=names)
 
 
@@ -273,9 +316,10 @@ def _gpus(node: GpuNode) -> int:
 
 def _kai_node_refusal(node: GpuNode, pool_label: str) -> str:
     """Why KAI's default shard would not put the fractions on `node` ('' when it would)."""
-    if node.pool:
-        return (f"in node pool {node.pool} ({pool_label}): the default shard does not see it "
-                f"(pkg/scheduler/conf/scheduler_conf.go:99-116)")
+    if node.pooled:  # the default shard selects `DoesNotExist`: an empty value is no default
+        shown = node.pool or '"" (empty, a pool no shard selects)'
+        return (f"in node pool {shown} ({pool_label}): the default shard sees only nodes "
+                f"without that label (pkg/scheduler/conf/scheduler_conf.go:99-116)")
     if node.kai_unready:
         return (f"not ready for KAI: {', '.join(node.kai_unready)} "
                 f"(pkg/scheduler/scheduler_util/scheduler_utils.go:12-40)")
@@ -303,8 +347,10 @@ def _queue_refusal(queue: Queue, queues: dict[str, Queue], need: float) -> str:
         if limit != -1 and limit < current.allocated + need:
             what = "its" if current is queue else f"its ancestor {current.name}'s"
             shown = "not set (KAI reads 0)" if current.gpu_limit is None else f"{limit:g}"
-            return (f"{what} gpu limit {shown} < {current.allocated:g} allocated + {need:g} "
-                    f"asked")
+            stale = (f" (its status.allocated says {current.reported:g})"
+                     if current.reported != current.allocated else "")
+            return (f"{what} gpu limit {shown} < {current.allocated:g} allocated{stale} + "
+                    f"{need:g} asked")
         current = queues.get(current.parent) if current.parent else None
     return ""
 
@@ -314,7 +360,7 @@ def _kai_queues(found: Inventory) -> dict[str, Queue]:
     (kubernetes_lister.go:133-135); with --full-hierarchy-fairness=false only those with a
     parent, under KAI's own unlimited `default` (pkg/scheduler/cache/cluster_info/queue.go:
     22-75); a queue whose parent is missing is dropped with its children (queue.go:105-115)."""
-    seen = {q.name: q for q in found.queues or () if not q.pool}
+    seen = {q.name: q for q in found.queues or () if not q.pooled}
     if not found.kai_full_hierarchy:
         seen = {n: replace(q, parent="") for n, q in seen.items() if q.parent}
     kept: dict[str, Queue] = {}
@@ -383,8 +429,41 @@ def _kai_plan(found: Inventory, base: VerifyPlan) -> VerifyPlan:
                        fraction="0.5"),
             PlannedPod("gpu-over-capacity", "GPU-13", expect="Pending: KAI gives a capacity "
                        "reason, not a queue reason", awaited=KAI_REFUSAL, gpus=too_big))
+    chain, current = [], queues.get(queue)
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = queues.get(current.parent) if current.parent else None
+    stale = tuple(
+        f"queue {q.name}: its pods hold {q.allocated:g} GPUs, its status.allocated says "
+        f"{q.reported:g}; verify counts the pods as KAI's scheduler does (pkg/scheduler/plugins/"
+        f"proportion/proportion.go:359-401): status is the queue controller's, stale while it is "
+        f"down" for q in chain if q.reported != q.allocated)
     return replace(base, node=node.name, hostname=node.hostname, queue=queue, pods=pods,
-                   notes=_mig_notes(found))
+                   notes=stale + _taint_notes(found) + _mig_notes(found))
+
+
+def _advertiser_notes(found: Inventory, card: Card) -> tuple[str, ...]:
+    """NVIDIA's device plugin beside HAMi's, both advertising the same resource: the chosen
+    node's capacity is HAMi's now, but the kubelet keeps whichever registers last."""
+    if not found.other_device_plugins or found.hami_resources.count != WHOLE_GPU:
+        return ()
+    return (f"NVIDIA's device plugin ({', '.join(found.other_device_plugins)}) runs beside HAMi's "
+            f"and both advertise {WHOLE_GPU}: on {card.node} the capacity is HAMi's now, but the "
+            f"kubelet keeps the plugin that registers last (pkg/kubelet/cm/devicemanager/"
+            f"manager.go, PluginConnected); keep one of them per node",)
+
+
+def _taint_notes(found: Inventory) -> tuple[str, ...]:
+    """Say which GPU taints verify's pods tolerate, and why it adds the tolerations itself."""
+    tainted = [f"{n.name} ({', '.join(n.gpu_taints)})" for n in found.gpu_nodes or ()
+               if n.gpu_taints]
+    if not tainted:
+        return ()
+    return (f"GPU nodes are tainted for their GPU resource: {'; '.join(tainted)}; verify's pods "
+            f"tolerate these taints as Kubernetes' ExtendedResourceToleration would "
+            f"(plugin/pkg/admission/extendedresourcetoleration/admission.go:54-97), and carry "
+            f"the tolerations themselves: whether this API server runs that plugin is unknown "
+            f"(no API shows its admission plugins)",)
 
 
 def _refuse(base: VerifyPlan, *why: str, notes: tuple[str, ...] = ()) -> VerifyPlan:

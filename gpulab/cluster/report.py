@@ -16,6 +16,8 @@ __all__ = ["inspection_data", "inspection_lines", "plan_lines"]
 # What the inspection says of a fact is found, absent ("not found", "none") or, when what it is
 # read from could not be read, unknown and why (Inventory.unknown): never "none" for that.
 
+EMPTY_POOL = '"" (empty: no shard selects it)'  # a node-pool label with no value
+
 
 def _component(c: Component) -> str:
     if not c.found:
@@ -63,7 +65,8 @@ def inspection_lines(found: Inventory) -> list[str]:
         lines.append(f"  {'GPU node:':<20} {node.name} ({state}, {node.resource} {node.gpus}, "
                      f"{node.cards} card(s) registered by HAMi{hand}{mig})")
         for why in (*node.blockers, node.hami_unseen if found.has_hami else "",
-                    f"KAI node pool {node.pool}" if node.pool and found.has_kai else ""):
+                    f"KAI node pool {node.pool or EMPTY_POOL}"
+                    if node.pooled and found.has_kai else ""):
             if why:
                 lines.append(f"  {'':<20}   {why}")
     for card in found.cards or ():

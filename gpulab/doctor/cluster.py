@@ -25,7 +25,15 @@ _CLUSTER_CHECKS: tuple[tuple[str, str, str], ...] = (
      "storageclass.kubernetes.io/is-default-class=true"),
     (r"no node advertises", "gpus",
      "install the NVIDIA GPU Operator or device plugin, or name nodes for fake GPUs "
-     "(cluster.fake_gpu_nodes, --fake-gpu-node)"),
+     "(--fake-gpu-node NODE, or cluster.fake_gpu_nodes)"),
+    (r"no GPU node takes", "gpus",
+     f"as the line says ({OWN_CLUSTER_DOCS}, 'Clusters as they come')"),
+    (r"whether RuntimeClass", "runtime class",
+     "allow the user to list runtimeclasses.node.k8s.io, so gpulab can tell which RuntimeClass "
+     "KAI may set"),
+    (r"NodePort \d+", "node ports",
+     "give the team another api_node_port in a copy of the profile, or set cluster.expose: "
+     "port-forward"),
     (r"namespace \S+ enforces Pod Security", "pod security",
      "as the line says (kubectl label namespace ... --overwrite), or gpulab down and up again"),
     (r"(namespace|queue|TenantControlPlane) \S+ already exists", "names",

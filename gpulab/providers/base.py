@@ -164,6 +164,12 @@ class GpuNode:
     gpus: int
     product: str
     source: str  # what advertises the GPUs: GPU Operator, device plugin, fake-gpu-operator
+    # why a scheduler places nothing there now (cordoned, a NotReady or pressure condition:
+    # gpulab.cluster.rules.kai_not_ready); () when it is schedulable
+    not_ready: tuple[str, ...] = ()
+    taints: tuple[tuple[str, str, str], ...] = ()  # gpulab.taints.blocking_taints
+    mig_enabled: bool = False  # MIG as KAI tells it (node-role.kubernetes.io/mig-enabled, mig-*)
+    mig_strategy: str = ""  # the nvidia.com/mig.strategy label: single | mixed | "" (none)
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,8 @@ class ClusterFacts:
     node_address: str | None = None
     workers: str = "containers"
     found: Any = None
+    # existing clusters: each RuntimeClass as (name, handler); None when they could not be read
+    runtime_classes: tuple[tuple[str, str], ...] | None = ()
 
     def nodes(self, pool: str) -> tuple[str, ...]:
         """The nodes of `pool` (a `NodePool`'s name)."""

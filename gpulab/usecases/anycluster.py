@@ -31,6 +31,8 @@ def cluster_members(kubeconfigs: Sequence[Path], contexts: Sequence[str]
     return resolve(kubeconfigs, contexts)
 
 
+# client-go's retries of an answer carrying Retry-After (rest/request.go:166, kubernetes-1.35.2)
+CLIENT_GO_RETRIES = 10
 FOREIGN_UNREACHABLE = ("check the kubeconfig's server address, the network path to it, and "
                        "--request-timeout")
 
@@ -41,15 +43,22 @@ def _cluster_clients(members: Sequence[ClusterAccess], *, request_timeout: float
     """(member, server, client) per cluster, closed on exit; an unusable kubeconfig is a
     UsageError before any cluster is contacted."""
     from gpulab.adapters.kube import KubeClient, RetryPolicy
+    from gpulab.cluster.kubeconfig import exec_plugin_missing, proxy_problem
     from gpulab.errors import AdapterError
 
     clients: list[tuple[str, str, KubeClient]] = []
     try:
         for member in members:
+            missing = (proxy_problem(member.config, member.context)
+                       or exec_plugin_missing(member.config, member.context))
+            if missing:  # kubectl stops here too, and nothing unauthenticated is sent
+                raise UsageError(f"{member.source.describe()}, context {member.context}: "
+                                 f"{missing}", hint="fix the kubeconfig's user or proxy-url "
+                                                    "(kubectl fails on it too)")
             try:
                 client = KubeClient(config=member.config, context=member.context,
                                     request_timeout=request_timeout,
-                                    retry=RetryPolicy.disabled(),
+                                    retry=RetryPolicy.disabled(), retry_after=CLIENT_GO_RETRIES,
                                     unreachable_hint=FOREIGN_UNREACHABLE)
             except AdapterError as err:
                 raise UsageError(f"{member.source.describe()}, context {member.context}: "

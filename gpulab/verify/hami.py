@@ -25,7 +25,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "ALLOCATED_ANNOTATION",
@@ -345,19 +348,21 @@ def sharing_sizes(gpu: CardShape, card_id: str) -> SharingSizes:
 
 
 def share_pod(name: str, namespace: str, labels: dict[str, str], image: str, *, memory: int,
-              cores: int, card_id: str, resources: HamiResources = DEFAULT_RESOURCES
+              cores: int, card_id: str, resources: HamiResources = DEFAULT_RESOURCES,
+              annotations: Mapping[str, str] | None = None, scheduler_name: str = ""
               ) -> dict[str, Any]:
     """A pod asking HAMi for one slice (`memory` MiB, `cores` %) of card `card_id`, pinned to it
     with `nvidia.com/use-gpuuuid`; it runs `image` (a pause image: nothing to pull). The limits
-    use the resource names HAMi is configured with (`resources`)."""
-    return {
+    use the resource names HAMi is configured with (`resources`); `annotations` are added (e.g.
+    HAMi's GPU policy) and `scheduler_name`, when given, is set (else HAMi's webhook sets it)."""
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": name,
             "namespace": namespace,
             "labels": dict(labels),
-            "annotations": {"nvidia.com/use-gpuuuid": card_id},
+            "annotations": {**(annotations or {}), "nvidia.com/use-gpuuuid": card_id},
         },
         "spec": {
             "restartPolicy": "Never",
@@ -378,3 +383,6 @@ def share_pod(name: str, namespace: str, labels: dict[str, str], image: str, *, 
             ],
         },
     }
+    if scheduler_name:
+        pod["spec"]["schedulerName"] = scheduler_name
+    return pod

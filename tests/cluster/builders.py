@@ -254,8 +254,15 @@ def shape_kai_idle_node() -> ClusterApi:
         {"apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config"},
          "spec": {"admission": {"gpuSharing": True}}},
         node("gpu-big", gpus=8), node("gpu-small", gpus=4),
-        pod("train", "prod", "gpu-big", limits={"nvidia.com/gpu": "4"},
-            labels={"kai.scheduler/queue": "prod"}))
+        _kai_scheduled(pod("train", "prod", "gpu-big", limits={"nvidia.com/gpu": "4"},
+                           labels={"kai.scheduler/queue": "prod"})))
+
+
+def _kai_scheduled(obj: dict[str, Any]) -> dict[str, Any]:
+    """A pod KAI placed: it names KAI's scheduler, so it has a pod group and counts in its
+    queue (KAI pkg/podgrouper/pod_controller.go:90-92)."""
+    obj["spec"]["schedulerName"] = "kai-scheduler"
+    return obj
 
 
 def shape_busy_and_small_split() -> ClusterApi:

@@ -8,7 +8,16 @@ from the source at the pin (Project-HAMi/HAMi v2.10.0; kubernetes as cited):
   `--node-label-selector`: cmd/scheduler/main.go:69, 73) and the device config it mounts
   (`nvidia.resourceCountName` & co., yaml: pkg/scheduler/config/config.go:484-496);
 - the webhook (pkg/scheduler/webhook.go:64-113): a pod asking the count resource (or memory or
-  cores, given defaultGPUNum 1) gets `schedulerName: <--scheduler-name>`;
+  cores, given defaultGPUNum 1) gets `schedulerName: <--scheduler-name>`, unless it names
+  another scheduler, or `default-scheduler` while `--force-overwrite-default-scheduler=false`
+  (cmd/scheduler/main.go:81); the API server calls it only for pods whose namespace's labels
+  (with `kubernetes.io/metadata.name`) and own labels match the MutatingWebhookConfiguration's
+  `namespaceSelector` and `objectSelector` (apiserver predicates/namespace/matcher.go:105-136,
+  predicates/object/matcher.go:37-61; requirements as apimachinery labels/selector.go:247-264);
+- the GPU policy: `--gpu-scheduler-policy` (main.go:71, default spread), replaced by the pod's
+  `hami.io/gpu-scheduler-policy` (pkg/util/util.go:277-285); with `mutex` in the list a card
+  some pod uses is refused, `ExclusiveDeviceAllocateConflict` (pkg/device/nvidia/device.go:
+  767-770, after slices left and before memory);
 - kube-scheduler's filters for that scheduler name: `spec.unschedulable`
   (nodeunschedulable) and NoSchedule/NoExecute taints the pod does not tolerate (tainttoleration;
   the API server adds not-ready/unreachable NoExecute tolerations, defaulttolerationseconds);
@@ -112,6 +121,25 @@ def _tolerated(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool
     return False
 
 
+def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector over `labels`: None or empty selects all (helpers.go:36-42);
+    matchLabels and each expression must hold (labels/selector.go:247-264)."""
+    if not selector:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for req in selector.get("matchExpressions") or []:
+        key, op, values = req["key"], req["operator"], req.get("values") or []
+        if op == "In" and not (key in labels and labels[key] in values):
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if (op == "Exists") != (key in labels) and op in ("Exists", "DoesNotExist"):
+            return False
+    return True
+
+
 @dataclass
 class FakeHami:
     """HAMi + kube-scheduler + kubelet, acting whenever pods are read."""
@@ -160,14 +188,46 @@ class FakeHami:
                          "cores": nvidia.get("resourceCoreName") or ""}
         return name, selector, names
 
+    def _flags(self) -> tuple[str, bool]:
+        """(--gpu-scheduler-policy, --force-overwrite-default-scheduler) as pflag reads them."""
+        policy, force = "spread", True
+        for deploy in self._objects("Deployment"):
+            labels = deploy["metadata"].get("labels") or {}
+            if labels.get("app.kubernetes.io/component") != "hami-scheduler":
+                continue
+            for c in deploy["spec"]["template"]["spec"]["containers"]:
+                command = [*(c.get("command") or []), *(c.get("args") or [])]
+                if command[:1] == ["scheduler"]:
+                    policy = flag(command, "gpu-scheduler-policy") or policy
+                    force = (flag(command, "force-overwrite-default-scheduler") or "true") in (
+                        "1", "t", "T", "TRUE", "true", "True")
+        return policy, force
+
+    def _called_for(self, pod: dict[str, Any]) -> bool:
+        """Whether the API server calls HAMi's webhook for this pod (its selectors)."""
+        namespace = pod["metadata"].get("namespace") or "default"
+        ns = self.api.obj("Namespace", namespace) or {"metadata": {}}
+        ns_labels = {**(ns["metadata"].get("labels") or {}),
+                     "kubernetes.io/metadata.name": namespace}
+        for config in self._objects("MutatingWebhookConfiguration"):
+            for hook in config.get("webhooks") or []:
+                if hook.get("name") == "vgpu.hami.io":
+                    return (_selects(hook.get("namespaceSelector"), ns_labels)
+                            and _selects(hook.get("objectSelector"),
+                                         pod["metadata"].get("labels") or {}))
+        return False  # no webhook configured: nothing calls it
+
     # ---------------------------------------------------------------- webhook
 
     def webhook(self, pod: dict[str, Any]) -> None:
         if not self.webhook_reachable:
             return  # failurePolicy Ignore: the pod goes on unchanged
+        if not self._called_for(pod):
+            return
         name, _selector, names = self._settings()
-        current = pod["spec"].get("schedulerName") or ""
-        if current and current != DEFAULT_SCHEDULER and (not name or current != name):
+        _policy, force = self._flags()
+        current = pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER  # defaulted before
+        if (current != DEFAULT_SCHEDULER or not force) and (not name or current != name):
             return
         asked = False
         for c in pod["spec"].get("containers") or []:
@@ -206,6 +266,18 @@ class FakeHami:
             return False
         return all(_tolerated(tolerations, t) for t in spec.get("taints") or []
                    if t.get("effect") in ("NoSchedule", "NoExecute"))
+
+    def _resources_fit(self, pod: dict[str, Any], node: dict[str, Any], count: str) -> bool:
+        """kube-scheduler's NodeResourcesFit on the count resource: what the node's unfinished
+        pods ask plus this pod's must fit its allocatable, whichever device plugin set it."""
+        def asked(p: dict[str, Any]) -> int:
+            return sum(int((c.get("resources") or {}).get("limits", {}).get(count, 0))
+                       for c in p["spec"].get("containers") or [])
+        name = node["metadata"]["name"]
+        held = sum(asked(p) for p in self._objects("Pod") if p["spec"].get("nodeName") == name
+                   and p["status"].get("phase") not in ("Succeeded", "Failed"))
+        allocatable = int((node.get("status") or {}).get("allocatable", {}).get(count, 0))
+        return held + asked(pod) <= allocatable
 
     def _registered(self, node: dict[str, Any], selector: dict[str, str],
                     count: str) -> list[dict[str, Any]]:
@@ -250,6 +322,9 @@ class FakeHami:
                     if u.strip()}
         pinned = (pod["metadata"].get("annotations") or {}).get("nvidia.com/use-gpuuuid", "")
         reasons: dict[str, int] = {}
+        policy = (pod["metadata"].get("annotations") or {}).get(
+            "hami.io/gpu-scheduler-policy", self._flags()[0])
+        mutex = "mutex" in [p.strip() for p in policy.split(",")]
         fits = []
         for card in reversed(cards):
             n, umem, ucores = used.get(card["id"], [0, 0, 0])
@@ -262,6 +337,8 @@ class FakeHami:
                 reason = hw.CARD_UUID_MISMATCH
             elif card["count"] <= n:
                 reason = hw.CARD_TIME_SLICING_EXHAUSTED
+            elif mutex and n > 0:
+                reason = hw.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
             elif card["devmem"] - umem < want:
                 reason = hw.CARD_INSUFFICIENT_MEMORY
             elif card["devcore"] - ucores < cores:
@@ -301,7 +378,8 @@ class FakeHami:
         memory = int(limits.get(names["memory"], 0))
         cores = int(limits.get(names["cores"], 0))
         name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
-        nodes = [n for n in self._objects("Node") if self._kube_scheduler_fits(pod, n)]
+        nodes = [n for n in self._objects("Node") if self._kube_scheduler_fits(pod, n)
+                 and self._resources_fit(pod, n, names["count"])]
         failures: dict[str, list[str]] = {}
         fits: list[tuple[float, dict[str, Any], dict[str, Any]]] = []
         for node in nodes:

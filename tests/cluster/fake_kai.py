@@ -152,7 +152,8 @@ class FakeKai:
         return str(int(whole)) if amount == whole else f"{int(amount * 1000)}m"
 
     def _queue_status(self, settings: dict[str, str], args: list[str]) -> None:
-        allocated = self._allocated(self._queues(settings, args), settings["queueLabelKey"])
+        allocated = self._allocated(self._queues(settings, args), settings["queueLabelKey"],
+                                    settings["schedulerName"])
         for queue in self._objects("Queue"):
             held = allocated.get(queue["metadata"]["name"], Decimal(0))
             queue["status"] = {"allocated": {"nvidia.com/gpu": self._quantity(held)}}
@@ -191,12 +192,14 @@ class FakeKai:
         return sum((Decimal(str((c.get("resources") or {}).get("limits", {}).get(
             "nvidia.com/gpu", 0))) for c in pod["spec"].get("containers") or []), Decimal(0))
 
-    def _allocated(self, queues: dict[str, dict[str, Any]], label: str) -> dict[str, Decimal]:
-        """GPUs placed per queue, counted up the hierarchy."""
+    def _allocated(self, queues: dict[str, dict[str, Any]], label: str,
+                   scheduler: str) -> dict[str, Decimal]:
+        """GPUs placed per queue, counted up the hierarchy (proportion.go:359-401): only KAI's
+        pods have a pod group, hence a queue (pkg/podgrouper/pod_controller.go:90-92)."""
         out: dict[str, Decimal] = {}
         for pod in self._objects("Pod"):
             if not pod["spec"].get("nodeName") or pod["status"].get("phase") in (
-                    "Succeeded", "Failed"):
+                    "Succeeded", "Failed") or pod["spec"].get("schedulerName") != scheduler:
                 continue
             name = (pod["metadata"].get("labels") or {}).get(label)
             while name in queues:
@@ -246,7 +249,7 @@ class FakeKai:
                 [(kw.QUEUE_DOES_NOT_EXIST, [kw.queue_does_not_exist(queue)])]), args)
             return
         want = self._ask(pod)
-        allocated = self._allocated(queues, label)
+        allocated = self._allocated(queues, label, settings["schedulerName"])
         name: str | None = queue
         while name in queues:
             limit = self._limit(queues[name])

@@ -473,13 +473,14 @@ def test_an_unreadable_config_leaves_sharing_and_kais_scheduler_unknown() -> Non
 
 
 def test_what_a_queue_has_allocated_is_read_as_a_quantity() -> None:
-    """Queue status.allocated is a ResourceList: `nvidia.com/gpu: 330m` for fractions."""
+    """Queue status.allocated is a ResourceList: `nvidia.com/gpu: 330m` for fractions (what
+    the queue controller reports; the plan counts KAI's pods, test_kai_bookkeeping.py)."""
     api = b.shape_kai_idle_node()
     allocated = {"org": "1500m", "prod": "4", "research": "NaN"}
     for name, value in allocated.items():
         api.objects[("Queue", "", name)]["status"] = {"allocated": {"nvidia.com/gpu": value}}
     queues = inspection_data([_found(api)])["clusters"][0]["queues"]
-    assert [(q["name"], q["allocated"], q["gpu_limit"]) for q in queues] == [
+    assert [(q["name"], q["reported"], q["gpu_limit"]) for q in queues] == [
         ("org", 1.5, -1.0), ("prod", 4.0, 4.0), ("research", 0.0, -1.0)]
 
 

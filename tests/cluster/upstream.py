@@ -69,3 +69,60 @@ TAINT_PREFER = {"key": "key1", "value": "value1", "effect": "PreferNoSchedule"}
 # cluster has one node (actions/kubeadminit/init.go:123-147, `control-plane-`).
 CONTROL_PLANE_LABEL = {"node-role.kubernetes.io/control-plane": ""}
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+# kubernetes/website content/en/docs/reference/access-authn-authz/admission-controllers.md,
+# "ExtendedResourceToleration": operators "taint the node with the extended resource name as the
+# key" (`nvidia.com/gpu`, NoSchedule: the effect the plugin tolerates, kubernetes
+# plugin/pkg/admission/extendedresourcetoleration/admission.go:88-94 at 143ac994); the same key
+# with a value, as managed clouds write it (`nvidia.com/gpu=present:NoSchedule`), is tolerated
+# alike (operator Exists).
+GPU_RESOURCE_TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+GPU_RESOURCE_TAINT_PRESENT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# NVIDIA/k8s-device-plugin deployments/static/nvidia-device-plugin.yml at 1c3a10be (v0.17.1 image;
+# Apache-2.0), verbatim from its `apiVersion` line: the device plugin that advertises
+# nvidia.com/gpu, one device per GPU, beside HAMi's in tests/cluster/test_two_advertisers.py.
+NVIDIA_DEVICE_PLUGIN_DAEMONSET = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nvidia-device-plugin-daemonset
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels:
+      name: nvidia-device-plugin-ds
+  updateStrategy:
+    type: RollingUpdate
+  template:
+    metadata:
+      labels:
+        name: nvidia-device-plugin-ds
+    spec:
+      tolerations:
+      - key: nvidia.com/gpu
+        operator: Exists
+        effect: NoSchedule
+      # Mark this pod as a critical add-on; when enabled, the critical add-on
+      # scheduler reserves resources for critical add-on pods so that they can
+      # be rescheduled after a failure.
+      # See https://kubernetes.io/docs/tasks/administer-cluster/guaranteed-scheduling-critical-addon-pods/
+      priorityClassName: "system-node-critical"
+      containers:
+      - image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
+        name: nvidia-device-plugin-ctr
+        env:
+          - name: FAIL_ON_INIT_ERROR
+            value: "false"
+        securityContext:
+          allowPrivilegeEscalation: false
+          capabilities:
+            drop: ["ALL"]
+        volumeMounts:
+        - name: kubelet-device-plugins-dir
+          mountPath: /var/lib/kubelet/device-plugins
+      volumes:
+      - name: kubelet-device-plugins-dir
+        hostPath:
+          path: /var/lib/kubelet/device-plugins
+          type: Directory
+"""

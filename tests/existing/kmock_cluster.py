@@ -13,7 +13,8 @@ microk8s.requests.log. `log_also` adds the calls of the in-memory fakes a test r
 instead (emptied when the run starts). tests/existing/README.md says more.
 
 Shapes: the write-up's one-node MicroK8s + GPU Operator host (one node, nvidia.com/gpu 1, the
-L40S labels of GPU feature discovery as gpulab already writes them: render.gpu_node_labels), and
+L40S labels of GPU feature discovery as gpulab already writes them: render.gpu_node_labels, and
+the GPU Operator's RuntimeClasses: gpu_operator_runtime_classes), and
 the same with KAI Scheduler v0.16.8 installed (the operator Deployment as its chart renders it:
 deployments/kai-scheduler/templates/services/operator.yaml:4-24, registry from the pinned
 values.yaml:5; Config kai-config: templates/_helpers.tpl:18-24,172,195). The KAI CRDs are the
@@ -88,6 +89,22 @@ MULTI_NODE = (("cp-1", "control-plane", "10.0.1.1", 0), ("cpu-1", "", "10.0.1.11
 NO_GPU = (("cp-1", "control-plane", "10.0.1.1", 0), ("cpu-1", "", "10.0.1.11", 0),
           ("cpu-2", "", "10.0.1.12", 0), ("cpu-3", "", "10.0.1.13", 0))
 KAI_IMAGE = "registry/local/kai-scheduler/operator:v0.16.8"  # values.yaml:5 + operator.yaml:24
+# the GPU Operator's RuntimeClasses (v26.7.0 assets/pre-requisites/02{00,10,20}_*.yaml; the
+# first's FILLED_BY_OPERATOR is `nvidia`, name and handler, without operator.runtimeClass:
+# controllers/object_controls.go:2740-2745,5178-5190 at 10ee5b36)
+GPU_OPERATOR_RUNTIME_CLASSES = tuple(
+    UPSTREAM / f"gpu-operator_v26.7.0_assets_pre-requisites_{n}.yaml"
+    for n in ("0200_runtime_class", "0210_runtime_class_legacy", "0220_runtime_class_cdi"))
+
+
+def gpu_operator_runtime_classes() -> list[dict[str, Any]]:
+    out = []
+    for path in GPU_OPERATOR_RUNTIME_CLASSES:
+        obj = yaml.safe_load(path.read_text())
+        if obj["metadata"]["name"] == "FILLED_BY_OPERATOR":
+            obj["metadata"]["name"] = obj["handler"] = "nvidia"
+        out.append(obj)
+    return out
 VERSION = "v1.34.2"
 
 
@@ -252,7 +269,10 @@ class ExistingCluster:
                  gpu_sharing: bool = True, denied: set[tuple[str, str]] | None = None,
                  load_balancer: bool = False, gpu_nodes: int = 1, shape: str = "gpu-operator",
                  member_version: str = VERSION, version: str | None = None,
-                 storage_class: bool = True) -> None:
+                 storage_class: bool = True, nodes: list[dict[str, Any]] | None = None,
+                 objects: Iterable[tuple[Any, dict[str, Any]]] = (),
+                 storage_classes: list[dict[str, Any]] | None = None,
+                 forbidden: Iterable[str] = ()) -> None:
         self.folder, self.name, self.kai, self.gpu_sharing = folder, name, kai, gpu_sharing
         self.shape = shape  # gpu-operator (one node) | multi-node | no-gpu
         self.gpu_nodes = gpu_nodes  # how many nodes advertise nvidia.com/gpu (the scale bench)
@@ -261,6 +281,11 @@ class ExistingCluster:
         self.member_version = member_version  # what each vCluster's (tenant's) /version says
         self.version = version or VERSION  # what the host cluster's /version says
         self.storage_class = storage_class  # it has a default StorageClass
+        # a cluster of its own shape (tests/existing/flavours.py): these nodes instead of the
+        # shape's, these StorageClasses instead of the default one, more objects, and the
+        # paths (regular expressions) whose GET answers 403 Forbidden
+        self.nodes, self.objects = nodes, list(objects)
+        self.storage_classes, self.forbidden = storage_classes, tuple(forbidden)
         self.host: HostCluster
         self.vclusters: dict[str, Cluster] = {}
         self.releases: dict[tuple[str, str], HelmRelease] = {}
@@ -306,6 +331,8 @@ class ExistingCluster:
                         km[_SSAR] << self._review
                         km["get", _NAMESPACES] << self._namespace_list
                         km["patch", _NODE] << self._patch_node
+                        for path in self.forbidden:
+                            km["get", re.compile(path)] << self._forbidden
                     else:
                         self.vclusters[name] = cluster
                 self._seed()
@@ -327,9 +354,16 @@ class ExistingCluster:
                 self._box["loop"].call_soon_threadsafe(self._box["stop"].set)
                 thread.join(10)
 
+    def _forbidden(self, request: kmock.Request) -> Response:
+        """What an API server answers a read RBAC does not allow."""
+        return status(403, "Forbidden", f'"{request.url.path}" is forbidden: User "admin" '
+                                        "cannot get this resource")
+
     def _seed(self) -> None:
         put = self.host.put
-        if self.shape in ("multi-node", "no-gpu"):
+        if self.nodes is not None:
+            nodes = copy.deepcopy(self.nodes)
+        elif self.shape in ("multi-node", "no-gpu"):
             nodes = [node(*row) for row in (MULTI_NODE if self.shape == "multi-node"
                                             else NO_GPU)]
             gpus = [n["metadata"]["name"] for n in nodes
@@ -342,9 +376,16 @@ class ExistingCluster:
         else:
             nodes = [gpu_node()] + [gpu_node(f"gpu-node-{i}", f"10.0.{i // 250}.{i % 250 + 5}")
                                     for i in range(2, self.gpu_nodes + 1)]
+            for runtime_class in gpu_operator_runtime_classes():  # the GPU Operator's
+                put(RUNTIMECLASSES, runtime_class)
         for one in nodes:
             put(NODES, one)
-        if self.storage_class:
+        for resource, obj in self.objects:
+            put(resource, copy.deepcopy(obj))
+        if self.storage_classes is not None:
+            for one in self.storage_classes:
+                put(STORAGE, copy.deepcopy(one))
+        elif self.storage_class:
             put(STORAGE, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                           "metadata": {"name": "microk8s-hostpath", "annotations": {
                               "storageclass.kubernetes.io/is-default-class": "true"}},

@@ -167,6 +167,7 @@ CARD_INSUFFICIENT_MEMORY = "CardInsufficientMemory"  # common.go:30
 CARD_INSUFFICIENT_CORE = "CardInsufficientCore"  # common.go:31
 CARD_NOT_HEALTH = "CardNotHealth"  # common.go:32
 CARD_CORDONED = "CardCordoned"  # common.go:33
+EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT = "ExclusiveDeviceAllocateConflict"  # common.go:35
 NUMA_NOT_FIT = "NumaNotFit"  # common.go:34
 CARD_MIG_TOPOLOGY_INFEASIBLE = "CardMigTopologyInfeasible"  # common.go:37
 # A node HAMi has not registered: getNodesUsage leaves it out with this text as its failed-node

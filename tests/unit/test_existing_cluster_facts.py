@@ -91,3 +91,86 @@ def test_no_pool_asked_none_answered() -> None:
     assert facts.pool_nodes == {} and facts.lb_range is None
     assert facts.urls == {"tenant-a": "https://10.0.0.5:30061",
                           "tenant-b": "https://10.0.0.5:30062"}
+
+
+# --------------------------------------------------------------------------- facts, one at a time
+
+
+def _node(labels: dict[str, str] | None = None, **allocatable: str) -> dict[str, Any]:
+    return {"metadata": {"name": "gpu-1", "labels": labels or {}},
+            "status": {"allocatable": {"nvidia.com/gpu": "1", **allocatable}}}
+
+
+@pytest.mark.parametrize(("annotations", "default"), [
+    ({"storageclass.kubernetes.io/is-default-class": "true"}, True),
+    ({"storageclass.beta.kubernetes.io/is-default-class": "true"}, True),
+    ({"storageclass.kubernetes.io/is-default-class": "false",
+      "storageclass.beta.kubernetes.io/is-default-class": "true"}, True),  # either is enough
+    ({"storageclass.kubernetes.io/is-default-class": "True"}, False),  # "true" exactly
+    ({}, False),
+])
+def test_default_class_by_either_annotation(annotations: dict[str, str], default: bool) -> None:
+    from gpulab.providers.existing.facts import is_default_class
+
+    assert is_default_class({"metadata": {"annotations": annotations}}) is default
+
+
+@pytest.mark.parametrize(("labels", "allocatable", "mig"), [
+    ({}, {}, False),
+    ({}, {"nvidia.com/mig-1g.5gb": "7"}, True),
+    ({}, {"nvidia.com/mig-1g.5gb": "0"}, False),  # none allocatable
+    ({"node-role.kubernetes.io/mig-enabled": "true"}, {}, True),
+    ({"node-role.kubernetes.io/mig-enabled": "false"}, {"nvidia.com/mig-1g.5gb": "7"}, False),
+    ({"node-role.kubernetes.io/mig-enabled": "yes"}, {"nvidia.com/mig-1g.5gb": "7"}, False),
+])
+def test_mig_as_kai_tells_it(labels: dict[str, str], allocatable: dict[str, str],
+                             mig: bool) -> None:
+    """KAI v0.16.8 node_info.go:662-676: the label, when set, decides (ParseBool: "yes" is
+    an error, so not MIG); else any nvidia.com/mig-* allocatable above 0."""
+    from gpulab.providers.existing.facts import _gpu_nodes
+
+    [found] = _gpu_nodes([_node(labels, **allocatable)])
+    assert found.mig_enabled is mig
+
+
+@pytest.mark.parametrize(("strategy", "kept"), [("single", "single"), ("mixed", "mixed"),
+                                                ("none", ""), ("", "")])
+def test_only_kais_two_strategies_are_kept(strategy: str, kept: str) -> None:
+    from gpulab.providers.existing.facts import _gpu_nodes
+
+    [found] = _gpu_nodes([_node({"nvidia.com/mig.strategy": strategy})])
+    assert found.mig_strategy == kept
+
+
+def test_node_ports_of_others_only() -> None:
+    from gpulab.providers.existing.facts import _node_ports
+
+    services = [
+        {"metadata": {"name": "grafana", "namespace": "monitoring"},
+         "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 31443},
+                                                {"port": 81}]}},
+        {"metadata": {"name": "team-nlp", "namespace": "team-nlp"},
+         "spec": {"type": "NodePort", "ports": [{"port": 443, "nodePort": 31444}]}},
+        {"metadata": {"name": "lb", "namespace": "default"},
+         "spec": {"type": "LoadBalancer", "ports": [{"port": 443, "nodePort": 30443}]}},
+    ]
+    assert _node_ports(services, {"team-nlp"}) == ((31443, "monitoring/grafana"),
+                                                   (30443, "default/lb"))
+
+
+def test_unreadable_runtime_classes_are_unknown_with_why() -> None:
+    from gpulab.errors import AdapterError
+    from gpulab.providers.existing.facts import _runtime_classes
+
+    class Refusing:
+        def list_objects(self, *_a: Any) -> list[dict[str, Any]]:
+            raise AdapterError("list runtimeclasses: 403 Forbidden")
+
+    class Answering:
+        def list_objects(self, *_a: Any) -> list[dict[str, Any]]:
+            return [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}]
+
+    assert _runtime_classes(Refusing()) == (
+        None, "listing RuntimeClasses (node.k8s.io/v1) failed: list runtimeclasses: 403 "
+              "Forbidden")
+    assert _runtime_classes(Answering()) == ((("nvidia", "nvidia"),), "")

@@ -120,3 +120,64 @@ def test_the_pinned_chart_renders_the_way_into_the_service_and_the_vclusters_con
     # without ours the chart's default server "" (values.yaml exportKubeConfig.server)
     assert config["exportKubeConfig"]["server"] == (export["server"] if export else "")
     assert config["experimental"]["syncSettings"]["setOwner"] is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("way", list(WAYS))
+def test_gpu_node_taints_reach_the_vclusters_config_as_enforced_tolerations(way: str) -> None:
+    """The tolerations the GPU nodes' taints need (gpulab.taints) are in the chart's closed
+    schema and in the config the vCluster reads, which adds them to every pod it syncs to the
+    host (vCluster v0.35.3 pkg/controllers/resources/pods/translate/translator.go:446-451,
+    parsed by pkg/util/toleration/toleration.go:11-62)."""
+    how, address, server, *_ = WAYS[way]
+    expose = kr.ExistingExpose(how, address, LAB, {TEAM.name: server} if server else {},
+                               ("nvidia.com/gpu=present:NoSchedule", "sku:NoSchedule"))
+    values = kr.vcluster_release(PROFILE, TEAM, expose).values
+    validate_vcluster_values(values)
+    config = _config(helm_template("vcluster", TEAM.name, TEAM.namespace, values))
+    assert config["sync"]["toHost"]["pods"]["enforceTolerations"] == [
+        "nvidia.com/gpu=present:NoSchedule", "sku:NoSchedule"]
+    assert config["sync"]["fromHost"]["nodes"]["enabled"] is True
+
+
+def test_verify_probes_as_synced_tolerate_the_gpu_nodes_taints() -> None:
+    """The lab's verify pods (render.verify_objects), as the vCluster copies them to the host
+    with the enforced tolerations (tests/vcluster_kai/vcluster_wire.enforce_tolerations), pass
+    kube-scheduler's taint rule on a GPU node tainted as GKE taints them; without them they do
+    not, and a cordon is still a cordon."""
+    from gpulab.cluster.rules import DEFAULT_TOLERATIONS, untolerated_taints
+    from gpulab.taints import blocking_taints, vcluster_toleration
+    from tests.existing.flavours import SHAPES
+    from tests.vcluster_kai.vcluster_wire import enforce_tolerations
+
+    node = next(n for n in SHAPES["gpu-taint"].nodes if n["metadata"]["name"] == "gpu-1")
+    enforce = [vcluster_toleration(t) for t in blocking_taints(node)]
+    expose = kr.ExistingExpose("NodePort", "10.20.0.7", LAB, {}, tuple(enforce))
+    values = kr.vcluster_release(PROFILE, TEAM, expose).values
+    enforced = values["sync"]["toHost"]["pods"]["enforceTolerations"]
+    pods = [o for o in kr.verify_objects(PROFILE, TEAM) if o["kind"] == "Pod"]
+    assert pods
+    for pod in pods:
+        bare = untolerated_taints(node, pod["spec"].get("tolerations") or DEFAULT_TOLERATIONS)
+        assert bare == ["taint nvidia.com/gpu=present:NoSchedule not tolerated"]
+        host = enforce_tolerations(pod["spec"], enforced)
+        assert untolerated_taints(node, [*host["tolerations"], *DEFAULT_TOLERATIONS]) == []
+        cordoned = {**node, "spec": {**node["spec"], "unschedulable": True}}
+        assert untolerated_taints(cordoned, [*host["tolerations"], *DEFAULT_TOLERATIONS]) == [
+            "cordoned (spec.unschedulable)"]
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # vCluster v0.35.3 pkg/util/toleration/toleration_test.go:20-75, its own cases (the bad-label case, :76-85, is label validation, left out)
+    ("*", {"operator": "Exists"}),
+    ("key", {"key": "key"}),
+    ("key=value", {"key": "key", "value": "value"}),
+    ("key=value:NoSchedule", {"key": "key", "value": "value", "effect": "NoSchedule",
+                              "operator": "Equal"}),
+    ("key:NoSchedule", {"key": "key", "effect": "NoSchedule", "operator": "Exists"}),
+])
+def test_the_toleration_parser_answers_vclusters_own_cases(text: str,
+                                                           want: dict[str, str]) -> None:
+    from tests.vcluster_kai.vcluster_wire import parse_toleration
+
+    assert parse_toleration(text) == want

@@ -110,3 +110,47 @@ def host_pod_metadata(virtual: dict[str, Any], *, host_name: str, host_namespace
         labels[_with_prefix(NAMESPACE_LABEL_PREFIX, key, vcluster)] = value
     return {"name": host_name, "namespace": host_namespace, "labels": labels,
             "annotations": annotations}
+
+
+def parse_toleration(text: str) -> dict[str, str] | None:
+    """toleration.ParseToleration (pkg/util/toleration/toleration.go:11-62): `*` is Exists on
+    everything; `key[=value]` without an effect (Equal, or "" operator when no value: the API's
+    default Equal); `key:Effect` is Exists, `key=value:Effect` Equal. None for what it refuses
+    (label-value validation of the value left out: gpulab's values are taint values, which the
+    API server validated as label values already)."""
+    if text == "*":
+        return {"operator": "Exists"}
+    colon, equal = text.split(":"), text.split("=")
+    out: dict[str, str] = {}
+    if len(colon) == 1:
+        if len(equal) > 2:
+            return None
+        out["key"] = equal[0]
+        if len(equal) == 2:
+            out["value"] = equal[1]
+        return out
+    if len(colon) != 2:
+        return None
+    pair = colon[0].split("=")
+    if len(pair) > 2:
+        return None
+    out = {"key": pair[0], "effect": colon[1],
+           "operator": "Equal" if len(pair) == 2 else "Exists"}
+    if len(pair) == 2:
+        out["value"] = pair[1]
+    return out
+
+
+def enforce_tolerations(spec: dict[str, Any], enforce: list[str]) -> dict[str, Any]:
+    """The host copy's spec with `sync.toHost.pods.enforceTolerations` applied: each parsed
+    one (parseEnforcedTolerations, translator.go:1015-1024: unparsable ones dropped) appended
+    unless an equal one is there (translator.go:446-451, hasToleration diff.go:276-283)."""
+    out = dict(spec)
+    tolerations = list(out.get("tolerations") or [])
+    for text in enforce:
+        parsed = parse_toleration(text)
+        if parsed is not None and parsed not in tolerations:
+            tolerations.append(parsed)
+    if tolerations:
+        out["tolerations"] = tolerations
+    return out

@@ -59,6 +59,16 @@ class _Response:
         return json.loads(self.data) if self.data.strip() else None
 
 
+def _retry_after(exc: ApiException) -> int | None:
+    """client-go's checkWait: seconds to wait when a 429 or 5xx answer carries an integer
+    Retry-After (rest/with_retry.go:309-318, request.go:1378-1385), else None."""
+    status = int(exc.status or 0)
+    if status != 429 and status < 500:
+        return None
+    value = str((getattr(exc, "headers", None) or {}).get("Retry-After") or "").strip()
+    return int(value) if value.isdigit() else None
+
+
 class KubeClient:
     """A Kubernetes API server reached through its own `ApiClient` (never the global config).
 
@@ -77,9 +87,11 @@ class KubeClient:
         request_timeout: float | None = 30,
         retry: RetryPolicy | None = None,
         unreachable_hint: str = "is the cluster running? `gpulab status` shows the lab",
+        retry_after: int = 0,
     ) -> None:
         self._timeout = request_timeout  # seconds per request; None: no limit (kubectl's 0)
         self._retry = retry or RetryPolicy()
+        self._retry_after = retry_after  # client-go's maxRetries on Retry-After (0: none)
         self._unreachable_hint = unreachable_hint
         self._discovered: dict[tuple[str, str], _Resource] = {}
         if kubeconfig is None and config is None and host is not None:
@@ -104,6 +116,11 @@ class KubeClient:
                 ) from err
             if host is not None:
                 self._api.configuration.host = host
+        proxy = str(self._api.configuration.proxy or "")
+        if proxy.startswith("socks5://"):
+            # kubectl's socks5 (Go's net/http) lets the proxy resolve the server's name; urllib3
+            # does that for socks5h only (socks5 resolves locally, which a bastion route may not)
+            self._api.configuration.proxy = "socks5h://" + proxy.removeprefix("socks5://")
         _no_hidden_retries(self._api)
         self._until: float | None = None  # `bounded`: every request ends by then (monotonic)
 
@@ -183,10 +200,12 @@ class KubeClient:
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
-            raise ApiException(
+            failed = ApiException(
                 status=response.status, reason=response.reason,
                 body=data.decode("utf-8", "replace"),
             )
+            failed.headers = {"Retry-After": response.response.headers.get("Retry-After", "")}
+            raise failed
         return _Response(int(response.status), bytes(data))
 
     def _call(
@@ -201,12 +220,41 @@ class KubeClient:
         content_type: str | None = None,
         accept: str = JSON,
     ) -> _Response:
-        """One request with bounded retries; failures become `KubeApiError` (one line)."""
+        """One request with bounded retries; failures become `KubeApiError` (one line).
+
+        With `retry_after`, as client-go: an answer 429 or 5xx with an integer `Retry-After`
+        is asked again after that many seconds, at most `retry_after` times, all attempts
+        within the one request deadline (client-go rest/with_retry.go:148-193, 309-318,
+        request.go:166, 1058-1062, 1078-1120 at kubernetes-1.35.2); a wait that would outlast
+        the deadline is not waited for: the answer stands."""
+        started, asked = time.monotonic(), 0
         try:
-            for attempt in self._retry.retrying(method):
-                with attempt:
-                    return self._send(method=method, path=path, query=query or [], body=body,
-                                      content_type=content_type, accept=accept)
+            while True:
+                # a retry runs within what is left of the first attempt's deadline
+                total = (None if not asked or self._timeout is None else
+                         self._timeout - (time.monotonic() - started))
+                try:
+                    with self.bounded(total):
+                        for attempt in self._retry.retrying(method):
+                            with attempt:
+                                return self._send(method=method, path=path, query=query or [],
+                                                  body=body, content_type=content_type,
+                                                  accept=accept)
+                except ApiException as exc:
+                    wait = _retry_after(exc)
+                    if wait is None or asked >= self._retry_after:
+                        raise
+                    lefts = [t for t in (
+                        None if self._timeout is None
+                        else self._timeout - (time.monotonic() - started),
+                        None if self._until is None else self._until - time.monotonic())
+                        if t is not None]
+                    if lefts and wait >= min(lefts):
+                        raise  # client-go would sleep until its deadline, then fail the same
+                    asked += 1
+                    log.info("%s %s at %s: %s, Retry-After %ss (retry %d of %d)", verb, what,
+                             self.server, exc.status, wait, asked, self._retry_after)
+                    self._retry.sleep(wait)
         except ApiException as exc:
             status = int(exc.status or 0)
             if status == 0:  # the client reports TLS failures this way: no HTTP answer at all
@@ -229,7 +277,7 @@ class KubeClient:
                 f"{verb} {what} at {self.server}: connection failed ({_connection_reason(exc)})",
                 status=0, hint=self._unreachable_hint,
             ) from exc
-        raise AssertionError("unreachable: tenacity either returns or reraises")  # pragma: no cover
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     def _json_object(self, response: _Response) -> dict[str, Any]:
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpulab.errors import AdapterError, UsageError
+from gpulab.errors import AdapterError, GpulabError, UsageError
 from gpulab.pod_security import ENFORCE_LABEL, allows, enforced
 from gpulab.providers.base import (
     Access,
@@ -35,6 +35,17 @@ if TYPE_CHECKING:
 
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+# the beta annotation still marks a default: kubernetes pkg/volume/util/storageclass.go:29-37,
+# 73-85 (IsDefaultAnnotation, read at 962235c8 as the source index stores it): either
+# annotation "true" makes a class the default
+BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
+# KAI v0.16.8: a node is MIG-enabled when this label parses true, or when it advertises any
+# nvidia.com/mig-* resource (pkg/scheduler/api/node_info/node_info.go:662-676; the label key is
+# the default of pkg/scheduler/conf/global_config.go:29); its MIG strategy is the label
+# nvidia.com/mig.strategy (node_info.go:678-691, pkg/common/constants/constants.go:76)
+MIG_ENABLED_LABEL = "node-role.kubernetes.io/mig-enabled"
+MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 CRD_API = "apiextensions.k8s.io/v1"
 HELM_PARALLEL = 4  # Helm installs at once by default (cluster.helm_parallel)
 API_SECONDS = 10.0  # doctor: the API must answer GET /version within this
@@ -63,6 +74,12 @@ class ExistingFacts:
     # the lab's own namespaces of ExistingNeeds.pod_security as found: (name, the level their
     # pod-security.kubernetes.io/enforce label enforces, None when unlabelled)
     namespace_levels: tuple[tuple[str, str | None], ...] = ()
+    # the NodePorts Services of others hold: (port, "namespace/name"); the lab's own namespaces
+    # (lab.json) left out, so a re-run of `up` does not find its own vClusters in the way
+    node_ports: tuple[tuple[int, str], ...] = ()
+    # each RuntimeClass (name, handler); None when they could not be read (`runtime_classes_why`)
+    runtime_classes: tuple[tuple[str, str], ...] | None = ()
+    runtime_classes_why: str = ""
     stack: Any = None  # what the stack's own reader (ExistingNeeds.read) found: its add-ons, names
     asked: int = 0  # how many access reviews were asked (`denied`: those answered no)
     # the stack's ClusterNeeds answered on this cluster (`cluster_facts`), as kind answers them
@@ -153,7 +170,33 @@ def _gpus(node: dict[str, Any]) -> int:
         return 0
 
 
+def is_default_class(storage_class: dict[str, Any]) -> bool:
+    """Whether Kubernetes takes `storage_class` for the default: its GA or beta
+    is-default-class annotation is "true" (IsDefaultAnnotation, storageclass.go:73-85)."""
+    notes = (storage_class.get("metadata") or {}).get("annotations") or {}
+    return notes.get(DEFAULT_CLASS) == "true" or notes.get(BETA_DEFAULT_CLASS) == "true"
+
+
+def _mig_enabled(node: dict[str, Any], labels: dict[str, Any]) -> bool:
+    """KAI's NodeInfo.IsMIGEnabled (node_info.go:662-676): the label, when set, decides
+    (strconv.ParseBool); else any nvidia.com/mig-* resource allocatable above 0."""
+    if MIG_ENABLED_LABEL in labels:
+        return str(labels[MIG_ENABLED_LABEL]) in ("1", "t", "T", "TRUE", "true", "True")
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    for name, value in allocatable.items():
+        if str(name).startswith(MIG_RESOURCE_PREFIX):
+            try:
+                if int(str(value)) > 0:
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
 def _gpu_nodes(nodes: list[dict[str, Any]]) -> tuple[GpuNode, ...]:
+    from gpulab.cluster.rules import kai_not_ready
+    from gpulab.taints import blocking_taints
+
     found = []
     for node in nodes:
         gpus = _gpus(node)
@@ -163,9 +206,41 @@ def _gpu_nodes(nodes: list[dict[str, Any]]) -> tuple[GpuNode, ...]:
         source = ("fake-gpu-operator" if "run.ai/simulated-gpu-node-pool" in labels
                   else "GPU Operator" if "nvidia.com/gpu.deploy.device-plugin" in labels
                   else "a device plugin")
+        strategy = str(labels.get(MIG_STRATEGY_LABEL) or "")
         found.append(GpuNode(node["metadata"]["name"], gpus,
-                             str(labels.get("nvidia.com/gpu.product", "")), source))
+                             str(labels.get("nvidia.com/gpu.product", "")), source,
+                             not_ready=tuple(kai_not_ready(node)),
+                             taints=blocking_taints(node),
+                             mig_enabled=_mig_enabled(node, labels),
+                             mig_strategy=strategy if strategy in ("single", "mixed") else ""))
     return tuple(found)
+
+
+def _node_ports(services: list[dict[str, Any]], ours: set[str]) -> tuple[tuple[int, str], ...]:
+    """Each NodePort a Service holds (its `spec.ports[].nodePort`, any type: a LoadBalancer
+    Service has them too), but those in the lab's own namespaces `ours`."""
+    out = []
+    for service in services:
+        meta = service.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        if namespace in ours:
+            continue
+        for port in (service.get("spec") or {}).get("ports") or ():
+            number = port.get("nodePort") if isinstance(port, dict) else None
+            if isinstance(number, int) and number > 0:
+                out.append((number, f"{namespace}/{meta.get('name')}"))
+    return tuple(out)
+
+
+def _runtime_classes(kube: Any) -> tuple[tuple[tuple[str, str], ...] | None, str]:
+    """Each RuntimeClass (name, handler), or None and why they could not be read: a refused
+    or failed read leaves it unknown, never "none"."""
+    try:
+        found = kube.list_objects("node.k8s.io/v1", "RuntimeClass")
+    except GpulabError as err:
+        first = (err.message.strip().splitlines() or [type(err).__name__])[0]
+        return None, f"listing RuntimeClasses (node.k8s.io/v1) failed: {first}"
+    return tuple((str(c["metadata"]["name"]), str(c.get("handler") or "")) for c in found), ""
 
 
 def _node_address(nodes: list[dict[str, Any]], wanted: str | None) -> str | None:
@@ -330,7 +405,8 @@ def cluster_facts(needs: ClusterNeeds, found: ExistingFacts, workers: str = "joi
     return ClusterFacts(pool_nodes={pool.name: nodes for pool in needs.pools}, urls=urls,
                         shared=True, gpus="found", gpu_nodes=found.gpu_nodes,
                         fake_nodes=found.fake_nodes, expose=found.expose,
-                        node_address=found.node_address, workers=workers, found=found.stack)
+                        node_address=found.node_address, workers=workers, found=found.stack,
+                        runtime_classes=found.runtime_classes)
 
 
 def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expose: str = "auto",
@@ -338,9 +414,7 @@ def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expos
     """Read the cluster (GETs and SelfSubjectAccessReviews only: nothing is stored)."""
     version = kube.server_version()
     classes = kube.list_objects("storage.k8s.io/v1", "StorageClass")
-    default = next((c["metadata"]["name"] for c in classes
-                    if ((c["metadata"].get("annotations") or {}).get(DEFAULT_CLASS)) == "true"),
-                   None)
+    default = next((c["metadata"]["name"] for c in classes if is_default_class(c)), None)
     nodes = kube.list_objects("v1", "Node")
     ours = {(o.get("kind"), o.get("name")) for o in needs.owned_before}
     # a GET per name, not a LIST: a user may be allowed to get a namespace but not list them all
@@ -351,9 +425,11 @@ def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expos
                                         strict=True) if live]
     namespaces = tuple(name for _api, kind, name in found if kind == "Namespace")
     queues = tuple(name for _api, kind, name in found if kind == "Queue")
+    services = kube.list_objects("v1", "Service")
     balanced = any((s.get("spec") or {}).get("type") == "LoadBalancer"
                    and ((s.get("status") or {}).get("loadBalancer") or {}).get("ingress")
-                   for s in kube.list_objects("v1", "Service"))
+                   for s in services)
+    runtime_classes, runtime_why = _runtime_classes(kube)
     chosen, why = _expose(expose, balanced, node_address, _node_address(nodes, None))
     denied = tuple(a.text for a, ok in zip(needs.access,
                                            _at_once(lambda a: _allowed(kube, a), needs.access),
@@ -371,6 +447,9 @@ def observe(kube: Any, identity: ClusterIdentity, needs: ExistingNeeds, *, expos
                          queues_found=queues, denied=denied, expose=chosen, expose_why=why,
                          fake_nodes=_fake_nodes(nodes, needs), objects_found=present,
                          namespace_levels=levels, asked=len(needs.access),
+                         node_ports=_node_ports(services, {str(n) for k, n in ours
+                                                           if k == "Namespace"}),
+                         runtime_classes=runtime_classes, runtime_classes_why=runtime_why,
                          stack=needs.read(kube) if needs.read is not None else None)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpulab.adapters.base import KubeGateway
 
-__all__ = ["KaiFound", "image_tag", "read_installed"]
+__all__ = ["KaiFound", "fraction_runtime_class", "image_tag", "read_installed"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,12 @@ class KaiFound:
     version: str
     gpu_sharing: bool | None
     reservation_namespace: str | None = None
+    # the RuntimeClass its admission sets on GPU-fraction pods ("" none): the Config's
+    # spec.admission.gpuFractionRuntimeClassName, else the deprecated gpuPodRuntimeClassName, else
+    # "nvidia" (pkg/apis/kai/v1/admission/admission.go:52-64,89-94; the operator passes it as
+    # --gpu-fraction-runtime-class-name, pkg/operator/operands/admission/resources.go:393-398;
+    # "" registers no runtime enforcement, cmd/admission/main.go:58-61, app/options.go:36-44)
+    runtime_class: str = "nvidia"
 
 
 def image_tag(image: str) -> str:
@@ -61,7 +67,36 @@ def read_installed(kube: KubeGateway, owned_before: tuple[dict[str, Any], ...] =
         sharing = (spec.get("admission") or {}).get("gpuSharing")
         reservation = ((spec.get("binder") or {}).get("resourceReservation") or {}).get(
             "namespace")
+        admission = spec.get("admission") or {}
+        runtime = next((admission[k] for k in ("gpuFractionRuntimeClassName",
+                                               "gpuPodRuntimeClassName")
+                        if admission.get(k) is not None), "nvidia")
         return KaiFound(namespace, image_tag(image),
                         sharing if isinstance(sharing, bool) else None,
-                        str(reservation) if reservation else None)
+                        str(reservation) if reservation else None, str(runtime))
     return None
+
+
+NVIDIA_HANDLER = "nvidia"  # the containerd runtime handler of NVIDIA's container runtime
+
+
+def fraction_runtime_class(classes: tuple[tuple[str, str], ...] | None, *, fake: bool
+                           ) -> str | None:
+    """The value gpulab gives KAI's `admission.gpuFractionRuntimeClassName` when it installs
+    KAI v0.16.8 on an existing cluster with `classes` (RuntimeClass name, handler):
+
+    - None (the chart's own `nvidia`): RuntimeClass `nvidia` exists, fake GPUs will bring it
+      (fake-gpu-operator's chart creates it), or the classes could not be read (the preflight
+      refuses that: unknown);
+    - another RuntimeClass's name, the first whose handler is `nvidia` (as k3s users name theirs
+      otherwise, or the GPU Operator's `nvidia-cdi`/`nvidia-legacy` left alone);
+    - "": none with that handler: KAI's admission then sets no RuntimeClass on GPU-fraction pods
+      (the chart renders `gpuFractionRuntimeClassName: ""` into Config kai-config,
+      templates/_helpers.tpl:203-207; the operator passes it on and an empty name registers no
+      runtime enforcement, cmd/admission/main.go:58-61). Null would not do: helm drops a null
+      key, `hasKey` fails, the Config leaves the field out and the operator's default is
+      `nvidia` again (admission.go:89-94). The pods then run with the node's default runtime.
+    """
+    if fake or classes is None or any(name == "nvidia" for name, _h in classes):
+        return None
+    return next((name for name, handler in classes if handler == NVIDIA_HANDLER), "")

@@ -168,14 +168,20 @@ def fake_gpu_operator_release(profile: VclusterKaiProfile, *,
     return common.helm_release(profile.components.fake_gpu_operator, values)
 
 
-def kai_scheduler_release(profile: VclusterKaiProfile) -> base.HelmRelease:
+def kai_scheduler_release(profile: VclusterKaiProfile, runtime_class: str | None = None
+                          ) -> base.HelmRelease:
+    """KAI with GPU sharing; `runtime_class` (existing.fraction_runtime_class), when given, is
+    the RuntimeClass its admission sets on GPU-fraction pods ("" none) instead of the chart's
+    `nvidia` (values.yaml:203)."""
     kai = profile.components.kai_scheduler
-    values = {
+    values: dict[str, Any] = {
         "global": {
             "gpuSharing": True,
             "resourceReservation": {"namespace": kai.reservation_namespace},
         }
     }
+    if runtime_class is not None:
+        values["admission"] = {"gpuFractionRuntimeClassName": runtime_class}
     return common.helm_release(kai, values)
 
 
@@ -283,8 +289,9 @@ class ExistingExpose:
     (`team_port`, by team name: ClusterFacts.urls); `lab` labels the Service."""
 
     def __init__(self, how: str, address: str | None, lab: str,
-                 servers: Mapping[str, str]) -> None:
+                 servers: Mapping[str, str], tolerations: tuple[str, ...] = ()) -> None:
         self.how, self.address, self.lab, self.servers = how, address, lab, servers
+        self.tolerations = tolerations  # enforceTolerations: what the GPU nodes' taints need
 
     def server(self, team: TeamSpec) -> str | None:
         """The vCluster API URL, None for a LoadBalancer before it has an address."""
@@ -303,6 +310,12 @@ def _existing_values(values: dict[str, Any], team: TeamSpec, expose: ExistingExp
     service: dict[str, Any] = {"labels": {naming.LABEL_LAB: expose.lab,
                                           naming.LABEL_MANAGED: "gpulab"}}
     out = dict(values)
+    if expose.tolerations:
+        # every pod the vCluster syncs to the host gets them (pkg/controllers/resources/pods/
+        # translate/translator.go:446-451 at v0.35.3), so its pods, verify's among them, may go
+        # to GPU nodes that carry those taints
+        out["sync"] = {**out["sync"], "toHost": {"pods": {
+            "enforceTolerations": list(expose.tolerations)}}}
     plane = dict(out["controlPlane"])
     if expose.how == "port-forward":
         # the chart's default ClusterIP Service (values.yaml:591-592), reached through the host

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from gpulab.stacks.common import HelmAddon, LabNamespaces, Reused
 from gpulab.stacks.vcluster_kai import render as kr
+from gpulab.stacks.vcluster_kai.existing import fraction_runtime_class
 from gpulab.stacks.vcluster_kai.steps.existing_cluster import (
     FAKE_GPU_CLUSTER_OBJECTS,
     FakeGpuLabels,
@@ -49,6 +50,7 @@ from gpulab.stacks.vcluster_kai.steps.preflight import (
 )
 from gpulab.stacks.vcluster_kai.steps.preview import VerifyPreview
 from gpulab.stacks.vcluster_kai.steps.vcluster import TeamVCluster
+from gpulab.taints import union, vcluster_toleration
 
 if TYPE_CHECKING:
     from gpulab.engine.step import Step
@@ -105,8 +107,10 @@ def build_steps(profile: VclusterKaiProfile, lab: str, facts: ClusterFacts) -> l
     elif facts.fake_nodes:
         steps += _fake_gpu_steps(profile, facts, kai_found)
         gpus_step = FAKE_GPUS_STEP
+    runtime = fraction_runtime_class(facts.runtime_classes, fake=bool(facts.fake_nodes)) \
+        if facts.shared else None
     steps.append(_kai_step(profile, kai_found, requires=(
-        "management/namespaces",) if facts.shared else (gpus_step,)))
+        "management/namespaces",) if facts.shared else (gpus_step,), runtime_class=runtime))
     steps += _found_gpus(facts)
     if facts.gpus == "pool":  # the pool's fake GPUs annotate KAI's reservation pods
         steps.append(ReservationRbac(profile))
@@ -123,17 +127,23 @@ def _pool_gpus(profile: VclusterKaiProfile, facts: ClusterFacts) -> Step:
 
 
 def _kai_step(profile: VclusterKaiProfile, found: KaiFound | None, *,
-              requires: tuple[str, ...]) -> Step:
-    """KAI Scheduler: the one found in the cluster, reused; else installed with GPU sharing."""
+              requires: tuple[str, ...], runtime_class: str | None = None) -> Step:
+    """KAI Scheduler: the one found in the cluster, reused; else installed with GPU sharing
+    (and, on an existing cluster, the RuntimeClass for GPU-fraction pods it has:
+    existing.fraction_runtime_class)."""
     if found is not None:
         return Reused("management/kai-scheduler", "Using the cluster's KAI Scheduler",
                       f"KAI Scheduler {found.version} in {found.namespace}",
                       {"namespace": found.namespace, "version": found.version,
                        "gpuSharing": found.gpu_sharing})
     return HelmAddon(
-        kr.kai_scheduler_release(profile),
+        kr.kai_scheduler_release(profile, runtime_class),
         name="management/kai-scheduler",
-        title="Installing KAI Scheduler with GPU sharing",
+        title="Installing KAI Scheduler with GPU sharing" + (
+            "" if runtime_class is None else
+            f" (GPU-fraction pods get RuntimeClass {runtime_class})" if runtime_class else
+            " (no RuntimeClass with handler nvidia: GPU-fraction pods keep the node's default "
+            "runtime)"),
         requires=requires,
         ready=partial(_kai_ready, namespace=profile.components.kai_scheduler.namespace),
         ready_what="the KAI operator's deployments",
@@ -165,8 +175,10 @@ def _team_steps(profile: VclusterKaiProfile, lab: str, facts: ClusterFacts, gpus
     found = {n.name: n.gpus for n in facts.gpu_nodes}
     counts = {name: profile.gpu_pool.count if facts.gpus == "pool" or name in fake
               else found[name] for name in pool}
+    tolerations = tuple(vcluster_toleration(t) for t in union(
+        n.taints for n in facts.gpu_nodes if n.name in pool))
     expose = None if facts.expose == "published" else \
-        kr.ExistingExpose(facts.expose, facts.node_address, lab, facts.urls)
+        kr.ExistingExpose(facts.expose, facts.node_address, lab, facts.urls, tolerations)
     first = "management/namespaces" if facts.shared else "management/cluster"
     steps: list[Step] = []
     for team in profile.teams:
