@@ -233,6 +233,11 @@ class RuntimeInfo:
     pids_limit: bool = True
     cpu_shares: bool = True
     authorization_plugins: tuple[str, ...] = ()  # may refuse --privileged
+    name: str = ""  # `docker info`'s Name: the engine host's hostname (docker-desktop, colima)
+    components: tuple[str, ...] = ()  # `docker version`'s Components names (Engine, Podman
+    # Engine, containerd, runc...); gpulab.docker_engines tells the engine from these
+    product: str = ""  # `docker version`'s Platform.Name ("Docker Desktop 4.33.0 (160616)")
+    kernel: str = ""  # `docker info`'s KernelVersion (uname -r of the engine's host)
 
     @property
     def rootless(self) -> bool:
@@ -454,6 +459,9 @@ class LabAdapters:
     helm: Callable[[Path], HelmGateway]
     fetch: Callable[[str], str]
     lab_dir: Path
+    # a TCP connect from this host (host, port, timeout; OSError when it fails) that proves the
+    # route to an API server before the steps that need it (gpulab.reach); None: not proved
+    dial: Callable[[str, int, float], None] | None = None
 
     def management_kubeconfig(self) -> Path:
         return self.lab_dir / "management.kubeconfig"

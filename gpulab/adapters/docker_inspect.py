@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpulab.adapters.base import ContainerInfo, PublishedPort
+from gpulab.adapters.base import ContainerInfo, PublishedPort, RuntimeInfo
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -32,6 +32,36 @@ def _containerd_store(info: Mapping[str, Any]) -> bool:
     `driver-type io.containerd.snapshotter.v1` (moby daemon/containerd/service.go:160-165)."""
     return any(str(k) == "driver-type" and "io.containerd.snapshotter" in str(v)
                for k, v in _pairs(info.get("DriverStatus")))
+
+
+def runtime_info(info: Mapping[str, Any], version: Mapping[str, Any]) -> RuntimeInfo:
+    """RuntimeInfo from the engine's GET /info and GET /version answers (`docker info`,
+    `docker version`)."""
+    no_cgroups = info.get("CgroupDriver") == "none"
+    return RuntimeInfo(
+        version=str(version.get("Version") or info.get("ServerVersion") or ""),
+        api_version=str(version.get("ApiVersion") or ""),
+        cpus=int(info.get("NCPU") or 0),
+        memory_bytes=int(info.get("MemTotal") or 0),
+        os=str(info.get("OperatingSystem") or ""),
+        cgroup_version=str(info.get("CgroupVersion") or ""),
+        storage_driver=str(info.get("Driver") or ""),
+        warnings=tuple(str(w) for w in info.get("Warnings") or ()),
+        architecture=str(info.get("Architecture") or ""),
+        containerd_store=_containerd_store(info),
+        security_options=tuple(str(o) for o in info.get("SecurityOptions") or ()),
+        memory_limit=bool(info.get("MemoryLimit", True)) and not no_cgroups,
+        pids_limit=bool(info.get("PidsLimit", True)) and not no_cgroups,
+        cpu_shares=bool(info.get("CPUShares", True)) and not no_cgroups,
+        authorization_plugins=tuple(
+            str(p) for p in ((info.get("Plugins") or {}).get("Authorization") or ())),
+        driver_status=tuple((str(k), str(v)) for k, v in _pairs(info.get("DriverStatus"))),
+        name=str(info.get("Name") or ""),
+        components=tuple(str(c.get("Name") or "") for c in version.get("Components") or ()
+                         if isinstance(c, dict)),
+        product=str((version.get("Platform") or {}).get("Name") or ""),
+        kernel=str(info.get("KernelVersion") or ""),
+    )
 
 
 def _container_from_inspect(attrs: Mapping[str, Any]) -> ContainerInfo:

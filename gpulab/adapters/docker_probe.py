@@ -16,7 +16,7 @@ import socket
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from gpulab.adapters.base import ContainerInfo, NetworkInfo
+from gpulab.adapters.base import ContainerInfo, NetworkInfo, RuntimeInfo
 from gpulab.adapters.docker_endpoint import resolve_endpoint
 from gpulab.errors import AdapterError, HostError
 
@@ -99,6 +99,19 @@ class UnixSocketReader:
             connection.close()
         if status != 200:
             raise HostError(f"unix://{self.path} answered {status} to a ping; is it Docker?")
+
+    def engine(self) -> RuntimeInfo:
+        """The engine's GET /info and GET /version answers (gpulab.docker_engines reads
+        them)."""
+        from gpulab.adapters.docker_inspect import runtime_info
+
+        answers = []
+        for url in ("/info", "/version"):
+            status, data = self._get(url)
+            if status != 200 or not isinstance(data, dict):
+                raise AdapterError(f"GET {url}: Docker answered {status}")
+            answers.append(data)
+        return runtime_info(answers[0], answers[1])
 
     def architecture(self) -> str:
         """`GET /info`'s Architecture (moby daemon/info.go:65: the host's `uname -m`)."""

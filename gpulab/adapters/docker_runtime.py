@@ -69,8 +69,7 @@ from gpulab.adapters.docker_inspect import (
     _anonymous_volumes,
     _api_at_least,
     _container_from_inspect,
-    _containerd_store,
-    _pairs,
+    runtime_info,
 )
 from gpulab.errors import AdapterError, GpulabError, HostError
 
@@ -168,25 +167,7 @@ class DockerRuntime:
         with self._mapped("read the engine's info"):
             info = self._api.info()
             version = self._api.version()
-        return RuntimeInfo(
-            version=str(version.get("Version") or info.get("ServerVersion") or ""),
-            api_version=str(version.get("ApiVersion") or ""),
-            cpus=int(info.get("NCPU") or 0),
-            memory_bytes=int(info.get("MemTotal") or 0),
-            os=str(info.get("OperatingSystem") or ""),
-            cgroup_version=str(info.get("CgroupVersion") or ""),
-            storage_driver=str(info.get("Driver") or ""),
-            warnings=tuple(str(w) for w in info.get("Warnings") or ()),
-            architecture=str(info.get("Architecture") or ""),
-            containerd_store=_containerd_store(info),
-            security_options=tuple(str(o) for o in info.get("SecurityOptions") or ()),
-            memory_limit=bool(info.get("MemoryLimit", True)) and info.get("CgroupDriver") != "none",
-            pids_limit=bool(info.get("PidsLimit", True)) and info.get("CgroupDriver") != "none",
-            cpu_shares=bool(info.get("CPUShares", True)) and info.get("CgroupDriver") != "none",
-            authorization_plugins=tuple(
-                str(p) for p in ((info.get("Plugins") or {}).get("Authorization") or ())),
-            driver_status=tuple((str(k), str(v)) for k, v in _pairs(info.get("DriverStatus"))),
-        )
+        return runtime_info(info, version)
 
     def image_present(self, image: str) -> bool:
         try:

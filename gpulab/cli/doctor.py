@@ -60,7 +60,8 @@ def doctor_command(
     subnet and host-port collisions. On a cluster you have (--kubeconfig/--context, the
     profile's cluster:, or the lab's record, as for up): helm, the kubeconfig, the cluster's API
     and up's read-only preflight, and Docker only for worker containers on this host. Each
-    finding is ok, warn or fail, with the fix; exit 4 on a fail."""
+    finding is ok, warn, fail or unknown (a check that could not run: why, and what to run),
+    with the fix; exit 4 on a fail."""
 
     def body() -> int:
         from gpulab import core
@@ -96,7 +97,7 @@ def _print_findings(findings: list[Any]) -> None:
     table = Table("CHECK", "STATUS", "DETAIL", box=None)
     table.columns[0].no_wrap = True
     table.columns[2].overflow = "fold"
-    colors = {"ok": "green", "warn": "yellow", "fail": "red"}
+    colors = {"ok": "green", "warn": "yellow", "fail": "red", "unknown": "magenta"}
     for f in findings:
         add_row(table, f.check, literal(f.status, colors[f.status]), f.detail)
     emit(table)

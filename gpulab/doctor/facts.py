@@ -22,10 +22,11 @@ NODE_IMAGE_SIZE = "about 1 GB"
 
 @dataclass(frozen=True)
 class Finding:
-    """One doctor line: what was checked, ok/warn/fail, what was seen and the fix."""
+    """One doctor line: what was checked, ok/warn/fail/unknown (the check could not run:
+    the detail says why, the fix what to run), what was seen and the fix."""
 
     check: str
-    status: str  # ok | warn | fail
+    status: str  # ok | warn | fail | unknown
     detail: str
     fix: str = ""
 
@@ -72,3 +73,5 @@ class HostSnapshot:
     host_routes: tuple[str, ...] = ()  # IPv4 destinations of the host's routes (not default)
     state_dir: str = ""  # where lab folders go (GPULAB_HOME or the XDG data dir)
     state_problem: str = ""  # why gpulab cannot write there ('' when it can)
+    docker_local: bool = True  # the engine is reached on a unix socket of this host
+    host_os: str = "linux"  # this host's sys.platform (gpulab.docker_engines.classify)

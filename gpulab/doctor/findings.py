@@ -8,6 +8,7 @@ import ipaddress
 import re
 from typing import TYPE_CHECKING
 
+from gpulab.docker_engines import Engine, classify, route_text
 from gpulab.doctor.facts import (
     GIB,
     INOTIFY_INSTANCES,
@@ -42,6 +43,7 @@ def diagnose(snapshot: HostSnapshot, profile: LabProfile, lab: str) -> list[Find
     if info is None:
         return [_no_docker(snapshot)]
     out.append(_docker(snapshot, info))
+    out.append(engine_finding(snapshot, info))
     out.extend(_privileged(snapshot, info))
     out.extend(_node_images(snapshot))
     out.extend(platform_findings(info, profile))
@@ -87,6 +89,7 @@ def diagnose_workers(snapshot: HostSnapshot, workers: HostWorkers) -> list[Findi
         return [_no_docker(snapshot)]
     many = "s" if workers.count != 1 else ""
     return [_docker(snapshot, info),
+            engine_finding(snapshot, info),
             *_privileged(snapshot, info, WORKER_NODES),
             *_node_images(snapshot),
             *_resources(info, workers.memory_gib, workers.cpus,
@@ -107,6 +110,28 @@ def _docker(snapshot: HostSnapshot, info: RuntimeInfo) -> Finding:
         f"Docker {info.version} (API {info.api_version}, {info.os}){at}",
         "" if major >= MIN_DOCKER_MAJOR else f"Docker {MIN_DOCKER_MAJOR}+ is recommended",
     )
+
+
+def engine_of(snapshot: HostSnapshot, info: RuntimeInfo) -> Engine:
+    """The engine the snapshot's Docker answers describe (gpulab.docker_engines)."""
+    return classify(info, local=snapshot.docker_local, host_os=snapshot.host_os)
+
+
+ENGINE_FACTS = "docker info --format '{{.OperatingSystem}} / {{.Name}}' and docker version"
+
+
+def engine_finding(snapshot: HostSnapshot, info: RuntimeInfo) -> Finding:
+    """Which engine this is and how this host reaches the lab's APIs on it; a fail for an
+    engine gpulab does not support (Podman); unknown for one it does not recognise."""
+    engine = engine_of(snapshot, info)
+    if not engine.supported:
+        return Finding("engine", "fail", engine.refusal, engine.fix)
+    detail = f"{engine.label} ({engine.seen}); the lab's APIs: {route_text(engine)}"
+    if engine.kind == "unknown":
+        return Finding("engine", "unknown", detail,
+                       f"{ENGINE_FACTS} show what gpulab read; it uses published ports as on "
+                       "Docker Desktop")
+    return Finding("engine", "ok", detail)
 
 
 def _resources(info: RuntimeInfo, memory: float, cpus: int, who: str) -> list[Finding]:
@@ -148,8 +173,20 @@ KIND_NODES = "kind's nodes"
 WORKER_NODES = "the lab's worker containers (kindest/node, with kind's node options)"
 
 
-def privileged_advice(nodes: str = KIND_NODES) -> str:
-    """What makes an engine run `nodes` (privileged containers)."""
+def privileged_advice(nodes: str = KIND_NODES, engine: Engine | None = None) -> str:
+    """What makes `engine` (None: not known) run `nodes` (privileged containers)."""
+    kind = engine.kind if engine is not None else "unknown"
+    if kind == "linux":
+        return (f"{nodes} need --privileged, which this rootful Docker refused: remove the "
+                "authorization plugin or daemon setting that denies it (dockerd's "
+                "authorization-plugins, a security profile), then gpulab doctor")
+    if kind == "rootless":
+        return (f"{nodes} need --privileged: rootless Docker runs them with cgroup v2 and "
+                f"systemd Delegate=yes ({ROOTLESS_DOCS}); no authorization plugin may deny them")
+    if kind in ("docker-desktop", "colima", "orbstack") and engine is not None:
+        return (f"{nodes} need --privileged, which {engine.label}'s engine refused: remove the "
+                f"setting or authorization plugin of {engine.label} that denies privileged "
+                f"containers, restart {engine.label}, then gpulab doctor")
     return (f"{nodes} need --privileged: use rootful Docker, or rootless Docker with cgroup v2 "
             f"and systemd Delegate=yes ({ROOTLESS_DOCS}); no authorization plugin may deny "
             "privileged containers")
@@ -175,7 +212,8 @@ def _privileged(snapshot: HostSnapshot, info: RuntimeInfo, nodes: str = KIND_NOD
     if snapshot.privileged_probe:
         return [Finding("privileged", "fail",
                         f"Docker refused a --privileged container of {snapshot.probe_image}: "
-                        f"{snapshot.privileged_probe}", privileged_advice(nodes))]
+                        f"{snapshot.privileged_probe}",
+                        privileged_advice(nodes, engine_of(snapshot, info)))]
     mode = "rootless" if info.rootless else "rootful"
     if snapshot.privileged_probe == "":
         return [Finding("privileged", "ok", f"{mode} Docker runs --privileged containers "
@@ -184,9 +222,11 @@ def _privileged(snapshot: HostSnapshot, info: RuntimeInfo, nodes: str = KIND_NOD
         return [Finding("privileged", "warn",
                         f"authorization plugin(s) {', '.join(info.authorization_plugins)} may "
                         "refuse --privileged (not probed: no image on this host to probe with)",
-                        privileged_advice(nodes))]
-    return [Finding("privileged", "ok",
-                    f"{mode} Docker (not probed: no image on this host to probe with)")]
+                        privileged_advice(nodes, engine_of(snapshot, info)))]
+    return [Finding("privileged", "unknown",
+                    f"{mode} Docker: not probed, no image on this host to probe a "
+                    "--privileged container with",
+                    "gpulab doctor without --no-pull pulls the node image and probes with it")]
 
 
 def _node_images(snapshot: HostSnapshot) -> list[Finding]:

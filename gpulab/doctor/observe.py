@@ -11,6 +11,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -250,6 +251,8 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
         host_routes=_host_routes(),
         state_dir=str(labs_root()),
         state_problem=_state_problem(labs_root()),
+        docker_local=local,
+        host_os=sys.platform,
     )
 
 
@@ -280,7 +283,9 @@ def observe_workers(runtime: ContainerRuntime | None, docker_error: str = "",
             info = None
     return HostSnapshot(docker=info, docker_error=docker_error, node_images=states,
                         privileged_probe=probe, probe_image=probe_image,
-                        docker_endpoint=endpoint.describe() if endpoint is not None else "")
+                        docker_endpoint=endpoint.describe() if endpoint is not None else "",
+                        docker_local=endpoint is None or endpoint.unix_socket is not None,
+                        host_os=sys.platform)
 
 
 def reported_pull(runtime: ContainerRuntime, report: Reporter | None, step: str,

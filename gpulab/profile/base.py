@@ -18,6 +18,8 @@ from gpulab.providers import registry
 
 __all__ = [
     "API_VERSION",
+    "LOOPBACK",
+    "NODE_PORTS",
     "ChartRef",
     "HelmComponent",
     "HostNeeds",
@@ -325,6 +327,24 @@ class HostWorkers:
     images: tuple[str, ...]
     memory_gib: float
     cpus: int = 1  # nothing reserves CPUs for a worker container (no --cpus: node_options)
+
+
+NODE_PORTS = (30000, 32767)  # Kubernetes' default --service-node-port-range
+# Where kind publishes the APIs a lab hands the user: loopback only, as kind publishes its own
+# API server (kind fed26882 pkg/internal/apis/config/default.go:56-57); kind's default for
+# extraPortMappings would be every address (providers/docker/provision.go:395-398). A node's
+# container address is not reachable from the host on Docker Desktop (kind fed26882
+# site/content/docs/user/known-issues.md:379-388), colima, OrbStack, rootless Docker or Podman;
+# a published loopback port is, on every engine.
+LOOPBACK = "127.0.0.1"
+
+
+def node_port(value: int) -> int:
+    """A NodePort in Kubernetes' default range."""
+    low, high = NODE_PORTS
+    if not low <= value <= high:
+        raise ValueError(f"must be a NodePort in {low}-{high}")
+    return value
 
 
 @dataclass(frozen=True)

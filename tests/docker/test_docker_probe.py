@@ -98,3 +98,17 @@ def test_which_docker_hosts_the_reader_serves(host: str | None, path: str | None
 def test_other_docker_hosts_fall_back_to_docker_py(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
     assert open_reader() is None
+
+
+def test_engine_facts_match_the_docker_py_adapter(runtime: DockerRuntime) -> None:
+    """plan's route note reads the same engine facts doctor does (one parser, two clients)."""
+    import sys
+
+    from gpulab.docker_engines import classify
+
+    seen = _reader().engine()
+    assert seen == runtime.info()
+    assert seen.components and seen.name  # this engine answers both
+    if sys.platform.startswith("linux") and not seen.rootless:
+        assert classify(seen, local=True, host_os=sys.platform).kind in ("linux", "docker-desktop",
+                                                                         "colima", "orbstack")

@@ -242,7 +242,7 @@ def test_container_workers_get_docker_checks_for_the_workers_only(
         code, found, err = _doctor("-p", str(_kamaji_profile(tmp_path, "containers")),
                                    "--kubeconfig", str(cluster.kubeconfig))
     assert code == 0, _fails(found)
-    assert list(found)[-5:] == ["docker", "privileged", "node image", "memory", "cpu"]
+    assert list(found)[-6:] == ["docker", "engine", "privileged", "node image", "memory", "cpu"]
     assert connected == ["unix:///fake.sock"]
     # the workers' kindest/node image pulled (shown as a step), then probed --privileged
     assert world.faults.calls == [f"docker.pull:{WORKER_IMAGE}", f"docker.probe:{WORKER_IMAGE}"]

@@ -25,11 +25,13 @@ def _by_check(findings):
 
 
 def test_healthy_host_is_all_ok(kamaji_profile) -> None:
-    findings = diagnose(_snapshot(), kamaji_profile, "kamaji-hami")
+    findings = diagnose(_snapshot(privileged_probe="", probe_image="kindest/node:v1"),
+                        kamaji_profile, "kamaji-hami")
     # the one image whose platforms nobody could confirm (docs/images.md) stays a warning
     odd = [(f.check, f.status, f.detail.split(":")[0]) for f in findings if f.status != "ok"]
     assert odd == [("image platform", "warn", "registry.k8s.io/coredns/coredns")]
-    assert {f.check for f in findings} >= {"docker", "memory", "cpu", "disk", "inotify watches",
+    assert {f.check for f in findings} >= {"docker", "engine", "privileged", "memory", "cpu",
+                                           "disk", "inotify watches",
                                            "inotify instances", "swap", "kind", "helm", "names",
                                            "subnets"}
 
@@ -127,12 +129,15 @@ def test_an_engine_that_refuses_privileged_fails_doctor(kamaji_profile) -> None:
     assert "rootful Docker" in found.fix
 
 
-def test_privileged_ok_when_probed_and_honest_when_not(kamaji_profile) -> None:
+def test_privileged_ok_when_probed_and_unknown_when_not(kamaji_profile) -> None:
     probed = _by_check(diagnose(_snapshot(privileged_probe="", probe_image="kindest/node:v1"),
                                 kamaji_profile, "x"))["privileged"]
     assert probed.status == "ok" and "probed with kindest/node:v1" in probed.detail
     unprobed = _by_check(diagnose(_snapshot(), kamaji_profile, "x"))["privileged"]
-    assert unprobed.status == "ok" and "not probed" in unprobed.detail
+    # not knowing is not ok: unknown, why, and what to run
+    assert unprobed.status == "unknown" and "not probed" in unprobed.detail
+    assert unprobed.fix == "gpulab doctor without --no-pull pulls the node image and probes " \
+                           "with it"
     plugin = RuntimeInfo("28.2.2", "1.50", 8, 32 * 1024**3, "Debian",
                          authorization_plugins=("opa-docker-authz",))
     warned = _by_check(diagnose(_snapshot(docker=plugin), kamaji_profile, "x"))["privileged"]

@@ -92,7 +92,8 @@ def test_the_workers_need_docker_and_their_budget_only() -> None:
     snapshot = HostSnapshot(docker=GOOD, privileged_probe="", probe_image="kindest/node:v1.36.4",
                             node_images=(ImageState("kindest/node:v1.36.4", "present"),))
     found = diagnose_workers(snapshot, WORKERS)
-    assert _checks(found) == [("docker", "ok"), ("privileged", "ok"), ("node image", "ok"),
+    assert _checks(found) == [("docker", "ok"), ("engine", "ok"), ("privileged", "ok"),
+                              ("node image", "ok"),
                               ("memory", "ok"), ("cpu", "ok")]
     small = RuntimeInfo("28.2.2", "1.50", 1, 512 * 1024**2, "Debian")
     tight = {f.check: f for f in diagnose_workers(HostSnapshot(docker=small), WORKERS)}

@@ -80,13 +80,17 @@ def test_the_gpu_pool_is_the_gpu_nodes_then_the_fake_ones() -> None:
                                "gpu-1": profile.gpu_pool.count}
 
 
-def test_no_pool_nor_port_asked_none_answered() -> None:
-    """kamaji-hami asks for no pool and no port: its facts name no node and no URL."""
+def test_no_pool_asked_none_answered() -> None:
+    """kamaji-hami asks for no pool (its facts name no node) and a port per tenant, which an
+    existing cluster answers as it answers any port need (kamaji-hami's steps there use the
+    LoadBalancer address instead: existing_problems refuses NodePort and port-forward)."""
     from gpulab.stacks.kamaji_hami import render as kh
 
     profile: Any = load_profile("kamaji-hami").profile
     facts = cluster_facts(kh.cluster_needs(profile), _facts(gpu_nodes=(), expose="NodePort"))
-    assert facts.pool_nodes == {} and facts.urls == {} and facts.lb_range is None
+    assert facts.pool_nodes == {} and facts.lb_range is None
+    assert facts.urls == {"tenant-a": "https://10.0.0.5:30061",
+                          "tenant-b": "https://10.0.0.5:30062"}
 
 
 # --------------------------------------------------------------------------- facts, one at a time

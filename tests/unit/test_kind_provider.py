@@ -95,8 +95,11 @@ def _ground(reader: Any, profile: Any) -> Any:
 
 def test_the_range_comes_from_the_kind_network(kamaji_profile: Any) -> None:
     ground = _ground(_Reader(NetworkInfo("n1", "kind", IPAM)), kamaji_profile)
-    # nothing pending; the one note is the image whose platforms are unconfirmed (docs/images.md)
+    # nothing pending; the route to the tenants' published APIs (the reader gives no engine),
+    # then the image whose platforms are unconfirmed (docs/images.md)
     assert ground.note.splitlines() == [
+        "route: tenant-a https://127.0.0.1:30061, tenant-b https://127.0.0.1:30062, ports "
+        "published on 127.0.0.1 (engine not known)",
         "image platform: registry.k8s.io/coredns/coredns: unknown (gpulab doctor says why; "
         "docs/images.md)"]
     assert str(ground.facts.lb_range.planned()) == "172.18.255.200-172.18.255.250"

@@ -253,9 +253,19 @@ def test_every_team_port_is_a_host_port_kind_publishes(kai_profile) -> None:
     assert all(p.what.startswith("team ") for p in kai_profile.host_ports())
 
 
-def test_kamaji_hami_publishes_no_fixed_host_port(kamaji_profile) -> None:
-    assert kamaji_profile.host_ports() == []
-    assert "ports" not in _by_check(diagnose(HostSnapshot(docker=_info()), kamaji_profile, "x"))
+def test_kamaji_hami_publishes_each_tenant_api_on_loopback(kamaji_profile) -> None:
+    """Each tenant's API port doctor checks is exactly what the kind config publishes."""
+    from gpulab.providers.kind.config import kind_config
+    from gpulab.stacks.kamaji_hami.render import cluster_needs
+
+    published = kind_config(kamaji_profile, "x", cluster_needs(kamaji_profile))["nodes"][0]
+    assert [(p.address, p.port, p.protocol.upper()) for p in kamaji_profile.host_ports()] == [
+        (m["listenAddress"], m["hostPort"], m["protocol"])
+        for m in published["extraPortMappings"]] == [("127.0.0.1", 30061, "TCP"),
+                                                      ("127.0.0.1", 30062, "TCP")]
+    found = _by_check(diagnose(HostSnapshot(docker=_info()), kamaji_profile, "x"))
+    assert found["ports"].status == "ok"
+    assert "127.0.0.1:30061" in found["ports"].detail
 
 
 def _info() -> Any:

@@ -24,7 +24,8 @@ def test_needs_grow_with_teams(kai_profile: VclusterKaiProfile) -> None:
 def test_a_healthy_host_is_all_ok(kai_profile: VclusterKaiProfile) -> None:
     snapshot = HostSnapshot(docker=GOOD, disk_free_bytes=200 * 1024**3, inotify_watches=524288,
                             inotify_instances=512, swap_active=False, kind_version="v0.33.0",
-                            helm_version="v3.19.2",
+                            helm_version="v3.19.2", privileged_probe="",
+                            probe_image="kindest/node:v1.36.4",
                             networks=(NetworkInfo("id", "kind", [{"Subnet": "10.244.0.0/16"}]),))
     findings = {f.check: f for f in diagnose(snapshot, kai_profile, "vcluster-kai")}
     assert {f.status for f in findings.values()} == {"ok"}, findings

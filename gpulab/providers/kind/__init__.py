@@ -109,6 +109,7 @@ def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
     from gpulab.manifests import fetch_manifest
     from gpulab.naming import chart_labels
     from gpulab.paths import HELM_POST_RENDER, lab_dir
+    from gpulab.reach import tcp_dial
     from gpulab.tools import find_tool
 
     kind_binary = find_tool("kind")
@@ -130,6 +131,7 @@ def lab_adapters(profile: LabProfile, lab: str, runtime: ContainerRuntime,
                                          folder=folder / HELM_POST_RENDER),
         fetch=fetch_manifest,
         lab_dir=folder,
+        dial=tcp_dial,
     )
 
 
@@ -245,20 +247,39 @@ class ManagementCluster:
                 f"kind cluster '{self.cluster}' exists but its node is not running",
                 hint=f"docker start {self.cluster}-control-plane, or gpulab down then gpulab up",
             )
-        self._save_kubeconfig(adapters)
+        self._save_kubeconfig(ctx, adapters)
         return True
 
     def apply(self, ctx: StepContext) -> None:
         adapters: LabAdapters = ctx.adapters
         ctx.note(f"kind create cluster --name {self.cluster}")
         adapters.kind.create(self.cluster, self.config)
-        self._save_kubeconfig(adapters)
+        self._save_kubeconfig(ctx, adapters)
 
-    def _save_kubeconfig(self, adapters: LabAdapters) -> None:
+    def _save_kubeconfig(self, ctx: StepContext, adapters: LabAdapters) -> None:
+        """Save kind's kubeconfig, then prove this host reaches the API server it names
+        (gpulab.reach), before any step talks to it."""
+        import yaml
+
+        from gpulab.docker_engines import route_text
         from gpulab.paths import write_secret
+        from gpulab.reach import engine_of, host_port, prove, route_fix
 
         text = adapters.kind.kubeconfig(self.cluster)
         write_secret(adapters.management_kubeconfig(), text.encode())
+        if adapters.dial is None:
+            return
+        config = yaml.safe_load(text) or {}
+        servers = [str((c.get("cluster") or {}).get("server") or "")
+                   for c in config.get("clusters") or [] if isinstance(c, dict)]
+        if not servers or not servers[0]:
+            return
+        engine = engine_of(adapters.runtime)
+        node = f"{self.cluster}-control-plane"
+        prove(adapters.dial, servers[0], "the management cluster's API server", engine,
+              route_fix(engine, node, host_port(servers[0])[1]))
+        ctx.note(f"this host reaches the management API at {servers[0]}"
+                 + (f" ({engine.label}: {route_text(engine)})" if engine else ""))
 
 
 def kind_steps(profile: LabProfile, lab: str, stack: StackSide, facts: ClusterFacts
@@ -287,6 +308,28 @@ def cluster_facts(profile: LabProfile, lab: str, needs: ClusterNeeds,
                         management_nodes=(control_plane_node(lab),),
                         urls={port.name: port_url(port) for port in needs.ports},
                         lb_range=addresses)
+
+
+def _route_note(reader: DockerReader, needs: ClusterNeeds) -> str:
+    """`plan`'s word on how this host reaches the APIs the lab publishes, on this engine (the
+    reader's GET /info and /version: gpulab.docker_engines); '' when nothing is published."""
+    import sys
+
+    from gpulab.docker_engines import classify, route_text
+    from gpulab.providers.kind.config import port_url
+
+    if not needs.ports:
+        return ""
+    urls = ", ".join(f"{port.name} {port_url(port)}" for port in needs.ports)
+    engine = getattr(reader, "engine", None)
+    try:
+        info = engine() if callable(engine) else None
+    except GpulabError:
+        info = None
+    if info is None:
+        return f"route: {urls}, ports published on 127.0.0.1 (engine not known)"
+    found = classify(info, local=True, host_os=sys.platform)  # the reader is a unix socket
+    return f"route on {found.label}: {urls}, {route_text(found)}"
 
 
 def cluster_step(profile: LabProfile, lab: str, stack: StackSide) -> ManagementCluster:
@@ -336,7 +379,9 @@ class KindProvider:
                 and facts.lb_range.pending:  # what Docker could not tell yet
             note = f"{needs.load_balancer.what} pending: {facts.lb_range.pending}"
         if runtime is not None:
-            note = "\n".join(line for line in (note, *_platform_notes(profile, runtime)) if line)
+            route = _route_note(runtime, needs)
+            note = "\n".join(line for line in (note, route, *_platform_notes(profile, runtime))
+                              if line)
         return Ground(facts, [cluster_step(profile, lab, stack)], note)
 
     def open(self, profile: LabProfile, lab: str, stack: StackSide, report: Reporter, *,

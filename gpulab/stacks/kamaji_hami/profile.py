@@ -14,8 +14,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpulab.profile.base import (
+    LOOPBACK,
     HelmComponent,
     HostNeeds,
+    HostPort,
     HostWorkers,
     LabProfile,
     ManifestComponent,
@@ -23,6 +25,7 @@ from gpulab.profile.base import (
     dns_label,
     ipv4_cidr,
     kube_version,
+    node_port,
     pinned_image,
 )
 from gpulab.stacks.kamaji_hami import compat
@@ -49,6 +52,13 @@ HAMI_INT32_MAX = 2**31 - 1
 TENANT_MEMORY_GIB = 2.0
 TENANT_DISK_GIB = 4.0
 WORKER_MEMORY_GIB = 0.3
+# Each tenant's API on the host: a NodePort of the management node that kind publishes on
+# 127.0.0.1 (render.tenant_api_port). The default for tenant i (from 0) is this + i: the low
+# end of the NodePort range is the band Kubernetes hands out last to Services that ask for no
+# port (KEP-3668, ServiceNodePortStaticSubrange, GA in v1.29: the lower band of
+# min(max(16, range/32), 128) ports, 86 for 30000-32767), so MetalLB's LoadBalancer Services
+# (Kamaji's, with NodePorts allocated) do not take it first.
+TENANT_API_NODE_PORT = 30061
 _KINDEST_TAG = re.compile(r"^kindest/node:(v\d+\.\d+\.\d+)@sha256:[0-9a-f]{64}$")
 
 
@@ -181,6 +191,20 @@ class ControlPlaneSpec(Strict):
     konnectivity_port: int = Field(default=8132, ge=1, le=65535)
     konnectivity_agent_mode: Literal["DaemonSet", "Deployment"] = "DaemonSet"
     kubelet_cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
+    api_node_port: int | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="NodePort of the tenant's API on the management node, which "
+        f"kind publishes on the host's {LOOPBACK} (default: {TENANT_API_NODE_PORT} + the "
+        "tenant's index)")
+    api_host_port: int | None = Field(
+        default=None, exclude_if=lambda v: v is None, ge=1024, le=65535,
+        description=f"port on the host's {LOOPBACK} where `gpulab kubeconfig <tenant>` reaches "
+                    "the tenant's API (default: api_node_port)")
+
+    @field_validator("api_node_port")
+    @classmethod
+    def _node_port(cls, value: int | None) -> int | None:
+        return None if value is None else node_port(value)
 
 
 class TenantSpec(Strict):
@@ -297,10 +321,50 @@ class KamajiHamiProfile(LabProfile):
             if len(set(ids)) != len(ids):
                 problems.append(((*at, "gpus"), "two GPU entries produce the same device ids; "
                                  "give each model its own id_prefix"))
+        if len(seen) == len(self.tenants):  # ports per tenant: names first
+            problems += self._port_problems()
         if self.cluster is not None and self.cluster.fake_gpu_nodes:
             problems.append((("cluster", "fake_gpu_nodes"), "only for stack vcluster-kai "
                              "(fake-gpu-operator): kamaji-hami's GPUs are its tenants' workers "
                              "(tenants[].gpus on kind, joined machines on an existing cluster)"))
+        return problems
+
+    def api_ports(self, tenant: TenantSpec) -> tuple[int, int]:
+        """(NodePort, host port) of `tenant`'s API published on the host's 127.0.0.1."""
+        index = next(i for i, t in enumerate(self.tenants) if t.name == tenant.name)
+        cp = tenant.control_plane
+        node = cp.api_node_port or TENANT_API_NODE_PORT + index
+        return node, cp.api_host_port or node
+
+    def host_ports(self) -> list[HostPort]:
+        """Each tenant's API port on the host's 127.0.0.1 (render.cluster_needs asks for
+        exactly these, and kind publishes them)."""
+        out = []
+        for index, tenant in enumerate(self.tenants):
+            cp = tenant.control_plane
+            field = "api_host_port" if cp.api_host_port else \
+                "api_node_port" if cp.api_node_port else "api_node_port, default"
+            out.append(HostPort(LOOPBACK, self.api_ports(tenant)[1], "tcp",
+                                f"tenant {tenant.name}'s API (tenants[{index}].control_plane."
+                                f"{field})"))
+        return out
+
+    def _port_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """No two tenants share a NodePort or a host port."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        nodes: dict[int, str] = {}
+        hosts: dict[int, str] = {}
+        for index, tenant in enumerate(self.tenants):
+            at = ("tenants", index, "control_plane")
+            node, host = self.api_ports(tenant)
+            if node in nodes:
+                problems.append(((*at, "api_node_port"), f"NodePort {node} is already used by "
+                                 f"{nodes[node]}"))
+            if host in hosts:
+                problems.append(((*at, "api_host_port"), f"host port {host} is already used by "
+                                 f"{hosts[host]}"))
+            nodes.setdefault(node, f"tenants[{index}]")
+            hosts.setdefault(host, f"tenants[{index}]")
         return problems
 
     def member_names(self) -> list[str]:

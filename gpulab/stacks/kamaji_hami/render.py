@@ -72,10 +72,14 @@ def worker_name(lab: str, tenant: str, index: int) -> str:
 
 def cluster_needs(profile: KamajiHamiProfile) -> ClusterNeeds:
     """What the management cluster must have: one node (the tenants' workers are containers
-    beside it, not nodes of it), and addresses MetalLB hands out to the tenants' control
-    planes (`components.metallb`: the pool's size and its offset from the subnet's top)."""
+    beside it, not nodes of it), addresses MetalLB hands out to the tenants' control
+    planes (`components.metallb`: the pool's size and its offset from the subnet's top), and
+    each tenant's API reachable from this host (api_route.tenant_api_port)."""
+    from gpulab.stacks.kamaji_hami.api_route import tenant_api_port
+
     metallb = profile.components.metallb
-    return ClusterNeeds(load_balancer=AddressNeed("MetalLB range", metallb.pool_size,
+    return ClusterNeeds(ports=tuple(tenant_api_port(profile, t) for t in profile.tenants),
+                        load_balancer=AddressNeed("MetalLB range", metallb.pool_size,
                                                   metallb.pool_offset_from_top))
 
 
@@ -276,9 +280,14 @@ def metallb_objects(profile: KamajiHamiProfile, pool: AddressRange | None) -> li
     ]
 
 
-def tenant_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec) -> dict[str, Any]:
-    """The TenantControlPlane of the write-up, parameterised by the profile."""
+def tenant_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec,
+                         host: str | None = None) -> dict[str, Any]:
+    """The TenantControlPlane of the write-up, parameterised by the profile; `host`: the name
+    this host reaches its API by, which the certificate must cover (api_route.cert_sans)."""
+    from gpulab.stacks.kamaji_hami.api_route import cert_sans
+
     cp = tenant.control_plane
+    sans = cert_sans(host) if host else []
     return {
         "apiVersion": "kamaji.clastix.io/v1alpha1",
         "kind": "TenantControlPlane",
@@ -300,6 +309,7 @@ def tenant_control_plane(profile: KamajiHamiProfile, tenant: TenantSpec) -> dict
                 "port": cp.port,
                 "podCidr": tenant.pod_cidr,
                 "serviceCidr": tenant.service_cidr,
+                **({"certSANs": sans} if sans else {}),
             },
             # No `kubeProxy` addon: Kamaji's takes no kube-proxy settings and rewrites its
             # ConfigMap on every reconcile (internal/resources/addons/kube_proxy.go:285-297 at

@@ -15,6 +15,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpulab.profile.base import (
+    LOOPBACK,
+    NODE_PORTS,
     ChartRef,
     HelmComponent,
     HostNeeds,
@@ -22,6 +24,7 @@ from gpulab.profile.base import (
     LabProfile,
     Strict,
     dns_label,
+    node_port,
 )
 
 __all__ = [
@@ -41,11 +44,8 @@ __all__ = [
 
 # Queues KAI creates itself (defaultQueue.createDefaultQueue); a profile may not redefine them.
 DEFAULT_QUEUES = ("default-parent-queue", "default-queue")
-NODE_PORTS = (30000, 32767)
-# Where kind publishes each team's vCluster API on the host: loopback only, as kind publishes its
-# own API server (kind fed26882 pkg/internal/apis/config/default.go:56-57). kind's default for
-# extraPortMappings would be every address (providers/docker/provision.go:395-398).
-VCLUSTER_LISTEN_ADDRESS = "127.0.0.1"
+# Where kind publishes each team's vCluster API on the host (profile.base.LOOPBACK says why).
+VCLUSTER_LISTEN_ADDRESS = LOOPBACK
 # Each vCluster Service also exposes the kubelet port (10250) when
 # `networking.advanced.proxyKubelets.byHostname` is on, its default (chart templates/service.yaml
 # :39-45, values.yaml:1159-1162 at vCluster v0.35.3), with `nodePort:
@@ -173,13 +173,7 @@ class TeamSpec(Strict):
             raise ValueError("'management' is the host cluster's kubeconfig name; choose another")
         return value
 
-    @field_validator("api_node_port")
-    @classmethod
-    def _node_port(cls, value: int) -> int:
-        low, high = NODE_PORTS
-        if not low <= value <= high:
-            raise ValueError(f"must be a NodePort in {low}-{high}")
-        return value
+    _node_port = field_validator("api_node_port")(node_port)
 
     @property
     def kubelet_node_port(self) -> int:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.errors import HostError
 from gpulab.stacks.common import HelmAddon, LabAdapters, LabNamespaces, Reused
 from gpulab.stacks.kamaji_hami import existing
+from gpulab.stacks.kamaji_hami.api_route import tenant_api_port
 from gpulab.stacks.kamaji_hami.steps.addons import cert_manager_addon, kamaji_addon
 from gpulab.stacks.kamaji_hami.steps.calico import Calico
 from gpulab.stacks.kamaji_hami.steps.control_plane import TenantControlPlane
@@ -165,7 +166,10 @@ def _tenant_steps(profile: KamajiHamiProfile, lab: str, tenant: TenantSpec,
     """A tenant's control plane and workers, as `facts.workers` says they come."""
     containers = facts.workers == "containers"
     if not shared:
-        return [TenantControlPlane(profile, tenant),
+        api = tenant_api_port(profile, tenant)
+        node = facts.management_nodes[0] if facts.management_nodes else ""
+        return [TenantControlPlane(profile, tenant, api=api, url=facts.urls.get(api.name),
+                                   node=node),
                 *worker_steps(profile, lab, tenant, TenantWorkers(profile, lab, tenant),
                               tenant_images(profile, lab, tenant))]
     steps: list[Step] = [ExistingControlPlane(profile, tenant, lab=lab, containers=containers)]

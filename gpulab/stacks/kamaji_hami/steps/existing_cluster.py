@@ -44,6 +44,9 @@ class ExistingControlPlane(TenantControlPlane):
             Artifact("file", f"{self.tenant.name}.kubeconfig",
                      {"from": f"secret {self.namespace}/{self.tenant.name}-admin-kubeconfig "
                               "key admin.conf", "mode": "0600"}),
+            Artifact("file", f"nodes/{self.tenant.name}.kubeconfig",
+                     {"from": f"secret {self.namespace}/{self.tenant.name}-admin-kubeconfig "
+                              "key admin.conf", "mode": "0600"}),
         ]
 
 

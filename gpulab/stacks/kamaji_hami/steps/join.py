@@ -12,6 +12,7 @@ from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError
 from gpulab.stacks.common import adapters_of
 from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.steps.control_plane import node_kubeconfig
 
 if TYPE_CHECKING:
     from gpulab.adapters.base import KubeGateway
@@ -107,7 +108,7 @@ class JoinWorkers:
                 "steps": [
                     "if a join began and did not finish: kubeadm reset -f, remove CNI leftovers",
                     "if the Node exists for another container of this name: delete the Node",
-                    f"copy {self.tenant.name}.kubeconfig to {WORKER_KUBECONFIG} (0600)",
+                    f"copy nodes/{self.tenant.name}.kubeconfig to {WORKER_KUBECONFIG} (0600)",
                     "modprobe br_netfilter (best effort)",
                     f"kubeadm token create --print-join-command --kubeconfig {WORKER_KUBECONFIG}",
                     f"<join command> --ignore-preflight-errors={ignored}",
@@ -164,7 +165,7 @@ class JoinWorkers:
         adapters = adapters_of(ctx)
         kube = self._tenant(ctx)
         registered = self._registered(kube)
-        kubeconfig = adapters.tenant_kubeconfig(self.tenant.name).read_bytes()
+        kubeconfig = node_kubeconfig(adapters, self.tenant.name).read_bytes()
         for node in self.nodes():
             state = self._state(ctx, node)
             if self._joined(registered.get(node), state):

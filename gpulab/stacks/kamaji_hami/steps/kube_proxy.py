@@ -13,6 +13,7 @@ from gpulab.engine.wait import wait_until
 from gpulab.errors import AdapterError
 from gpulab.stacks.common import adapters_of, daemonset_ready
 from gpulab.stacks.kamaji_hami import render
+from gpulab.stacks.kamaji_hami.steps.control_plane import node_kubeconfig
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -45,7 +46,7 @@ class KubeProxy:
         return (f"{self.tenant.name}/join", f"{self.tenant.name}/images")
 
     def describe(self) -> list[Artifact]:
-        server = f"<{self.tenant.name}'s API server, from its admin kubeconfig>"
+        server = f"<{self.tenant.name}'s API server, from nodes/{self.tenant.name}.kubeconfig>"
         return [Artifact(obj["kind"], obj["metadata"]["name"], obj, cluster=self.tenant.name)
                 for obj in render.kube_proxy_objects(self.tenant, server)]
 
@@ -73,7 +74,7 @@ class KubeProxy:
     def apply(self, ctx: StepContext) -> None:
         adapters = adapters_of(ctx)
         kube = self._tenant(ctx)
-        server = tenant_server(adapters.tenant_kubeconfig(self.tenant.name))
+        server = tenant_server(node_kubeconfig(adapters, self.tenant.name))
         rootless = adapters.runtime.info().rootless
         for obj in render.kube_proxy_objects(self.tenant, server, rootless=rootless):
             kube.apply(obj)
