@@ -92,7 +92,7 @@ def run_verify(*, profile: str | None = None, name: str | None = None, tc: str |
         loaded, lab = core.resolve_lab(profile, name)
         recorded_profile = loaded.profile
         checks = core.verify_checks(loaded.profile.stack, tc)
-        core.require_lab(lab)  # before the lock, which would make the lab's folder
+        core.require_lab(lab, flags(profile, name))  # before the lock: it makes the folder
 
         def progress(tenant: str, message: str) -> None:
             if verbose and not machine:

@@ -1,0 +1,207 @@
+"""The first minutes read well (issue #31 item 5), each through the command line: a "no such
+lab" hint builds the lab asked for, `down` of nothing removes nothing, `kubeconfig` with no lab
+leaves `$(...)` empty and fails, and `verify --kubeconfig` against an API server that does not
+answer says so once, on stderr, with the server and the deadline.
+
+Docker is the fake of tests/fakes.py (an empty engine: no lab in it); API servers are real
+sockets on 127.0.0.1 (a closed port, and a listening one that never answers)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpulab import core
+from gpulab.cli import app
+from gpulab.paths import lab_dir
+from tests.fakes import FakeRuntime, FakeWorld
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> FakeWorld:
+    """An empty fake Docker engine, no kind or helm, and no real socket behind it."""
+    import gpulab.tools
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    fake = FakeWorld()
+    monkeypatch.setattr(core, "connect_runtime", lambda *_a, **_k: FakeRuntime(fake))
+    monkeypatch.setattr(core, "docker_endpoint", lambda: None, raising=False)
+    monkeypatch.setattr("gpulab.providers.kind.kind_cli", lambda *_a, **_k: None)
+    monkeypatch.setattr(gpulab.tools, "find_tool", lambda _name: None)
+    return fake
+
+
+# --------------------------------------------------------------------------- no such lab
+
+COMMANDS = {
+    "status": ["status"],
+    "verify": ["verify"],
+    "logs": ["logs"],
+    "kubeconfig": ["kubeconfig", "management"],
+    "join": ["join", "tenant-a"],
+}
+SELECTORS = {  # the options that select the lab, and the lab and stack they select
+    "profile": (["-p", "vcluster-kai"], "vcluster-kai", "vcluster-kai"),
+    "profile and name": (["-p", "vcluster-kai", "--name", "teams"], "teams", "vcluster-kai"),
+    "name": (["--name", "ghost"], "ghost", "kamaji-hami"),
+    "neither": ([], "kamaji-hami", "kamaji-hami"),
+}
+
+
+@pytest.mark.parametrize("selector", SELECTORS, ids=list(SELECTORS))
+@pytest.mark.parametrize("command", COMMANDS, ids=list(COMMANDS))
+def test_no_such_lab_suggests_the_up_that_builds_the_lab_asked_for(
+        world: FakeWorld, command: str, selector: str, tmp_path: Path) -> None:
+    options, lab, stack = SELECTORS[selector]
+    argv = [*COMMANDS[command], *options]
+    if command == "logs":
+        argv.insert(1, str(tmp_path / "bundle"))
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 6, (argv, result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr  # one line
+    assert f"no lab named '{lab}' on this host" in result.stderr
+    suggested = result.stderr.split("; ", 1)[1].removesuffix(" builds it)\n")
+    words = shlex.split(suggested)
+    assert words[:2] == ["gpulab", "up"], suggested
+    # the suggestion, as `plan`, plans that lab from that profile
+    planned = runner.invoke(app, ["plan", *words[2:]])
+    assert planned.exit_code == 0, planned.stderr
+    assert f"Plan for lab '{lab}' from " in planned.stderr
+    assert planned.stderr.split(" from ", 1)[1].split()[0].endswith(f"/{stack}.yaml")
+    assert not lab_dir(lab).exists()  # asking made nothing
+
+
+# --------------------------------------------------------------------------- down of nothing
+
+
+def _deletes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every call that would delete something in Docker or kind, recorded."""
+    from gpulab.providers import kind as kind_provider
+
+    calls: list[str] = []
+    for method in ("remove", "remove_network", "remove_volume"):
+        def spy(self: Any, name: str, *_a: Any, _method: str = method, **_k: Any) -> bool:
+            calls.append(f"docker {_method} {name}")
+            return True
+        monkeypatch.setattr(FakeRuntime, method, spy, raising=False)
+
+    def teardown(self: Any, lab: str, *_a: Any, **_k: Any) -> Any:
+        calls.append(f"teardown {lab}")
+        raise AssertionError("down of nothing tore something down")
+
+    monkeypatch.setattr(kind_provider.KindProvider, "teardown", teardown)
+    return calls
+
+
+def test_down_of_a_lab_that_does_not_exist_says_so_once_and_removes_nothing(
+        world: FakeWorld, monkeypatch: pytest.MonkeyPatch, _isolated_home: Path) -> None:
+    calls = _deletes(monkeypatch)
+    result = runner.invoke(app, ["down", "--name", "ghost"])
+    assert result.exit_code == 0, result.stderr  # idempotent, as `kind delete cluster`
+    assert result.stderr == "nothing to remove: no lab named 'ghost' on this host\n"
+    assert result.stdout == ""
+    assert calls == []
+    assert not (_isolated_home / "labs" / "ghost").exists()  # not even the lock's folder
+    as_json = runner.invoke(app, ["down", "--name", "ghost", "-o", "json"])
+    assert as_json.exit_code == 0 and calls == []
+    assert '"removed": []' in as_json.stdout
+
+
+def test_down_of_a_leftover_still_removes_it(world: FakeWorld,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other side: something labelled for the lab (no folder) is a lab to remove."""
+    from gpulab.adapters.base import ContainerInfo
+
+    world.containers["gpulab-ghost-tenant-a-worker"] = ContainerInfo(
+        "gpulab-ghost-tenant-a-worker", "gpulab-ghost-tenant-a-worker", "img", "running",
+        {"gpulab.dev/lab": "ghost"}, {})
+    calls = _deletes(monkeypatch)
+    result = runner.invoke(app, ["down", "--name", "ghost"])
+    assert calls == ["teardown ghost"], (result.stdout, result.stderr)
+
+
+# --------------------------------------------------------------------------- kubeconfig
+
+
+def test_kubeconfig_with_no_lab_prints_nothing_on_stdout_and_fails(world: FakeWorld) -> None:
+    for argv in (["kubeconfig", "tenant-a"], ["kubeconfig", "tenant-a", "--export"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 6, result.stderr
+        assert result.stdout == ""
+        assert result.stderr.startswith("error: no lab named 'kamaji-hami' on this host")
+    core.record_profile("kamaji-hami", core.load("kamaji-hami"))  # built, nothing saved yet
+    not_up = runner.invoke(app, ["kubeconfig", "tenant-a"])
+    assert not_up.exit_code == 4 and not_up.stdout == ""
+    assert "lab 'kamaji-hami' is not up" in not_up.stderr
+
+
+def test_export_kubeconfig_from_the_shell_gets_nothing_and_a_message(
+        _isolated_home: Path) -> None:
+    """As the README has it: `export KUBECONFIG=$(gpulab kubeconfig tenant-a)`: the variable
+    stays empty (no path to a file that is not there) and the message reaches the terminal;
+    the command's own status is non-zero, which `VAR=$(...)` keeps."""
+    gpulab = f"{shlex.quote(sys.executable)} -m gpulab"
+    script = (f"KUBECONFIG=$({gpulab} kubeconfig tenant-a); echo \"status=$? "
+              f"value=[$KUBECONFIG]\"")
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False,
+                          env={**os.environ, "GPULAB_HOME": str(_isolated_home)}, timeout=60)
+    assert done.stdout == "status=6 value=[]\n"
+    assert done.stderr.startswith("error: no lab named 'kamaji-hami' on this host")
+
+
+# --------------------------------------------------------------------------- verify --kubeconfig
+
+
+def _kubeconfig(path: Path, server: str) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server,
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return path
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("answer", ["closed", "silent"])
+def test_verify_kubeconfig_says_once_on_stderr_that_the_server_did_not_answer(
+        tmp_path: Path, answer: str) -> None:
+    with socket.socket() as listener:
+        if answer == "silent":  # connects (the kernel's backlog), never answers a byte
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)
+            port = int(listener.getsockname()[1])
+        else:
+            port = _closed_port()
+        server = f"https://127.0.0.1:{port}"
+        config = _kubeconfig(tmp_path / "cluster.kubeconfig", server)
+        result = runner.invoke(app, ["verify", "cluster", "--kubeconfig", str(config),
+                                     "--request-timeout", "500ms",
+                                     "--discovery-timeout", "1s"])
+    assert result.exit_code == 4, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert [line for line in result.stderr.splitlines() if server in line] == errors
+    assert errors[0].startswith(f"error: cluster cluster: the API server at {server} did not "
+                                "answer (deadline: 0.5s per request (--request-timeout), 1s "
+                                "in all (--discovery-timeout))")
+    assert "verify would refuse" not in result.stderr
