@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gpulab.errors import ExitCode, GpulabError, ProfileError
+from gpulab.errors import ExitCode, GpulabError, PreflightError, ProfileError
 from gpulab.terminal import SafeConsole, literal, output_width
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _fail(error: GpulabError) -> typer.Exit:
     from rich.text import Text
 
     err.print(Text.assemble(("error:", "bold red"), " ", literal(str(error))))
-    if isinstance(error, ProfileError):
+    if isinstance(error, (ProfileError, PreflightError)):  # one line each, fixes their own
         for problem in error.problems:
             err.print(f"  {problem}", markup=False)
     return typer.Exit(int(error.exit_code))

@@ -191,7 +191,8 @@ def test_up_preflight_refuses_a_docker_that_cannot_run_privileged_nodes(
     lab = unique("priv")
     result = runner.invoke(app, ["up", "--name", lab])
     assert result.exit_code == 4, (result.stdout, result.stderr)
-    assert "preflight: privileged: Docker refused a --privileged container" in result.stderr
+    assert "error: preflight: " in result.stderr
+    assert "\n  privileged: Docker refused a --privileged container" in result.stderr
     assert "kind.sigs.k8s.io/docs/user/rootless" in result.stderr
     assert _labelled(client, lab) == []
     assert not (_isolated_home / "labs" / lab).exists()

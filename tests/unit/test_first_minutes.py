@@ -205,3 +205,35 @@ def test_verify_kubeconfig_says_once_on_stderr_that_the_server_did_not_answer(
                                 "answer (deadline: 0.5s per request (--request-timeout), 1s "
                                 "in all (--discovery-timeout))")
     assert "verify would refuse" not in result.stderr
+
+
+# --------------------------------------------------------------------------- up's refusal
+
+
+def test_up_refusal_is_a_short_line_per_problem_with_its_fix_on_its_own(
+        world: FakeWorld, monkeypatch: pytest.MonkeyPatch, _isolated_home: Path) -> None:
+    """No kind and no helm (find_tool finds nothing): two problems, each on a line of its own
+    and its fix under it, after one `error:` line; exit 4 as before; nothing created."""
+    from gpulab.adapters.docker_endpoint import DockerEndpoint
+
+    monkeypatch.setattr(core, "docker_endpoint", lambda: DockerEndpoint("unix:///s"))
+    monkeypatch.setenv("PATH", str(_isolated_home))  # no helm or git of this host's either
+    for variable in ("GPULAB_KIND", "GPULAB_HELM"):
+        monkeypatch.delenv(variable, raising=False)
+    result = runner.invoke(app, ["up", "--name", "refused"])
+    assert result.exit_code == 4, (result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    count = int(errors[0].split()[2])
+    assert count >= 2
+    assert errors[0] == (f"error: preflight: {count} problems on this host, nothing was "
+                         "created (gpulab doctor shows every check)")
+    problems = lines[lines.index(errors[0]) + 1:]
+    assert problems[0] == "  kind: kind not found"
+    assert problems[1].startswith("    fix: gpulab doctor --install-tools, or install kind v")
+    assert "  helm: helm not found" in problems
+    assert len([p for p in problems if p.startswith("  ") and not p.startswith("    ")]) \
+        == count
+    assert all(len(p) <= 160 for p in problems), problems  # short: the causes are brief here
+    assert world.containers == {} and not (_isolated_home / "labs" / "refused").exists()
