@@ -237,3 +237,78 @@ def test_up_refusal_is_a_short_line_per_problem_with_its_fix_on_its_own(
         == count
     assert all(len(p) <= 160 for p in problems), problems  # short: the causes are brief here
     assert world.containers == {} and not (_isolated_home / "labs" / "refused").exists()
+
+
+# --------------------------------------------------------------------------- long waits
+
+
+class _Waits:
+    """A step that waits for something that comes on the third look."""
+
+    name = "tenant-a/control-plane"
+    title = "Creating tenant-a's control plane"
+    requires: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def satisfied(self, _ctx: Any) -> bool:
+        return False
+
+    def apply(self, ctx: Any) -> None:
+        from gpulab.engine.wait import wait_until
+
+        def ready() -> tuple[bool, str]:
+            self.looks += 1
+            return self.looks >= 3, f"look {self.looks}"
+
+        wait_until(ctx, self.name, "TenantControlPlane tenant-a Ready", ready, timeout=600)
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_up_says_what_a_long_wait_waits_for_and_how_long_it_will_wait(
+        monkeypatch: pytest.MonkeyPatch, json_lines: bool) -> None:
+    """Through `gpulab up`: the progress lines (no -v) name the wait and its deadline once,
+    when the step turns out to wait; --json has it as a `waiting` event."""
+    import json
+
+    from gpulab.engine.runner import RunResult, run_steps
+    from gpulab.engine.step import StepContext
+
+    def up(_profile: Any, lab: str, report: Any, **_kwargs: Any) -> RunResult:
+        ctx = StepContext(lab=lab, adapters=None, sleep=lambda _s: None)
+        return run_steps([_Waits()], ctx, report)
+
+    monkeypatch.setattr(core, "up", up)
+    monkeypatch.setattr(core, "record_profile", lambda *_a: None)
+    monkeypatch.setattr(core, "record_timings", lambda *_a: None)
+    monkeypatch.setattr("gpulab.cli.up.next_steps", lambda *_a: "lab is up")
+    result = runner.invoke(app, ["up", "--name", "waits", *(["--json"] if json_lines else [])])
+    assert result.exit_code == 0, result.stderr
+    said = "waiting up to 10m for TenantControlPlane tenant-a Ready"
+    if json_lines:
+        events = [json.loads(line) for line in result.stdout.splitlines()]
+        waits = [e for e in events if e["event"] == "waiting"]
+        assert [(e["step"], e["message"]) for e in waits] == [("tenant-a/control-plane", said)]
+    else:
+        lines = result.stderr.splitlines()
+        assert lines.count(f" … Creating tenant-a's control plane: {said}") == 1, lines
+        done = next(i for i, line in enumerate(lines) if line.startswith(" ✓ Creating"))
+        assert lines.index(f" … Creating tenant-a's control plane: {said}") < done
+
+
+def test_a_wait_that_is_over_at_the_first_look_says_nothing() -> None:
+    from gpulab.engine.runner import Event
+    from gpulab.engine.step import StepContext
+    from gpulab.engine.wait import duration, wait_until
+
+    events: list[Event] = []
+    ctx = StepContext(lab="x", adapters=None, sleep=lambda _s: None,
+                      waiting=lambda what, s: events.append(Event("s", "waiting", what, s)))
+    wait_until(ctx, "s", "it", lambda: (True, ""), timeout=30)
+    assert events == []
+    assert [duration(s) for s in (0, 45, 300, 90, 3600, 5400)] == [
+        "0s", "45s", "5m", "1m30s", "1h", "1h30m"]
