@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpulab.cli.common import add_row, emit, err
 from gpulab.terminal import literal
@@ -17,26 +17,22 @@ __all__ = ["cluster_recording", "print_report"]
 
 def print_report(report: VerifyReport, next_step: str = "") -> None:
     """The verdicts as a table on stdout (a pass's evidence wrapped in it; the reason of any
-    other result, and a finding, whole on a line of its own under the table, so the commands in
-    it can be copied), then the summary, notes and next step on stderr."""
-    from rich.table import Table
+    other result, a finding, and evidence naming something too long for the table's column at
+    this width, whole on a line of its own under the table, so names are never cut and the
+    commands in it can be copied), then the summary, notes and next step on stderr."""
+    from gpulab.cli.common import out
+    from gpulab.terminal import output_width, table_fits
+    from gpulab.verify.report import summary_line, table_rows
 
-    from gpulab.verify.report import FINDING, summary_line, table_rows
-
-    table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
-    table.columns[0].no_wrap = True
-    table.columns[2].no_wrap = True
-    table.columns[3].overflow = "fold"
-    table.columns[4].justify = "right"
-    colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow",
-              FINDING: "magenta"}
-    below: list[str] = []
-    for check, tenant, result, detail, seconds in table_rows(report):
-        shown = detail
-        if result != "PASS" and detail:
-            below.append(f"{result} {check} ({tenant}): {detail}")
-            shown = "see below"
-        add_row(table, check, tenant, literal(result, colors.get(result, "")), shown, seconds)
+    rows = [tuple(row) for row in table_rows(report)]
+    width = output_width(out)
+    table, below = _table(rows, set())
+    if not table_fits(table, width):  # the evidence that names what cannot fit goes below
+        headers = ("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS")
+        others = sum(max(len(str(r[i])) for r in [headers, *rows]) + 2 for i in (0, 1, 2, 4))
+        room = width - others - 2
+        table, below = _table(rows, {i for i, row in enumerate(rows)
+                                     if any(len(w) > room for w in str(row[3]).split())})
     emit(table)
     if below:
         emit("\n".join(["", *below]))
@@ -47,6 +43,30 @@ def print_report(report: VerifyReport, next_step: str = "") -> None:
         err.print("next: " + (next_step or f"gpulab logs --name {report.lab} collects "
                               "diagnostics; --keep leaves the test pods for inspection"),
                   markup=False)
+
+
+def _table(rows: list[tuple[str, ...]], moved: set[int]) -> tuple[Any, list[str]]:
+    """The verdicts' table and the lines under it: every result but a pass's reason, and the
+    evidence of the rows in `moved`."""
+    from rich.table import Table
+
+    from gpulab.verify.report import FINDING
+
+    table = Table("CHECK", "TENANT", "RESULT", "EVIDENCE OR REASON", "SECONDS", box=None)
+    table.columns[0].no_wrap = True
+    table.columns[2].no_wrap = True
+    table.columns[3].overflow = "fold"
+    table.columns[4].justify = "right"
+    colors = {"PASS": "green", "FAIL": "red", "ERROR": "red", "SKIP": "yellow",
+              FINDING: "magenta"}
+    below: list[str] = []
+    for index, (check, tenant, result, detail, seconds) in enumerate(rows):
+        shown = detail
+        if (result != "PASS" or index in moved) and detail:
+            below.append(f"{result} {check} ({tenant}): {detail}")
+            shown = "see below"
+        add_row(table, check, tenant, literal(result, colors.get(result, "")), shown, seconds)
+    return table, below
 
 
 def cluster_recording(replay: Path | None) -> bool:

@@ -312,3 +312,87 @@ def test_a_wait_that_is_over_at_the_first_look_says_nothing() -> None:
     assert events == []
     assert [duration(s) for s in (0, 45, 300, 90, 3600, 5400)] == [
         "0s", "45s", "5m", "1m30s", "1h", "1h30m"]
+
+
+# --------------------------------------------------------------------------- narrow terminals
+
+NARROW = {"COLUMNS": "40"}
+
+
+def _whole(words: set[str], text: str) -> list[str]:
+    """The words that no line of `text` holds whole."""
+    lines = text.splitlines()
+    return sorted(w for w in words if not any(w in line for line in lines))
+
+
+def _words(*texts: str) -> set[str]:
+    return {word for text in texts for word in text.split()}
+
+
+@pytest.mark.parametrize("profile", ["kamaji-hami", "vcluster-kai"])
+def test_a_narrow_plan_cuts_no_name(profile: str) -> None:
+    import json
+
+    steps = json.loads(runner.invoke(app, ["plan", "-p", profile, "-o", "json"]).stdout)
+    result = runner.invoke(app, ["plan", "-p", profile], env=NARROW)
+    assert result.exit_code == 0, result.stderr
+    names = _words(*(s["step"] for s in steps), *(a["name"] for s in steps
+                                                  for a in s["artifacts"]))
+    assert len(names) > 20
+    assert _whole(names, result.stdout) == []
+    assert "…" not in result.stdout
+
+
+@pytest.mark.parametrize("example", ["example:kamaji-hami", "example:vcluster-kai"])
+def test_a_narrow_verify_report_cuts_no_name_or_word(example: str) -> None:
+    import json
+
+    doc = json.loads(runner.invoke(app, ["verify", "replay", example, "-o", "json"]).stdout)
+    result = runner.invoke(app, ["verify", "replay", example], env=NARROW)
+    assert result.exit_code == 0, result.stderr
+    words = _words(*(f"{r['id']} {r['tenant']} {r.get('evidence', '')} {r.get('reason', '')}"
+                     for r in doc["results"]))
+    assert _whole(words, result.stdout) == []
+    assert "…" not in result.stdout
+
+
+def test_a_narrow_doctor_cuts_no_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab.doctor import Finding
+
+    image = ("kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7e"
+             "a312e3cbfaed")
+    findings = [Finding("node image", "warn", f"{image} is not on this host and was not pulled "
+                        "(--no-pull)", f"docker pull {image}"),
+                Finding("inotify watches", "ok", "fs.inotify.max_user_watches = 524288")]
+    monkeypatch.setattr("gpulab.providers.kind.preflight", lambda *_a, **_k: findings)
+    result = runner.invoke(app, ["doctor", "--no-pull"], env=NARROW)
+    assert result.exit_code == 0, result.stderr
+    assert _whole(_words(*(f"{f.check} {f.status} {f.detail}" for f in findings)),
+                  result.stdout) == []
+    assert f"  node image: docker pull {image}" in result.stdout.splitlines()
+    assert "…" not in result.stdout
+
+
+def test_a_narrow_status_cuts_no_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Status's tables (the kamaji-hami stack's) from a status document in gpulab's own shape
+    (core.status's), at 40 columns."""
+    worker = "gpulab-kamaji-hami-tenant-a-worker"
+    info = {"stack": "kamaji-hami", "exists": True,
+            "management": {"cluster": "gpulab-kamaji-hami", "state": "running"},
+            "tenants": {"tenant-a": {
+                "control_plane": {"status": "Ready", "version": "v1.36.4",
+                                  "endpoint": "172.18.255.200:6443"},
+                "workers": [{"name": worker, "state": "running"}],
+                "nodes": [{"name": worker, "ready": True, "version": "v1.36.4"}],
+                "gpus": [{"device": "GPU-MOCK-0", "model": "A100-SXM4-80GB",
+                          "memory_mib": {"used": 60000, "total": 81920},
+                          "cores": {"used": 90, "total": 100},
+                          "pods": ["gpu-share-1", "gpu-share-2", "gpu-share-3"]}]}}}
+    monkeypatch.setattr(core, "lab_provider", lambda *_a, **_k: None)
+    monkeypatch.setattr(core, "status", lambda *_a, **_k: info)
+    result = runner.invoke(app, ["status"], env=NARROW)
+    assert result.exit_code == 0, result.stderr
+    names = {worker, "gpulab-kamaji-hami", "GPU-MOCK-0", "A100-SXM4-80GB", "gpu-share-1,",
+             "gpu-share-2,", "gpu-share-3", "172.18.255.200:6443", "60000/81920"}
+    assert _whole(names, result.stdout) == []
+    assert "…" not in result.stdout
