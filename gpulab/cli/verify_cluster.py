@@ -193,7 +193,8 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
     if record is not None and isinstance(state, ClusterVerifyState):
         write_snapshots(record, state.snapshots, state.runs)
     if junit is not None:
-        write_junit(report, junit)
+        write_junit(report, junit, properties=None if replay is None else {
+            "gpulab.recording": str(replay)})
     silent = _unanswered(state, refused, machine=machine,
                          deadline=None if replay is not None else (timeout, discovery))
     if silent and not machine:  # no cluster answered: said once each above, not per check
