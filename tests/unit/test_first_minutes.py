@@ -371,6 +371,11 @@ def test_a_narrow_doctor_cuts_no_name(monkeypatch: pytest.MonkeyPatch) -> None:
                   result.stdout) == []
     assert f"  node image: docker pull {image}" in result.stdout.splitlines()
     assert "…" not in result.stdout
+    # at 100 columns the table stays, and the detail naming the image is whole under it
+    wide = runner.invoke(app, ["doctor", "--no-pull"], env={"COLUMNS": "100"})
+    assert wide.stdout.splitlines()[0].split() == ["CHECK", "STATUS", "DETAIL"]
+    assert wide.stdout.splitlines()[1].split() == ["node", "image", "warn", "see", "below"]
+    assert f"node image: {findings[0].detail}" in wide.stdout.splitlines()
 
 
 def test_a_narrow_status_cuts_no_name(monkeypatch: pytest.MonkeyPatch) -> None:
