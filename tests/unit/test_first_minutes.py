@@ -401,3 +401,32 @@ def test_a_narrow_status_cuts_no_name(monkeypatch: pytest.MonkeyPatch) -> None:
              "gpu-share-2,", "gpu-share-3", "172.18.255.200:6443", "60000/81920"}
     assert _whole(names, result.stdout) == []
     assert "…" not in result.stdout
+
+
+def test_a_helm_install_says_it_waits_before_helm_starts_waiting() -> None:
+    """helm --wait blocks up to the step's timeout: the wait is said before it, not after."""
+    from types import SimpleNamespace
+
+    from gpulab.adapters.base import HelmRelease
+    from gpulab.engine.step import StepContext
+    from gpulab.stacks.common import HelmAddon
+
+    said: list[str] = []
+    release = HelmRelease(name="cert-manager", chart="cert-manager", version="v1.19.1",
+                          namespace="cert-manager", repo="https://charts.jetstack.io",
+                          values={})
+
+    class Helm:
+        def install(self, _release: Any, timeout_seconds: int) -> None:
+            said.append(f"helm install ({timeout_seconds}s)")
+
+    adapters = SimpleNamespace(helm=lambda _path: Helm(), management_kubeconfig=lambda: "k",
+                               kube=lambda _path: None)
+    ctx = StepContext(lab="x", adapters=adapters, sleep=lambda _s: None,
+                      waiting=lambda what, s: said.append(f"waiting {s:g}s for {what}"))
+    step = HelmAddon(release, name="management/cert-manager", title="t", requires=(),
+                     ready=lambda _kube: (True, "ready"), ready_what="the webhook",
+                     timeout=300)
+    step.apply(ctx)
+    assert said == ["waiting 300s for helm to install cert-manager and its pods to be ready",
+                    "helm install (300s)"]
