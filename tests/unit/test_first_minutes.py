@@ -430,3 +430,22 @@ def test_a_helm_install_says_it_waits_before_helm_starts_waiting() -> None:
     step.apply(ctx)
     assert said == ["waiting 300s for helm to install cert-manager and its pods to be ready",
                     "helm install (300s)"]
+
+
+def test_the_live_line_of_a_waiting_step_says_what_and_how_long() -> None:
+    """On a terminal the spinner's line of the step carries the wait."""
+    import io
+
+    from rich.console import Console
+
+    from gpulab.engine.progress import LiveReporter
+    from gpulab.engine.runner import Event
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with LiveReporter(console) as live:
+        live(Event("t/cp", "started", "Creating t's control plane"))
+        live(Event("t/cp", "waiting", "Creating t's control plane", 0.0,
+                   "waiting up to 10m for TenantControlPlane t Ready"))
+        (task,) = live.progress.tasks
+        assert task.description == ("Creating t's control plane: waiting up to 10m for "
+                                    "TenantControlPlane t Ready")
