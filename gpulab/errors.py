@@ -16,6 +16,7 @@ __all__ = [
     "GpulabError",
     "HostError",
     "NoLabError",
+    "PreflightError",
     "ProfileError",
     "StepError",
     "UsageError",
@@ -84,6 +85,20 @@ class HostError(GpulabError):
     """The host cannot run a lab as it is (Docker, tools, resources)."""
 
     exit_code = ExitCode.HOST
+
+
+class PreflightError(HostError):
+    """`up` refused before creating anything: the host checks that failed, each a short line
+    (`check: what`) with its fix on a line of its own (`problems`, as ProfileError's)."""
+
+    def __init__(self, failed: list[tuple[str, str, str]], *, more: str = "") -> None:
+        count = len(failed)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"preflight: {count} {noun} on this host, nothing was created",
+                         hint=more or None)
+        self.failed = failed
+        self.problems = [line for check, detail, fix in failed
+                         for line in (f"{check}: {detail}", *((f"  fix: {fix}",) if fix else ()))]
 
 
 class AdapterError(GpulabError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from platformdirs import user_cache_path, user_data_path
@@ -10,7 +11,7 @@ from platformdirs import user_cache_path, user_data_path
 from gpulab.errors import HostError, UsageError
 
 __all__ = ["HELM_POST_RENDER", "cache_dir", "check_output_file", "check_output_folder",
-           "lab_dir", "labs_root", "unwritable_labs", "write_secret"]
+           "lab_dir", "lab_folder_exists", "labs_root", "unwritable_labs", "write_secret"]
 
 ENV_HOME = "GPULAB_HOME"
 # In a lab's folder: the Helm post-renderer that labels what charts create for the lab
@@ -28,6 +29,18 @@ def labs_root() -> Path:
 def lab_dir(lab: str) -> Path:
     """The folder holding one lab's kubeconfigs and records."""
     return labs_root() / lab
+
+
+def lab_folder_exists(lab: str) -> bool:
+    """Whether the lab has a folder. A folder of labs that cannot be read (GPULAB_HOME a file,
+    a folder gpulab may not enter) is a host problem naming it, not "no such lab"."""
+    folder = lab_dir(lab)
+    try:
+        return stat.S_ISDIR(folder.stat().st_mode)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        raise unwritable_labs(folder, error, doing="read") from error
 
 
 def cache_dir() -> Path:

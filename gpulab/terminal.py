@@ -20,7 +20,10 @@ from rich.text import Text
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["READABLE_WIDTH", "SafeConsole", "literal", "neutral", "output_width"]
+    from rich.table import Table
+
+__all__ = ["READABLE_WIDTH", "SafeConsole", "literal", "neutral", "output_width", "records",
+           "table_fits"]
 
 READABLE_WIDTH = 120  # pipes and CI logs without $COLUMNS
 # C0 controls but tab and newline, DEL, C1 controls; the bidi overrides that reorder text; and
@@ -58,3 +61,59 @@ def output_width(console: Console, environ: Mapping[str, str] | None = None) -> 
     env = os.environ if environ is None else environ
     columns = env.get("COLUMNS", "").strip()
     return int(columns) if columns.isdigit() and int(columns) > 0 else READABLE_WIDTH
+
+
+def _plain(cell: Any) -> str:
+    """A cell's text as the table shows it ('' for what is not text)."""
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return Text.from_markup(cell).plain
+    return ""
+
+
+def _cells(table: Table) -> list[list[str]]:
+    """The table's rows, each cell's plain text."""
+    columns = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    return [list(row) for row in zip(*columns, strict=True)] if columns else []
+
+
+def table_fits(table: Table, width: int) -> bool:
+    """True when the table printed `width` columns wide cuts no word of a header or cell (Rich
+    folds a word longer than its column, and a no_wrap column ends in '…')."""
+    import io
+
+    console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False,
+                      emoji=False, markup=False)
+    with console.capture() as captured:
+        console.print(table)
+    lines = captured.get().splitlines()
+    words = {word for row in [[_plain(c.header) for c in table.columns], *_cells(table)]
+             for cell in row for word in cell.split()}
+    return all(any(word in line for line in lines) for word in words)
+
+
+def records(table: Table, width: int) -> list[str]:
+    """The table as one block per row, for a terminal too narrow for it: the first cell, then
+    `HEADER: value` per other cell, wrapped between words; a word longer than the width is
+    printed whole on a line of its own (never cut)."""
+    import textwrap
+
+    headers = [_plain(c.header) for c in table.columns]
+    lines = [_plain(table.title)] if table.title else []
+
+    def wrapped(text: str, indent: str, more: str) -> list[str]:
+        out: list[str] = []
+        for index, part in enumerate(text.splitlines() or [""]):
+            out += textwrap.wrap(part, max(width, 20), initial_indent=indent if index == 0
+                                 else more, subsequent_indent=more, break_long_words=False,
+                                 break_on_hyphens=False) or [indent.rstrip()]
+        return out
+
+    for row in _cells(table):
+        first, *rest = row
+        lines += wrapped(first, "", "  ")
+        for header, value in zip(headers[1:], rest, strict=True):
+            if value.strip():
+                lines += wrapped(value, f"  {header}: " if header else "  ", "    ")
+    return lines

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gpulab.errors import ExitCode, GpulabError, ProfileError
-from gpulab.terminal import SafeConsole, literal, output_width
+from gpulab.errors import ExitCode, GpulabError, PreflightError, ProfileError
+from gpulab.terminal import SafeConsole, literal, output_width, records, table_fits
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,7 +58,7 @@ def _fail(error: GpulabError) -> typer.Exit:
     from rich.text import Text
 
     err.print(Text.assemble(("error:", "bold red"), " ", literal(str(error))))
-    if isinstance(error, ProfileError):
+    if isinstance(error, (ProfileError, PreflightError)):  # one line each, fixes their own
         for problem in error.problems:
             err.print(f"  {problem}", markup=False)
     return typer.Exit(int(error.exit_code))
@@ -98,14 +98,21 @@ def guard(body: Callable[[], int | None]) -> None:
 def emit(renderable: Any, console: Console | None = None) -> None:
     """Print a table (or text, taken literally) on stdout (or `console`): tables wrap to the
     terminal; in pipes and CI logs to $COLUMNS or gpulab.terminal.READABLE_WIDTH, without
-    trailing padding or control codes. Lines of text are never cut (soft wrap)."""
+    trailing padding or control codes. A table that would cut a word (a name, a digest) at
+    that width is printed as one block per row instead (gpulab.terminal.records). Lines of
+    text are never cut (soft wrap)."""
+    from rich.table import Table
+
     console = console or out
     if isinstance(renderable, str):
         renderable = literal(renderable)
+    width = output_width(console)
+    if isinstance(renderable, Table) and not table_fits(renderable, width):
+        renderable = literal("\n".join(records(renderable, width)))  # no name or word cut
     if console.is_terminal:
         console.print(renderable)
         return
-    console.width = output_width(console)
+    console.width = width
     with console.capture() as captured:
         console.print(renderable)
     text = "\n".join(line.rstrip() for line in captured.get().splitlines())

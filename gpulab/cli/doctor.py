@@ -90,20 +90,41 @@ def doctor_command(
 
 
 def _print_findings(findings: list[Any]) -> None:
-    """Doctor's table (check, status, detail wrapped), then each fix whole on its own line, so
-    the commands in it can be copied."""
+    """Doctor's table (check, status, detail wrapped; a detail naming something too long for
+    its column at this width, such as a digest-pinned image, whole under the table instead),
+    then each fix whole on its own line, so the commands in it can be copied."""
+    from gpulab.cli.common import out
+    from gpulab.terminal import output_width, table_fits
+
+    width = output_width(out)
+    table, below = _table(findings, room=None)
+    if not table_fits(table, width):
+        room = width - max(len(f.check) for f in findings) - len("STATUS") - 6
+        table, below = _table(findings, room=room)
+    emit(table)
+    if below:
+        emit("\n".join(["", *below]))
+    fixes = [f for f in findings if f.fix]
+    if fixes:
+        emit("\n".join(["", "to fix:", *(f"  {f.check}: {f.fix}" for f in fixes)]))
+
+
+def _table(findings: list[Any], *, room: int | None) -> tuple[Any, list[str]]:
+    """The findings' table, and the details (longest word over `room`) shown under it."""
     from rich.table import Table
 
     table = Table("CHECK", "STATUS", "DETAIL", box=None)
     table.columns[0].no_wrap = True
     table.columns[2].overflow = "fold"
     colors = {"ok": "green", "warn": "yellow", "fail": "red", "unknown": "magenta"}
+    below: list[str] = []
     for f in findings:
-        add_row(table, f.check, literal(f.status, colors[f.status]), f.detail)
-    emit(table)
-    fixes = [f for f in findings if f.fix]
-    if fixes:
-        emit("\n".join(["", "to fix:", *(f"  {f.check}: {f.fix}" for f in fixes)]))
+        detail = f.detail
+        if room is not None and any(len(word) > room for word in detail.split()):
+            below.append(f"{f.check}: {detail}")
+            detail = "see below"
+        add_row(table, f.check, literal(f.status, colors[f.status]), detail)
+    return table, below
 
 
 def register(app: typer.Typer) -> None:

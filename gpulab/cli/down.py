@@ -45,11 +45,23 @@ def down_command(
                       "gpulab; removing the lab by its record and labels", markup=False)
         # as lab.json recorded it (kind: Docker and kind, connected before the lab is locked)
         provider = core.lab_provider(lab, kubeconfig=kubeconfig, context=context)
+        if not provider.exists(lab):  # nothing to delete: no call that deletes, no lock
+            return _nothing(lab, chosen_output(output, json_out))
         with locked(lab, f"down{flags(profile, name)}"):
             result = core.remove_lab(lab, provider, members)
         return _down_report(lab, result, chosen_output(output, json_out))
 
     guard(body)
+
+
+def _nothing(lab: str, chosen: Output) -> int:
+    """`down` of a lab this host has no trace of (no folder, nothing its provider made): said
+    once, exit 0 as `kind delete cluster` does, so clean-up scripts can always run it."""
+    if chosen is not Output.text:
+        data({"lab": lab, "removed": [], "kept": [], "leftovers": []}, chosen)
+    else:
+        err.print(f"nothing to remove: no lab named '{lab}' on this host", markup=False)
+    return 0
 
 
 def _down_report(lab: str, result: Any, chosen: Output) -> int:

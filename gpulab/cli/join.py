@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from gpulab.cli.common import guard
-from gpulab.cli.options import NameOpt, ProfileOpt, complete_members
+from gpulab.cli.options import NameOpt, ProfileOpt, complete_members, flags
 
 __all__ = ["register"]
 
@@ -36,6 +36,7 @@ def join_command(
 
         seconds = core.join_ttl(ttl)
         loaded, lab = core.resolve_lab(profile, name)
+        core.require_lab(lab, flags(profile, name))
         typer.echo(core.join(lab, loaded.profile, tenant, node=node, ttl_seconds=seconds),
                    nl=False)
         return 0

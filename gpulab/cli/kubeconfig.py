@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpulab.cli.common import err, guard
-from gpulab.cli.options import NameOpt, ProfileOpt, complete_members, stop_signals
+from gpulab.cli.options import NameOpt, ProfileOpt, complete_members, flags, stop_signals
 from gpulab.errors import ExitCode, HostError, UsageError
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def kubeconfig_command(
             raise UsageError("--port-forward and --merge cannot be combined: the forwarded "
                              "kubeconfig lasts only while the command runs")
         loaded, lab = core.resolve_lab(profile, name)
-        folder = core.require_lab(lab)
+        folder = core.require_lab(lab, flags(profile, name))
         known = ["management", *loaded.profile.member_names()]
         if tenant not in known:
             raise UsageError(f"unknown tenant '{tenant}'", hint=f"choose from {', '.join(known)}")
@@ -64,8 +64,9 @@ def kubeconfig_command(
             return _port_forward(lab, loaded.profile, tenant, port, export=export)
         path = folder / f"{tenant}.kubeconfig"
         if not path.is_file():
+            again = flags(profile, name) or f" --name {lab}"
             raise HostError(f"lab '{lab}' is not up: no kubeconfig saved for {tenant} in "
-                            f"{folder}", hint=f"run gpulab up --name {lab}")
+                            f"{folder}", hint=f"run gpulab up{again}")
         if tenant != "management" and core.lab_forwarded(lab):
             err.print(f"note: {tenant}'s vCluster is reached by port-forward: its kubeconfig "
                       f"answers only while `gpulab kubeconfig {tenant} --name {lab} "

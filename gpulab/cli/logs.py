@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpulab.cli.common import err, guard
-from gpulab.cli.options import NameOpt, ProfileOpt
+from gpulab.cli.options import NameOpt, ProfileOpt, flags
 
 __all__ = ["register"]
 
@@ -41,7 +41,7 @@ def logs_command(
         loaded, lab = core.resolve_lab(profile, name)
         provider = core.lab_provider(lab)  # in a cluster gpulab did not make: no Docker
         if not provider.exists(lab):  # no bundle of nothing
-            raise core.no_lab(lab)
+            raise core.no_lab(lab, flags(profile, name))
         target = folder or Path(f"gpulab-logs-{lab}-{time.strftime('%Y%m%d-%H%M%S')}")
         err.print(f"collecting diagnostics for lab '{lab}' ...", markup=False)
         path = core.collect_logs(lab, target, provider, loaded.profile, tar=tar)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from gpulab.cli.common import Output, OutputOpt, data, emit, guard
-from gpulab.cli.options import NameOpt, ProfileOpt
+from gpulab.cli.options import NameOpt, ProfileOpt, flags
 from gpulab.errors import HostError
 
 __all__ = ["register"]
@@ -25,7 +25,7 @@ def status_command(
         loaded, lab = core.resolve_lab(profile, name)
         info = core.status(lab, core.lab_provider(lab), loaded.profile)
         if not info["exists"]:
-            raise core.no_lab(lab)
+            raise core.no_lab(lab, flags(profile, name))
         mgmt = info["management"]
         if output is not Output.text:
             data(info, output)
@@ -34,8 +34,9 @@ def status_command(
             for table in core.status_tables(loaded.profile, info):
                 emit(table)
         if mgmt.get("api_error"):  # shown above as it is; the lab cannot be used (exit 4)
-            raise HostError(mgmt["api_error"], hint=f"gpulab up --name {lab} builds or repairs "
-                            f"it; gpulab logs --name {lab} collects diagnostics")
+            again = flags(profile, name) or f" --name {lab}"
+            raise HostError(mgmt["api_error"], hint=f"gpulab up{again} builds or repairs "
+                            f"it; gpulab logs{again} collects diagnostics")
         return 0
 
     guard(body)

@@ -170,10 +170,14 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
         if (verbose or message.startswith(WAIT_NOTICE)) and not machine:
             err.print(f"  {member}: {message}", markup=False, highlight=False)
 
+    refused: list[Any] = []  # shown after the run: nothing is created in those clusters
+
     def explain(planned: Any) -> None:  # the plan, before anything is created (stderr)
         from gpulab.cluster.report import plan_lines
 
-        if not machine:
+        if not planned.runnable:
+            refused.append(planned)
+        elif not machine:
             err.print("\n".join(plan_lines(planned)), markup=False, highlight=False)
 
     if replay is not None:
@@ -197,7 +201,12 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
     if record is not None and isinstance(state, ClusterVerifyState):
         write_snapshots(record, state.snapshots, state.runs)
     if junit is not None:
-        write_junit(report, junit)
+        write_junit(report, junit, properties=None if replay is None else {
+            "gpulab.recording": str(replay)})
+    silent = _unanswered(state, refused, machine=machine,
+                         deadline=None if replay is not None else (timeout, discovery))
+    if silent and not machine:  # no cluster answered: said once each above, not per check
+        return int(ExitCode.HOST)
     if machine:
         data(report_json(report), output)
     else:
@@ -206,3 +215,32 @@ def _run_clusters(kubeconfigs: list[Path], contexts: list[str], *, namespace: st
     if isinstance(state, ClusterVerifyState) and any(s.error for s in state.snapshots):
         return int(ExitCode.HOST)
     return int(exit_code(report))
+
+
+def _unanswered(state: Any, refused: list[Any], *, machine: bool,
+                deadline: tuple[float | None, float | None] | None) -> bool:
+    """The clusters whose API server did not answer, one `error:` line each on stderr (the
+    server, and the deadlines of a live run); the other refusals as their plans say. True when
+    no cluster answered: the report would only repeat it, per check."""
+    from gpulab.cluster.inventory import http_status
+    from gpulab.cluster.report import plan_lines
+    from gpulab.cluster.state import ClusterVerifyState
+    from gpulab.core import FOREIGN_UNREACHABLE
+
+    snapshots = state.snapshots if isinstance(state, ClusterVerifyState) else ()
+    silent = {s.name: s for s in snapshots if s.error and not http_status(s.error)}
+    for snapshot in silent.values():
+        within = ""
+        if deadline is not None:
+            request, discovery = deadline
+            parts = [f"{request:g}s per request (--request-timeout)" if request else "",
+                     f"{discovery:g}s in all (--discovery-timeout)" if discovery else ""]
+            within = f" (deadline: {', '.join(p for p in parts if p) or 'none'})"
+        err.print(f"error: cluster {snapshot.name}: the API server at {snapshot.server} did "
+                  f"not answer{within}: {snapshot.error} ({FOREIGN_UNREACHABLE})",
+                  markup=False, highlight=False)
+    if not machine:
+        for planned in refused:
+            if planned.member not in silent:
+                err.print("\n".join(plan_lines(planned)), markup=False, highlight=False)
+    return bool(snapshots) and len(silent) == len(snapshots)

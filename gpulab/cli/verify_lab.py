@@ -52,6 +52,15 @@ def _replay(directory: Path, tc: str | None, profile: str | None, name: str | No
     return core.replay_verify(directory, tc, against)
 
 
+def _replayed_from(directory: Path) -> dict[str, str]:
+    """The JUnit properties of a replay: the recording, and whether it is a shipped example
+    (built from a write-up's outputs, not recorded on a running lab)."""
+    from gpulab.verify.examples import PROVENANCE, is_example
+
+    return {"gpulab.recording": str(directory),
+            **({"gpulab.example": PROVENANCE} if is_example(directory) else {})}
+
+
 def run_verify(*, profile: str | None = None, name: str | None = None, tc: str | None = None,
                keep: bool = False, junit: Path | None = None, chosen: Output = Output.text,
                record: Path | None = None, replay: Path | None = None,
@@ -95,7 +104,7 @@ def run_verify(*, profile: str | None = None, name: str | None = None, tc: str |
         loaded, lab = core.resolve_lab(profile, name)
         recorded_profile = loaded.profile
         checks = core.verify_checks(loaded.profile.stack, tc)
-        core.require_lab(lab)  # before the lock, which would make the lab's folder
+        core.require_lab(lab, flags(profile, name))  # before the lock: it makes the folder
 
         def progress(tenant: str, message: str) -> None:
             if verbose and not machine:
@@ -117,7 +126,7 @@ def run_verify(*, profile: str | None = None, name: str | None = None, tc: str |
     if record is not None:
         core.record_verify(record, report, recorded_profile)
     if junit is not None:
-        timings = {} if replay is not None else {
+        timings = _replayed_from(replay) if replay is not None else {
             f"up.{s['step']}.seconds": str(s.get("seconds", ""))
             for s in core.recorded_timings(report.lab)}
         write_junit(report, junit, properties=timings)

@@ -26,7 +26,8 @@ _MARKS = {"done": "✓", "skipped": "✓", "failed": "✗"}
 
 class PlainReporter:
     """One line per step when it ends: `✓ title [12.3s]` / `✗ title [0.4s]` (the error follows
-    once, from the command); with `verbose`, `• title ...` when it starts and its notes."""
+    once, from the command); `… title: waiting up to 5m for X` when a step starts to wait;
+    with `verbose`, `• title ...` when it starts and its notes."""
 
     def __init__(self, stream: TextIO | None = None, *, verbose: bool = False) -> None:
         self.stream = stream or sys.stderr
@@ -45,6 +46,8 @@ class PlainReporter:
             return f" • {event.title} ..." if self.verbose else None
         if event.kind == "note":
             return f"   {event.message}" if self.verbose else None
+        if event.kind == "waiting":  # without -v too: a long wait must not look like a hang
+            return f" … {event.title}: {event.message}"
         mark = _MARKS.get(event.kind, "?")
         suffix = " (already done, skipped)" if event.kind == "skipped" else ""
         # a failure's message is printed once, by the command, after the progress lines
@@ -77,7 +80,8 @@ class JsonReporter:
 
 
 class LiveReporter:
-    """Rich live lines: a spinner per running step, ✓/✗/skipped with elapsed when it ends."""
+    """Rich live lines: a spinner per running step (with what it waits for and for how long at
+    most, once it waits), ✓/✗/skipped with elapsed when it ends."""
 
     def __init__(self, console: Console, *, verbose: bool = False) -> None:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -97,6 +101,11 @@ class LiveReporter:
         with self._lock:
             if event.kind == "started":
                 self._tasks[event.step] = self.progress.add_task(event.title)
+                return
+            if event.kind == "waiting":  # the spinner's line says what, and for how long
+                task = self._tasks.get(event.step)
+                if task is not None:
+                    self.progress.update(task, description=f"{event.title}: {event.message}")
                 return
             if event.kind == "note":
                 if self.verbose:

@@ -42,7 +42,8 @@ class Outcome(str, Enum):
 
 @dataclass(frozen=True)
 class Event:
-    """A progress event: `started`, `note`, `done`, `skipped`, `failed`."""
+    """A progress event: `started`, `note`, `waiting` (what the step waits for and for how
+    long at most, in `message`), `done`, `skipped`, `failed`."""
 
     step: str
     kind: str
@@ -206,8 +207,12 @@ def _scoped(ctx: StepContext, step: str, report: Reporter, title: str) -> StepCo
     """The shared context, with `note` bound to this step's events."""
     from dataclasses import replace
 
+    from gpulab.engine.wait import waiting_text
+
     return replace(
         ctx,
         note=lambda message: report(Event(step, "note", title, 0.0, message)),
+        waiting=lambda what, seconds: report(Event(step, "waiting", title, 0.0,
+                                                   waiting_text(what, seconds))),
         last_seen=ctx.last_seen,
     )

@@ -33,13 +33,16 @@ class StepContext:
     """What every step receives: the lab's identity, adapters and a place to say what it does.
 
     `adapters` is whatever the plan's steps need (see gpulab.stacks); `note` reports a detail
-    (shown with --verbose, kept in --json events); `last_seen` records the latest observation of
-    something being waited for, so a timeout can say what it last saw.
+    (shown with --verbose, kept in --json events); `waiting` says what a step waits for and
+    for how long at most (shown without --verbose: a long wait is not a hang); `last_seen`
+    records the latest observation of something being waited for, so a timeout can say what
+    it last saw.
     """
 
     lab: str
     adapters: Any
     note: Callable[[str], None] = field(default=lambda _msg: None)
+    waiting: Callable[[str, float], None] = field(default=lambda _what, _seconds: None)
     last_seen: dict[str, str] = field(default_factory=dict)
     sleep: Callable[[float], None] = time.sleep
     timeout_scale: float = 1.0  # tests shrink every wait; slow hosts may stretch them

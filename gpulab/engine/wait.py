@@ -16,7 +16,22 @@ if TYPE_CHECKING:
 
     from gpulab.engine.step import StepContext
 
-__all__ = ["WaitTimeout", "wait_until"]
+__all__ = ["WaitTimeout", "duration", "wait_until", "waiting_text"]
+
+
+def duration(seconds: float) -> str:
+    """`45s`, `5m`, `1m30s`, `1h`: a wait's length as a person reads it."""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "",
+             f"{secs}s" if secs or not total else ""]
+    return "".join(parts)
+
+
+def waiting_text(what: str, seconds: float) -> str:
+    """What a step waits for and how long it will wait at most."""
+    return f"waiting up to {duration(seconds)} for {what}"
 
 
 class WaitTimeout(GpulabError):
@@ -48,12 +63,17 @@ def wait_until(
     limit = timeout * ctx.timeout_scale
     deadline = clock() + limit
 
+    said: list[bool] = []
+
     def attempt() -> tuple[bool, str]:
         try:
             ok, seen = probe()
         except AdapterError as err:
             ok, seen = False, str(err)
         ctx.observe(step, f"{what}: {seen}" if seen else what)
+        if not ok and not said:  # once, when it turns out to be a wait: what, and how long
+            said.append(True)
+            ctx.waiting(what, limit)
         return ok, seen
 
     def timed_out(state: RetryCallState) -> NoReturn:

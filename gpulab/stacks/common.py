@@ -193,7 +193,8 @@ class HelmAddon:
         helm = adapters.helm(adapters.management_kubeconfig())
         ctx.note(f"helm upgrade --install {self.release.name} {self.release.chart} "
                  f"--version {self.release.version} -n {self.release.namespace}")
-        helm.install(self.release, timeout_seconds=int(self.timeout))
+        ctx.waiting(f"helm to install {self.release.name} and its pods to be ready", self.timeout)
+        helm.install(self.release, timeout_seconds=int(self.timeout))  # helm --wait
         kube = management_kube(ctx)
         wait_until(ctx, self.name, self.ready_what, lambda: self.ready(kube), timeout=self.timeout)
 

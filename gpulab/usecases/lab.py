@@ -34,20 +34,24 @@ def lab_name(profile: LabProfile, override: str | None) -> str:
     return lab
 
 
-def no_lab(lab: str) -> NoLabError:
-    """The one line for a lab that does not exist on this host (exit 6)."""
+def no_lab(lab: str, selects: str | None = None) -> NoLabError:
+    """The one line for a lab that does not exist on this host (exit 6). `selects`: the
+    options that chose the lab as the user gave them (` -p vcluster-kai`, ` --name x`; the
+    CLI's `flags`), so the `up` it suggests builds the lab asked for, from its profile; None:
+    `--name LAB`."""
+    again = f" --name {lab}" if selects is None else selects
     return NoLabError(f"no lab named '{lab}' on this host",
-                      hint=f"gpulab labs lists the labs here; gpulab up --name {lab} builds it")
+                      hint=f"gpulab labs lists the labs here; gpulab up{again} builds it")
 
 
-def require_lab(lab: str) -> Path:
-    """The lab's folder; NoLabError when it has none (the commands that use only the folder:
-    `kubeconfig`, `verify`)."""
+def require_lab(lab: str, selects: str | None = None) -> Path:
+    """The lab's folder; NoLabError (its hint with `selects`, see no_lab) when it has none
+    (the commands that use only the folder: `kubeconfig`, `verify`, `join`)."""
     from gpulab.paths import lab_dir
 
     folder = lab_dir(lab)
     if not folder.is_dir():
-        raise no_lab(lab)
+        raise no_lab(lab, selects)
     return folder
 
 

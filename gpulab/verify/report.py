@@ -247,7 +247,15 @@ def junit_xml(report: VerifyReport, suite: str = "gpulab verify",
     name = 'TC-05 sharing'); failure/error/skipped carry the reason as message and the evidence
     as text; passes carry the evidence in system-out. A finding is a testcase with
     `<skipped type="finding" message="FINDING: …">` (JUnit's only outcome that is neither a pass
-    nor a failure; `type` tells it from a skipped check) and the advice as text."""
+    nor a failure; `type` tells it from a skipped check) and the advice as text. A replay is
+    never passed off as a run: its suites are named `… (replayed)` and carry the properties
+    `gpulab.replayed=true` and `gpulab.judged_against`."""
+    if report.replayed:
+        suite = f"{suite} (replayed)"
+        properties = {"gpulab.replayed": "true",
+                      "gpulab.judged_against": report.judged_against or "the recording's "
+                                                                      "profile",
+                      **(properties or {})}
     counts = report.counts()
     tests = str(len(report.results) + len(report.findings))
     skipped = str(counts["skip"] + len(report.findings))

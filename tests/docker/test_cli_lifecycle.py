@@ -192,7 +192,8 @@ def test_up_preflight_refuses_a_docker_that_cannot_run_privileged_nodes(
     lab = unique("priv")
     result = runner.invoke(app, ["up", "--name", lab])
     assert result.exit_code == 4, (result.stdout, result.stderr)
-    assert "preflight: privileged: Docker refused a --privileged container" in result.stderr
+    assert "error: preflight: " in result.stderr
+    assert "\n  privileged: Docker refused a --privileged container" in result.stderr
     assert "which this rootful Docker refused" in result.stderr
     assert "use rootful Docker" not in result.stderr
     assert _labelled(client, lab) == []

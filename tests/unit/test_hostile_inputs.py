@@ -249,8 +249,10 @@ def test_gpulab_home_that_is_a_file_is_a_host_problem_naming_it(
     monkeypatch.setenv("GPULAB_HOME", str(home))
     result = runner.invoke(app, ["down", "--name", "blind"])
     assert result.exit_code == 4, result.output
-    _one_error_line(result, f"cannot write the lab folder {home / 'labs' / 'blind'}",
+    # not "nothing to remove": whether the lab exists cannot be read
+    _one_error_line(result, f"cannot read the lab folder {home / 'labs' / 'blind'}",
                     "Not a directory", f"GPULAB_HOME={home}")
+    assert "nothing to remove" not in result.output
     assert home.read_text(encoding="utf-8") == "not a folder"
 
 
@@ -259,7 +261,7 @@ def test_gpulab_home_that_is_read_only_is_a_host_problem_naming_it(
     """root writes anywhere whatever the modes: the kernel's EACCES is stood in for."""
 
     home = tmp_path / "home"
-    home.mkdir()
+    (home / "labs" / "blind").mkdir(parents=True)  # a lab to remove: down takes its lock
     monkeypatch.setenv("GPULAB_HOME", str(home))
 
     def refused(self: Path, *args: object, **kwargs: object) -> None:
@@ -270,7 +272,7 @@ def test_gpulab_home_that_is_read_only_is_a_host_problem_naming_it(
     assert result.exit_code == 4, result.output
     _one_error_line(result, f"cannot write the lab folder {home / 'labs' / 'blind'}",
                     "Permission denied")
-    assert not any(home.iterdir())
+    assert not any((home / "labs" / "blind").iterdir())
 
 
 @pytest.mark.parametrize("output", [[], ["-o", "json"]], ids=["text", "json"])

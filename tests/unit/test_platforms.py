@@ -246,13 +246,14 @@ def test_plan_on_an_unknown_architecture_says_unknown_because(engine: FakeWorld)
 
 def test_up_on_arm64_stops_before_creating_anything(
         engine: FakeWorld, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpulab.errors import HostError
+    from gpulab.errors import PreflightError
 
     engine.architecture = ARM64
     monkeypatch.setattr(platforms, "load_table", _injected(NODE))
-    with pytest.raises(HostError) as caught:
+    with pytest.raises(PreflightError) as caught:
         core.up(_profile("vcluster-kai"), "arm", lambda _event: None)
-    assert f"image platform: {NODE} is not published for linux/arm64" in str(caught.value)
+    assert any(problem.startswith(f"image platform: {NODE} is not published for linux/arm64")
+               for problem in caught.value.problems)
     assert engine.containers == {}  # nothing created
 
 

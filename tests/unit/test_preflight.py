@@ -219,8 +219,8 @@ def test_up_stops_with_one_line_when_the_node_image_cannot_be_pulled(kamaji_prof
     with pytest.raises(HostError) as caught:
         core.up(kamaji_profile, "x", events.append)
     assert caught.value.exit_code == ExitCode.HOST
-    assert str(caught.value).startswith(
-        f"preflight: node image: cannot pull {image}: injected fault: docker.pull:{image}")
+    assert caught.value.problems[0].startswith(
+        f"node image: cannot pull {image}: injected fault: docker.pull:{image}")
     assert [e.kind for e in events] == ["started", "failed"]
     assert runtime.world.containers == {}  # nothing created
 

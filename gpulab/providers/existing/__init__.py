@@ -302,9 +302,9 @@ class ExistingProvider:
 
     def exists(self, lab: str) -> bool:
         """The lab has a folder (its record is in it)."""
-        from gpulab.paths import lab_dir
+        from gpulab.paths import lab_folder_exists
 
-        return lab_dir(lab).is_dir()
+        return lab_folder_exists(lab)
 
     def machines(self) -> None:
         """None: status reads what the lab has from the cluster's API."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpulab.engine.step import Artifact
-from gpulab.errors import GpulabError, HostError
+from gpulab.errors import GpulabError, HostError, PreflightError
 from gpulab.providers.base import (
     ClusterChoice,
     ClusterFacts,
@@ -187,9 +187,9 @@ def kind_lab(labels: Mapping[str, str]) -> str:
 
 def lab_exists(lab: str, runtime: ContainerRuntime) -> bool:
     """The lab has a folder, or Docker holds something labelled for it (a leftover)."""
-    from gpulab.paths import lab_dir
+    from gpulab.paths import lab_folder_exists
 
-    if lab_dir(lab).is_dir():
+    if lab_folder_exists(lab):
         return True
     for labels in _selectors(lab):
         if runtime.containers(labels) or runtime.networks(labels) or runtime.volumes(labels):
@@ -428,15 +428,13 @@ class KindProvider:
 
     def refuse(self, profile: LabProfile, lab: str, report: Reporter | None) -> None:
         """`up`'s preflight: doctor's host checks (the node image pulled first, shown as a
-        step); HostError with the first failure, before anything is created."""
+        step); PreflightError with every failure, before anything is created."""
         findings = preflight(profile, lab, self._docker(), endpoint=self.endpoint, pull=True,
                              report=report)
         failed = [f for f in findings if f.status == "fail"]
-        if failed:
-            first = failed[0]
-            more = f" (+{len(failed) - 1} more; see gpulab doctor)" if len(failed) > 1 else ""
-            raise HostError(f"preflight: {first.check}: {first.detail}{more}",
-                            hint=first.fix or "see gpulab doctor")
+        if failed:  # a line per problem, its fix on its own line (cli.common prints them)
+            raise PreflightError([(f.check, f.detail, f.fix) for f in failed],
+                                 more="gpulab doctor shows every check")
 
     def adapters(self, profile: LabProfile, lab: str) -> LabAdapters:
         return lab_adapters(profile, lab, self._docker(), self.endpoint)

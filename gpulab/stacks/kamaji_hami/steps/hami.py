@@ -104,6 +104,8 @@ class Hami:
         kube = adapters.kube(path)
         for obj in render.hami_mock_rbac(self.release):
             kube.apply(obj)
+        ctx.waiting(f"helm to install {self.release.name} in {self.tenant.name} and its pods "
+                    "to be ready", self.timeout)
         adapters.helm(path).install(self.release, timeout_seconds=int(self.timeout))
         wait_until(ctx, self.name, "hami-scheduler ready", lambda: self._ready(kube),
                    timeout=self.timeout, interval=5)

@@ -133,6 +133,7 @@ class TeamVCluster:
         release = self.release()
         ctx.note(f"helm upgrade --install {release.name} {release.chart} --repo {release.repo} "
                  f"--version {release.version} -n {release.namespace}")
+        ctx.waiting(f"helm to install {release.name} and its pods to be ready", self.timeout)
         adapters.helm(adapters.management_kubeconfig()).install(
             release, timeout_seconds=int(self.timeout))
         kube = management_kube(ctx)
