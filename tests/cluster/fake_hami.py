@@ -165,14 +165,8 @@ class FakeHami:
         """(scheduler name, node label selector, nvidia resource names)."""
         name, selector = "", {}
         names = {"count": "", "memory": "", "cores": ""}
-        for deploy in self._objects("Deployment"):
-            labels = deploy["metadata"].get("labels") or {}
-            if labels.get("app.kubernetes.io/component") != "hami-scheduler":
-                continue
-            for c in deploy["spec"]["template"]["spec"]["containers"]:
-                command = [*(c.get("command") or []), *(c.get("args") or [])]
-                if command[:1] != ["scheduler"]:
-                    continue
+        for deploy in self._scheduler_deployments():
+            for command in _commands(deploy, "scheduler"):
                 name = flag(command, "scheduler-name") or ""
                 pairs = flag(command, "node-label-selector") or ""
                 selector = dict(p.split("=", 1) for p in pairs.split(",") if "=" in p)
@@ -191,17 +185,18 @@ class FakeHami:
     def _flags(self) -> tuple[str, bool]:
         """(--gpu-scheduler-policy, --force-overwrite-default-scheduler) as pflag reads them."""
         policy, force = "spread", True
-        for deploy in self._objects("Deployment"):
-            labels = deploy["metadata"].get("labels") or {}
-            if labels.get("app.kubernetes.io/component") != "hami-scheduler":
-                continue
-            for c in deploy["spec"]["template"]["spec"]["containers"]:
-                command = [*(c.get("command") or []), *(c.get("args") or [])]
-                if command[:1] == ["scheduler"]:
-                    policy = flag(command, "gpu-scheduler-policy") or policy
-                    force = (flag(command, "force-overwrite-default-scheduler") or "true") in (
-                        "1", "t", "T", "TRUE", "true", "True")
+        for deploy in self._scheduler_deployments():
+            for command in _commands(deploy, "scheduler"):
+                policy = flag(command, "gpu-scheduler-policy") or policy
+                force = (flag(command, "force-overwrite-default-scheduler") or "true") in (
+                    "1", "t", "T", "TRUE", "true", "True")
         return policy, force
+
+    def _scheduler_deployments(self) -> list[dict[str, Any]]:
+        """HAMi's scheduler Deployments (the chart's component label)."""
+        return [d for d in self._objects("Deployment")
+                if (d["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
+                == "hami-scheduler"]
 
     def _called_for(self, pod: dict[str, Any]) -> bool:
         """Whether the API server calls HAMi's webhook for this pod (its selectors)."""
@@ -436,3 +431,13 @@ class FakeHami:
         pod["spec"]["nodeName"] = node_name
         self.api.add_event(pod, hw.BINDING_SUCCEED, hw.bind_succeeded([node_name], ns, name),
                            kind="Normal", component=scheduler)
+
+
+def _commands(deploy: dict[str, Any], program: str) -> list[list[str]]:
+    """Each container's command and args of `deploy` whose command is `program`."""
+    out = []
+    for c in deploy["spec"]["template"]["spec"]["containers"]:
+        command = [*(c.get("command") or []), *(c.get("args") or [])]
+        if command[:1] == [program]:
+            out.append(command)
+    return out

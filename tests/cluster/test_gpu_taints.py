@@ -11,13 +11,10 @@ the fix each plan refused ("taint nvidia.com/gpu:NoSchedule not tolerated").
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from typer.testing import CliRunner
 
-from gpulab.cli import app
 from gpulab.taints import gpu_taints, taint_text, tolerations_for
 from tests.cluster import builders as b
 from tests.cluster import upstream as up
@@ -76,15 +73,9 @@ def test_untainted_clusters_get_no_tolerations() -> None:
 
 def test_tolerated_over_http(tmp_path: Path) -> None:
     """The same, read over HTTP (kmock) by the CLI's `--dry-run -o json`."""
-    from tests.cluster.test_kmock import served
+    from tests.cluster.test_kmock import dry_run_plan
 
-    api = _tainted("hami", up.GPU_RESOURCE_TAINT_PRESENT)
-    with served([dict(o) for o in api.objects.values()]) as (url, _km):
-        config = b.kubeconfig_file(tmp_path / "prod.kubeconfig", url)
-        result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--dry-run",
-                                          "-o", "json"])
-    assert result.exit_code == 0, result.output
-    (planned,) = json.loads(result.stdout)["plans"]
+    planned = dry_run_plan(_tainted("hami", up.GPU_RESOURCE_TAINT_PRESENT), tmp_path)
     assert all(p["spec"]["tolerations"] == WANT for p in planned["objects"][1:])
 
 

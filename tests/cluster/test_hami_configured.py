@@ -16,13 +16,10 @@ and each refusing shape ran pods HAMi never saw.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from typer.testing import CliRunner
 
-from gpulab.cli import app
 from gpulab.cluster.hami_config import matches, pod_policy, satisfy, selector_text
 from gpulab.cluster.inventory import inventory
 from gpulab.cluster.observe import read_cluster
@@ -134,15 +131,9 @@ def test_a_webhook_that_cannot_see_verify_pods_is_refused(values: dict[str, Any]
 
 def test_a_mutex_plan_over_http_carries_the_policy(tmp_path: Path) -> None:
     """The same, read over HTTP (kmock) by the CLI's `--dry-run -o json`."""
-    from tests.cluster.test_kmock import served
+    from tests.cluster.test_kmock import dry_run_plan
 
-    api = _shape(_merge(MUTEX, ENVIRONMENT_NS))
-    with served([dict(o) for o in api.objects.values()]) as (url, _km):
-        config = b.kubeconfig_file(tmp_path / "prod.kubeconfig", url)
-        result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--dry-run",
-                                          "-o", "json"])
-    assert result.exit_code == 0, result.output
-    (planned,) = json.loads(result.stdout)["plans"]
+    planned = dry_run_plan(_shape(_merge(MUTEX, ENVIRONMENT_NS)), tmp_path)
     namespace, *pods = planned["objects"]
     assert namespace["metadata"]["labels"]["environment"] == "development"
     assert {p["metadata"]["annotations"]["hami.io/gpu-scheduler-policy"] for p in pods} == {

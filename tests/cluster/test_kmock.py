@@ -69,6 +69,18 @@ def served(objects: list[dict[str, Any]]) -> Iterator[tuple[str, kmock.Kubernete
         thread.join(10)
 
 
+def dry_run_plan(api: Any, tmp_path: Path) -> dict[str, Any]:
+    """The one plan `verify --kubeconfig --dry-run -o json` makes of `api`'s objects, read over
+    HTTP from a kmock server holding them."""
+    with served([dict(o) for o in api.objects.values()]) as (url, _km):
+        config = b.kubeconfig_file(tmp_path / "prod.kubeconfig", url)
+        result = CliRunner().invoke(app, ["verify", "--kubeconfig", str(config), "--dry-run",
+                                          "-o", "json"])
+    assert result.exit_code == 0, result.output
+    (planned,) = json.loads(result.stdout)["plans"]
+    return dict(planned)
+
+
 def test_inspect_and_dry_run_over_http_only_read(tmp_path: Path) -> None:
     api = b.shape_one_card_per_node()
     with served([dict(o) for o in api.objects.values()]) as (url, km):

@@ -291,7 +291,9 @@ def test_a_server_version_that_cannot_be_read_is_not_silence(tmp_path: Path, mod
                             str(tmp_path / "verify.xml"), *limit])
     assert text.exit_code == 4, text.output
     said = "did not answer" if mode == "timeout" else "could not be read"
-    assert f"({url}): {said}: get server version at {url}" in text.stdout
+    # the inspection's line, an error on stderr; the plan's refusal is the dry run's output
+    assert f"({url}): {said}: get server version at {url}" in text.stderr
+    assert f"({url}): {said}" not in text.stdout
     assert f"- the API server {said}: get server version" in text.stdout
     junit = ET.parse(tmp_path / "verify.xml").getroot()
     assert junit.find(".//failure") is None
