@@ -24,7 +24,8 @@ caps every request made inside it by one total deadline (discovery's).
 The adapter's modules: `client` (KubeClient: each request, its deadline and retries, discovery,
 and the verbs), `errors` (KubeApiError and the one-line texts), `retries` (RetryPolicy and the
 body read under the deadline), `resources` (kinds' REST paths, content types, JSON patch
-pointers), `selectors` (label selectors), `port_forward` (a forwarded port's socket).
+pointers), `selectors` (label selectors), `port_forward` (a forwarded port's socket),
+`exec_plugin` (a deadline for a kubeconfig's exec credential plugin).
 """
 
 

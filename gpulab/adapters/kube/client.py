@@ -27,6 +27,7 @@ from gpulab.adapters.kube.errors import (
     _seconds,
     _status_detail,
 )
+from gpulab.adapters.kube.exec_plugin import bounded_exec_plugins, exec_failures
 from gpulab.adapters.kube.port_forward import _PortStream
 from gpulab.adapters.kube.resources import (
     _KNOWN,
@@ -98,23 +99,28 @@ class KubeClient:
         if kubeconfig is None and config is None and host is not None:
             self._api = k8s_client.ApiClient(k8s_client.Configuration(host=host))
         else:
+            bounded_exec_plugins()  # a credential plugin that hangs: killed at its deadline
+            where = (str(kubeconfig) if kubeconfig else
+                     "the kubeconfig" if config is not None else "the default kubeconfig")
+            where += f" (context {context})" if context else ""
+            hint = ("check the kubeconfig" if config is not None else
+                    "check the file, or re-run `gpulab up` to write it again")
             try:
-                if config is not None:  # a kubeconfig already read and merged (kubectl's rules)
-                    self._api = k8s_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
-                        dict(config), context=context, persist_config=False)
-                else:
-                    self._api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-                        config_file=str(kubeconfig) if kubeconfig else None, context=context
-                    )
+                with exec_failures() as failed:  # logged by the client, which goes on without
+                    if config is not None:  # a kubeconfig already read and merged (kubectl's)
+                        self._api = k8s_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
+                            dict(config), context=context, persist_config=False)
+                    else:
+                        self._api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+                            config_file=str(kubeconfig) if kubeconfig else None, context=context
+                        )
             except Exception as err:  # ConfigException, OSError, yaml errors: all mean "unusable"
-                where = (str(kubeconfig) if kubeconfig else
-                         "the kubeconfig" if config is not None else "the default kubeconfig")
-                where += f" (context {context})" if context else ""
-                raise AdapterError(
-                    f"cannot load {where}: {_one_line(str(err), 200)}",
-                    hint="check the kubeconfig" if config is not None else
-                         "check the file, or re-run `gpulab up` to write it again",
-                ) from err
+                raise AdapterError(f"cannot load {where}: {_one_line(str(err), 200)}",
+                                   hint=hint) from err
+            if failed:  # no credentials: every request would go out unauthenticated
+                raise AdapterError(f"cannot load {where}: {_one_line(failed[-1], 200)}",
+                                   hint="the kubeconfig's credential plugin failed; gpulab sent "
+                                        "no request")
             if host is not None:
                 self._api.configuration.host = host
         proxy = str(self._api.configuration.proxy or "")
