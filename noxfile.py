@@ -206,6 +206,8 @@ def e2e(session: nox.Session) -> None:
                                         silent=True).strip())]
         session.run("gpulab", "verify", *configs, *mode,
                     "--record", str(artifacts / "cluster-recording"))
+        if profile == "kamaji-hami":  # issue #31: each tenant's API on 127.0.0.1, plain kubectl
+            _tenants_on_loopback(session, configs[1::2])
     finally:
         session.run("gpulab", "logs", "-p", profile, "--name", lab, str(artifacts / "logs"),
                     success_codes=[0, 1, 4])
@@ -215,6 +217,22 @@ def e2e(session: nox.Session) -> None:
             capture_output=True, text=True, check=True).stdout.strip()
         if leftovers:
             session.error(f"containers labelled for lab {lab} are left: {leftovers}")
+
+
+def _tenants_on_loopback(session: nox.Session, kubeconfigs: list[str]) -> None:
+    """Each tenant kubeconfig names https://127.0.0.1:<port>, and a plain kubectl (no gpulab
+    running) lists the tenant's nodes through it."""
+    read = ("import sys, yaml; print(' '.join(c['cluster']['server'] for c in "
+            "yaml.safe_load(open(sys.argv[1]))['clusters']))")
+    for path in kubeconfigs:  # PyYAML is the session's (gpulab's), not nox's
+        servers = str(session.run("python", "-c", read, path, silent=True)).split()
+        if not servers or not all(s.startswith("https://127.0.0.1:") for s in servers):
+            session.error(f"{path}: server {servers} is not on 127.0.0.1")
+        if shutil.which("kubectl") is None:
+            session.log(f"kubectl not on PATH: {path} checked for its server only")
+            continue
+        session.run("kubectl", "--kubeconfig", path, "--request-timeout", "20s", "get",
+                    "nodes", "-o", "name", external=True)
 
 
 def _e2e_blocker() -> str:
