@@ -176,3 +176,14 @@ def test_a_path_made_again_from_its_text_is_the_same_path() -> None:
     for folder in (Path("/a/b"), Path("rel/x"), Path.cwd()):
         again = Path(str(folder))
         assert again == folder and type(again) is type(folder)
+
+
+@pytest.mark.parametrize("text", ["", "a", "a:b", "a:b:c:d", ":x:", "v1.2.3+k3s1+x", "p Running (x y)",
+                                  "reg:5000/a/b:c"])
+def test_the_first_piece_of_a_split_and_the_last_of_an_rsplit_do_not_depend_on_maxsplit(
+        text: str) -> None:
+    for sep in (":", "+", " ", "/"):
+        firsts = {text.split(sep, n)[0] for n in (-1, 1, 2, 3)}
+        lasts = {text.rsplit(sep, n)[-1] for n in (-1, 1, 2, 3)}
+        assert len(firsts) == 1 and len(lasts) == 1
+        assert sep not in next(iter(firsts)) and sep not in next(iter(lasts))
