@@ -81,3 +81,27 @@ def test_a_card_nobody_uses_is_idle_with_nothing_in_use() -> None:
     found = _found(*b.hami("real"), b.node("n1", [b.card("GPU-1", "NVIDIA-L4", 24576)]))
     [card] = found.cards
     assert (card.used_memory, card.used_cores, card.users, card.idle) == (0, 0, (), True)
+
+
+def test_a_runnable_kai_plan_always_plans_the_over_capacity_pod() -> None:
+    """GPU-13 (checks._over_capacity) looks up the planned gpu-over-capacity pod with a default
+    it never takes: it is judged only for a KAI plan without refusals, which plans that pod."""
+    from gpulab.cluster.plan import plan
+    planned = plan(inventory(read_cluster(b.shape_kai_idle_node(), "c", SERVER)), "r1")
+    assert planned.scheduler == "kai" and not planned.refusals
+    assert [p.check for p in planned.pods if p.name == "gpu-over-capacity"] == ["GPU-13"]
+
+
+def test_a_plan_refuses_for_one_reason_at_a_time() -> None:
+    """checks.judge joins plan.refusals with "; ", which decides nothing while every refusal
+    is one reason: each plan._refuse call in gpulab/cluster/plan.py passes one."""
+    import ast
+    from pathlib import Path
+
+    import gpulab.cluster.plan as plan_module
+    tree = ast.parse(Path(plan_module.__file__).read_text(encoding="utf-8"))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == "_refuse"]
+    assert len(calls) > 10
+    assert all(len(c.args) == 2 and not any(isinstance(a, ast.Starred) for a in c.args)
+               for c in calls), [ast.unparse(c) for c in calls if len(c.args) != 2]
