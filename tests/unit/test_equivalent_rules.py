@@ -187,3 +187,16 @@ def test_the_first_piece_of_a_split_and_the_last_of_an_rsplit_do_not_depend_on_m
         lasts = {text.rsplit(sep, n)[-1] for n in (-1, 1, 2, 3)}
         assert len(firsts) == 1 and len(lasts) == 1
         assert sep not in next(iter(firsts)) and sep not in next(iter(lasts))
+
+
+def test_check_ids_are_compared_upper_cased() -> None:
+    """parse_tc builds `TC-05` (kamaji-hami) or `KAI-05` (vcluster-kai) from `5`; select_from
+    upper-cases every id before it compares, so the prefix's case decides nothing."""
+    from gpulab.stacks.kamaji_hami.checks.registry import CHECKS as TC
+    from gpulab.stacks.vcluster_kai.checks.registry import CHECKS as KAI
+    from gpulab.verify.registry import select_from
+    for checks, prefix in ((TC, "tc"), (KAI, "kai")):
+        first = checks[0].id
+        assert first.startswith(prefix.upper() + "-")
+        assert [c.id for c in select_from(checks, [f" {first.lower()} "])] == [first]
+        assert [c.id for c in select_from(checks, [f"{prefix}-{first[-2:]}"])] == [first]
