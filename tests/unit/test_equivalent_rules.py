@@ -200,3 +200,20 @@ def test_check_ids_are_compared_upper_cased() -> None:
         assert first.startswith(prefix.upper() + "-")
         assert [c.id for c in select_from(checks, [f" {first.lower()} "])] == [first]
         assert [c.id for c in select_from(checks, [f"{prefix}-{first[-2:]}"])] == [first]
+
+
+def test_no_pod_has_no_container_problems() -> None:
+    """KAI-05 asks container_problems only of a host pod it has; without one it takes [],
+    which is what container_problems(None) answers too."""
+    from gpulab.verify import objects as vo
+    assert vo.container_problems(None) == []  # type: ignore[arg-type]
+    assert vo.container_problems({}) == []
+
+
+def test_a_helm_release_is_installed_into_the_management_cluster_by_default() -> None:
+    """vcluster_release names kubeconfig_of="management", HelmRelease's default."""
+    import dataclasses
+
+    from gpulab.adapters.base import HelmRelease
+    [field] = [f for f in dataclasses.fields(HelmRelease) if f.name == "kubeconfig_of"]
+    assert field.default == "management"
