@@ -180,8 +180,8 @@ class Equivalent:
 
 def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
     """tests/mutation_equivalent.toml: `[[equivalent]]` tables with module, function, before,
-    after (the changed lines, stripped), reason and, optionally, `pinned_by`: the test that
-    keeps true the rule the reason relies on (kept by other code than the mutated line)."""
+    after (the changed lines, stripped), reason and `pinned_by`: the test that keeps true the
+    rule the reason relies on (test_mutation_driver checks every entry has one)."""
     data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     return [Equivalent(e["module"], e["function"], _norm(e["before"]), _norm(e["after"]),
                        " ".join(e["reason"].split())
