@@ -165,3 +165,16 @@ def test_the_report_lists_hand_mutants_with_their_verdicts() -> None:
     assert "| `R.size` | `x + 1` | `x` | a @property body | killed by `tests/t.py::t` |" in report
     assert "| `R.text` | `y` | `z` | a @property body | equivalent: same text |" in report
     assert "| `R.big` | `u` | `v` | module-level code | survived |" in report
+
+
+def test_relabel_matches_the_recorded_survivors_against_the_equivalents_again() -> None:
+    data: dict[str, Any] = {"gpulab/netcalc.py": {"now": {"equivalent": 1, "survivors": [
+        {"function": "f", "before": "c = y", "after": "c = None", "equivalent": "old reason"},
+        {"function": "f", "before": "d = 1", "after": "d = 2", "equivalent": ""}]}},
+        "gpulab/other.py": {"before": {}}}
+    now = mutation.relabel(data, [
+        mutation.Equivalent("gpulab/netcalc.py", "f", "d = 1", "d = 2", "one is two here"),
+        mutation.Equivalent("gpulab/other.py", "f", "c = y", "c = None", "elsewhere")],
+    )["gpulab/netcalc.py"]["now"]
+    assert [s["equivalent"] for s in now["survivors"]] == ["", "one is two here"]
+    assert now["equivalent"] == 1
