@@ -180,8 +180,8 @@ class Equivalent:
 
 def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
     """tests/mutation_equivalent.toml: `[[equivalent]]` tables with module, function, before,
-    after (the changed lines, stripped), reason and, optionally, `pinned_by`: the test that
-    keeps true the rule the reason relies on (kept by other code than the mutated line)."""
+    after (the changed lines, stripped), reason and `pinned_by`: the test that keeps true the
+    rule the reason relies on (test_mutation_driver checks every entry has one)."""
     data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     return [Equivalent(e["module"], e["function"], _norm(e["before"]), _norm(e["after"]),
                        " ".join(e["reason"].split())
@@ -589,6 +589,21 @@ def summary(run: Run, entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def relabel(data: dict[str, Any], equivalents: list[Equivalent]) -> dict[str, Any]:
+    """Match every module's recorded survivors against `equivalents` again, as a run would
+    (after tests/mutation_equivalent.toml was edited): each survivor's reason and the count."""
+    for module, entry in data.items():
+        now = entry.get("now")
+        if not now:
+            continue
+        mine = {e.key: e.reason for e in equivalents if e.module == module}
+        for survivor in now["survivors"]:
+            survivor["equivalent"] = mine.get(
+                (survivor["function"], survivor["before"], survivor["after"]), "")
+        now["equivalent"] = sum(bool(s["equivalent"]) for s in now["survivors"])
+    return data
+
+
 def _write(data: dict[str, Any]) -> None:
     DATA.parent.mkdir(parents=True, exist_ok=True)
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -604,12 +619,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-last-run", action="store_true",
                         help="report the modules' last runs again (after editing "
                              "tests/mutation_equivalent.toml) without running mutmut")
+    parser.add_argument("--relabel", action="store_true",
+                        help="match the recorded survivors against "
+                             "tests/mutation_equivalent.toml again and rewrite the report, "
+                             "without mutmut or a work folder")
     parser.add_argument("--hand", action="store_true",
                         help="run only the modules' hand mutants (tests/mutation_hand.toml)")
     parser.add_argument("--max-children", type=int,
                         default=max(1, (os.cpu_count() or 2) // 2),
                         help="mutants tested at once (default: half the CPUs)")
     args = parser.parse_args(argv)
+    if args.relabel:
+        _write(relabel(json.loads(DATA.read_text(encoding="utf-8")), load_equivalents()))
+        print(f"report: {REPORT.relative_to(ROOT)}")
+        return 0
     chosen = select(args.modules, args.changed)
     if not chosen:
         print("no module of tests/mutation.py to run")

@@ -288,3 +288,28 @@ def test_a_joined_machine_not_ready_points_at_its_own_kubelet(
     result = judge(_machines(profile, node), profile, "TC-02")
     assert result.reason.endswith("): the pod network is not up on it: check the calico-node "
                                   "pod on that node in kube-system"), result.reason
+
+
+def test_a_kubelet_version_with_text_before_its_digits_is_not_the_tenants_minor(
+        profile: KamajiHamiProfile) -> None:
+    """Only a leading "v" is dropped before the minor is compared: "X1.36.1" is no v1.36.x."""
+    result = judge(_machines(profile, joined("gpu-7", kubelet="X1.36.1")), profile, "TC-02")
+    assert (result.status, result.reason) == (
+        "fail", "node gpu-7 runs kubelet X1.36.1 but tenant-a is v1.36.4: install kubelet and "
+        "kubeadm v1.36.x on that machine (gpulab join tenant-a lists what it needs)")
+
+
+def test_a_crashing_agent_is_named_whole_in_the_logs_hint(healthy: LabState,
+                                                          profile: KamajiHamiProfile) -> None:
+    """The pod is named up to the first space of 'name Phase (...)', not the first blank: a
+    name read from a recording may hold a tab."""
+    st = healthy.tenants["tenant-a"]
+    system = [pod for pod in st.system_pods or ()
+              if not pod["metadata"]["name"].startswith("konnectivity-agent")]
+    system.append(b.pod("konnectivity-agent-a\tb", "kube-system", WORKER, ["agent"],
+                        tenant="tenant-a", phase="Running",
+                        statuses=[b.waiting("agent", "CrashLoopBackOff", 5)]))
+    result = judge(tenant_replace(healthy, "tenant-a", system_pods=tuple(system)), profile,
+                   "TC-02")
+    assert result.reason.endswith(
+        "kubectl -n kube-system logs konnectivity-agent-a\tb --previous in tenant-a")

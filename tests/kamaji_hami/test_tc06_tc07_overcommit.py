@@ -93,6 +93,23 @@ def test_missing_reason_event(healthy: LabState, profile: KamajiHamiProfile,
 
 
 @pytest.mark.parametrize("check", ["TC-06", "TC-07"])
+def test_the_describe_hint_names_verifys_namespace_whatever_was_read(
+        healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
+    """A pod known only as created (never read back), its namespace missing from what was
+    recorded: the hint still names the namespace verify creates every pod in."""
+    name, reason = CASES[check]
+    run = _run(healthy, name)
+    created = copy.deepcopy(run.created)
+    assert created is not None
+    created["metadata"].pop("namespace", None)
+    events = (b.event(name, hw.FILTERING_FAILED, hw.no_available_node(1)),)
+    result = judge(run_replace(healthy, "tenant-a", replace(
+        run, created=created, pod=None, events=events, outcome="timeout")), profile, check)
+    assert f"no event names {reason}" in result.reason
+    assert f"kubectl -n gpulab-verify describe pod {name}` in tenant-a" in result.reason
+
+
+@pytest.mark.parametrize("check", ["TC-06", "TC-07"])
 def test_no_events_at_all(healthy: LabState, profile: KamajiHamiProfile, check: str) -> None:
     name, _ = CASES[check]
     run = replace(_run(healthy, name), events=(), outcome="timeout")

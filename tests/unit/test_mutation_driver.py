@@ -47,6 +47,36 @@ def test_the_equivalences_name_listed_modules_and_say_why() -> None:
         assert len(entry.reason) > 20
 
 
+def test_every_equivalent_names_the_test_that_pins_its_rule_and_a_line_that_exists() -> None:
+    """An equivalent holds only while the rule its reason relies on does: each entry names, as
+    `pinned_by`, a test (`tests/path.py::test_name`, a parametrized id allowed) that fails when
+    that rule breaks; and its mutated line is still in its module (else the entry is stale)."""
+    import re
+
+    import tomllib
+
+    entries = tomllib.loads(mutation.EQUIVALENTS.read_text(encoding="utf-8"))["equivalent"]
+    assert entries
+    defined: dict[str, set[str]] = {}
+    for entry in entries:
+        where = f"{entry['module']} {entry['function']}: {entry['before']!r}"
+        pinned = entry.get("pinned_by", "")
+        match = re.fullmatch(r"(tests/[\w/]+\.py)::(test_\w+)(\[.*\])?", pinned)
+        assert match, f"{where}: pinned_by {pinned!r} is no tests/path.py::test_name"
+        path, name = match.group(1), match.group(2)
+        if path not in defined:
+            source = mutation.ROOT / path
+            assert source.is_file(), f"{where}: {path} does not exist"
+            defined[path] = set(re.findall(r"^def (test_\w+)\(", source.read_text(
+                encoding="utf-8"), re.MULTILINE))
+        assert name in defined[path], f"{where}: {path} defines no {name}"
+        code = {line.strip() for line in
+                (mutation.ROOT / entry["module"]).read_text(encoding="utf-8").splitlines()}
+        function = entry["function"].rsplit(".", 1)[-1]
+        for line in entry["before"].strip().splitlines():
+            assert line.strip().replace("FUNCTION", function) in code, f"{where}: stale"
+
+
 def test_a_mutants_change_is_read_against_the_unmutated_copy(tmp_path: Path) -> None:
     mutated = tmp_path / "m.py"
     mutated.write_text(
@@ -135,3 +165,16 @@ def test_the_report_lists_hand_mutants_with_their_verdicts() -> None:
     assert "| `R.size` | `x + 1` | `x` | a @property body | killed by `tests/t.py::t` |" in report
     assert "| `R.text` | `y` | `z` | a @property body | equivalent: same text |" in report
     assert "| `R.big` | `u` | `v` | module-level code | survived |" in report
+
+
+def test_relabel_matches_the_recorded_survivors_against_the_equivalents_again() -> None:
+    data: dict[str, Any] = {"gpulab/netcalc.py": {"now": {"equivalent": 1, "survivors": [
+        {"function": "f", "before": "c = y", "after": "c = None", "equivalent": "old reason"},
+        {"function": "f", "before": "d = 1", "after": "d = 2", "equivalent": ""}]}},
+        "gpulab/other.py": {"before": {}}}
+    now = mutation.relabel(data, [
+        mutation.Equivalent("gpulab/netcalc.py", "f", "d = 1", "d = 2", "one is two here"),
+        mutation.Equivalent("gpulab/other.py", "f", "c = y", "c = None", "elsewhere")],
+    )["gpulab/netcalc.py"]["now"]
+    assert [s["equivalent"] for s in now["survivors"]] == ["", "one is two here"]
+    assert now["equivalent"] == 1

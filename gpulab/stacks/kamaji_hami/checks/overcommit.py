@@ -10,6 +10,7 @@ from gpulab.stacks.kamaji_hami.checks.common import (
     explain_gpu_pod,
     webhook_bypassed,
 )
+from gpulab.verify.observe import VERIFY_NAMESPACE
 from gpulab.verify.result import CheckResult
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def refusal(ctx: Ctx, pod_name: str, expected: str, accepted_story: str,
     waited = f" within {run.waited:.0f}s" if run.waited else ""
     return ctx.failed(
         f"{pod_name} ({request}) is {o.pod_phase(pod)} but no event names {expected}{waited}: "
-        f"HAMi did not report its reason; `kubectl -n {o.metadata(pod).get('namespace', '')} "
+        f"HAMi did not report its reason; `kubectl -n {VERIFY_NAMESPACE} "
         f"describe pod {pod_name}` in {ctx.tenant}",
         f"events: {o.short_events(run.events)}",
     )
