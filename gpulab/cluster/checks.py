@@ -191,7 +191,7 @@ def _admission(plan: VerifyPlan, state: ClusterRun) -> CheckResult:
         return CheckResult(check, member, "fail", reason=foreign)
     chosen = o.annots(run.pod).get(NODE_ANNOTATION, "")
     bound = o.pod_node(run.pod)
-    if chosen != node or bound != node:
+    if not node or chosen != node or bound != node:  # a replayed card may name no node
         return CheckResult(check, member, "fail", reason=(
             f"gpu-share-1 is pinned to {plan.card.device_id} on {node}, but HAMi chose "
             f"{chosen or 'no node'} and it is bound to {bound or 'no node'}; {_why(run, plan)}"))

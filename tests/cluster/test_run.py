@@ -527,3 +527,35 @@ def test_no_pod_is_created_before_the_namespaces_default_service_account() -> No
         assert "default did not appear within 60s" in verdicts[check][1], verdicts[check]
     assert not [c for c in api.calls if c[:2] == ("apply", "Pod")]
     assert sorted(api.objects) == before
+
+
+def test_a_replayed_card_on_a_node_named_nothing_never_passes_admission() -> None:
+    """A replay is read as written: a card whose node is named "" and a gpu-share-1 HAMi never
+    placed (no hami.io/vgpu-node, no nodeName) compare equal as "" — GPU-02 must not pass on
+    that. Renames the node of a passing run's snapshot and strips the placement."""
+    from dataclasses import replace
+
+    api, clock = b.shape_one_card_per_node(), FakeClock()
+    FakeHami(api, clock).attach()
+    report = _verify(api, clock)
+    assert _verdicts(report)["GPU-02"][0] == "pass"
+    state = report.state
+    (snapshot,) = state.snapshots
+    nodes = tuple(json.loads(json.dumps(n)) for n in snapshot.nodes or ())
+    for node in nodes:
+        node["metadata"]["name"] = ""
+    (run,) = state.runs
+    pods = []
+    for pod in run.pods or ():
+        if pod.name != "gpu-share-1" or pod.pod is None:
+            pods.append(pod)
+            continue
+        seen = json.loads(json.dumps(pod.pod))
+        seen["metadata"].get("annotations", {}).pop("hami.io/vgpu-node", None)
+        seen["spec"].pop("nodeName", None)
+        pods.append(replace(pod, pod=seen))
+    broken = replace(state, snapshots=(replace(snapshot, nodes=nodes),),
+                     runs=(replace(run, pods=tuple(pods)),))
+    verdict, reason = _verdicts(evaluate(broken))["GPU-02"]
+    assert verdict == "fail", reason
+    assert "no node" in reason
