@@ -18,6 +18,7 @@ __all__ = [
     "int_quantity",
     "labels",
     "metadata",
+    "missing_containers",
     "name",
     "node_ready",
     "pod_node",
@@ -95,6 +96,15 @@ def pod_node(pod: Mapping[str, Any] | None) -> str:
     return str(_section(pod, "spec").get("nodeName") or "")
 
 
+def missing_containers(pod: Mapping[str, Any], wanted: Iterable[str]) -> list[str]:
+    """The containers of `wanted` the pod neither declares nor has a status for, in order."""
+    present = {str(c.get("name")) for c in _section(pod, "spec").get("containers") or []
+               if isinstance(c, dict)}
+    present |= {str(s.get("name")) for s in _section(pod, "status").get("containerStatuses") or []
+                if isinstance(s, dict)}
+    return [want for want in wanted if want not in present]
+
+
 def container_problems(pod: Mapping[str, Any], wanted: Iterable[str] | None = None) -> list[str]:
     """Why containers are not running and ready: 'name: waiting CrashLoopBackOff (3 restarts)'.
 
@@ -109,10 +119,7 @@ def container_problems(pod: Mapping[str, Any], wanted: Iterable[str] | None = No
         str(c.get("name")) for c in _section(pod, "spec").get("containers") or []
         if isinstance(c, dict)
     ]
-    problems: list[str] = []
-    for want in wanted or ():
-        if want not in declared and want not in statuses:
-            problems.append(f"{want}: missing")
+    problems = [f"{want}: missing" for want in missing_containers(pod, wanted or ())]
     for cname in declared or list(statuses):
         status = statuses.get(cname)
         if status is None:

@@ -200,3 +200,35 @@ def test_a_waiting_reason_with_a_colon_stays_whole(healthy: LabState,
         b.running("kube-controller-manager"), b.running("konnectivity-server")])
     result = judge(tenant_replace(healthy, "tenant-a", tcp_pods=(pod,)), profile, "TC-01")
     assert f"container kube-scheduler of pod {POD} is waiting Error: exit 1: " in result.reason
+
+
+def test_a_state_keyed_missing_is_a_state_not_a_missing_container(
+        healthy: LabState, profile: KamajiHamiProfile) -> None:
+    """A replay is read as written: a container whose state is keyed `missing` is a container in
+    that state, reported with its logs command — not "has no container" with a component's
+    hint (the missing components are found apart from the states' text)."""
+    pod = b.tcp_pod(_spec(profile), statuses=[
+        b.running("kube-apiserver"),
+        {"name": "kube-scheduler", "ready": False, "restartCount": 0,
+         "state": {"missing": {}}},
+        b.running("kube-controller-manager"), b.running("konnectivity-server")])
+    result = judge(tenant_replace(healthy, "tenant-a", tcp_pods=(pod,)), profile, "TC-01")
+    assert (f"container kube-scheduler of pod {POD} is missing: "
+            f"kubectl -n tenants logs {POD} -c kube-scheduler --previous") in result.reason
+    assert "has no kube-scheduler container" not in result.reason
+
+
+@pytest.mark.parametrize("component", ["kube-apiserver", "kube-scheduler",
+                                       "kube-controller-manager", "konnectivity-server"])
+def test_a_missing_component_is_named_with_what_it_breaks(
+        healthy: LabState, profile: KamajiHamiProfile, component: str) -> None:
+    hints = {"kube-apiserver": "the tenant has no API server",
+             "kube-scheduler": "pods of the tenant cannot be scheduled",
+             "kube-controller-manager": "the tenant's controllers (DaemonSets, ReplicaSets) do "
+                                        "not run",
+             "konnectivity-server": "without it the tenant API server cannot reach webhooks"}
+    pod = b.tcp_pod(_spec(profile), statuses=[
+        b.running(c) for c in hints if c != component])
+    pod["spec"]["containers"] = [c for c in pod["spec"]["containers"] if c["name"] != component]
+    result = judge(tenant_replace(healthy, "tenant-a", tcp_pods=(pod,)), profile, "TC-01")
+    assert f"pod {POD} has no {component} container: {hints[component]}" in result.reason

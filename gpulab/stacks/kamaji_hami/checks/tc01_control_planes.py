@@ -42,17 +42,15 @@ def normalize_version(version: str) -> str:
 
 def _pod_problems(pod: JsonObj, namespace: str) -> list[str]:
     pod_name = o.name(pod)
-    problems = []
-    for problem in o.container_problems(pod, COMPONENTS):
+    # a missing component is found apart from the states' text (a state may be keyed anything)
+    problems = [f"pod {pod_name} has no {container} container: {_COMPONENT_HINTS[container]}"
+                for container in o.missing_containers(pod, COMPONENTS)]
+    for problem in o.container_problems(pod):
         container, _, state = problem.partition(": ")
-        if state == "missing":
-            hint = _COMPONENT_HINTS.get(container, "")
-            problems.append(f"pod {pod_name} has no {container} container: {hint}")
-        else:
-            problems.append(
-                f"container {container} of pod {pod_name} is {state}: "
-                f"kubectl -n {namespace} logs {pod_name} -c {container} --previous"
-            )
+        problems.append(
+            f"container {container} of pod {pod_name} is {state}: "
+            f"kubectl -n {namespace} logs {pod_name} -c {container} --previous"
+        )
     return problems
 
 
