@@ -394,6 +394,27 @@ def test_kubeadm_client_certificates_authenticate_as_for_kubectl(tmp_path: Path)
             assert len(seen) == (2 if works else 0)
 
 
+def _inspect_with_plugin(tmp_path: Path, monkeypatch: Any, name: str, script: str) -> str:
+    """`verify --inspect` with a kubeconfig whose exec plugin `name` is `script`: asserts no
+    request reached the server, a non-zero exit and no traceback; returns the error line."""
+    plugin = tmp_path / "bin" / name
+    plugin.parent.mkdir()
+    plugin.write_text(f"#!/bin/sh\n{script}")
+    plugin.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{plugin.parent}:/usr/bin:/bin")
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": name,
+                     "interactiveMode": "Never"}}
+    with api_server([(200, {})]) as (url, seen):
+        config = _kubeconfig(tmp_path / "exec.kubeconfig", url, user)
+        result = CliRunner().invoke(app, ["verify", "cluster", "--kubeconfig", str(config),
+                                          "--inspect"])
+        assert seen == [], "no unauthenticated request"
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    return line
+
+
 def test_an_exec_plugin_that_never_answers_is_killed_at_its_deadline(
         tmp_path: Path, monkeypatch: Any) -> None:
     """The kubernetes client waits on a credential plugin with no timeout (kubernetes 37.0.2
@@ -403,22 +424,9 @@ def test_an_exec_plugin_that_never_answers_is_killed_at_its_deadline(
 
     monkeypatch.setattr(exec_plugin, "EXEC_DEADLINE", 1.0)
     pid_file = tmp_path / "plugin.pid"
-    plugin = tmp_path / "bin" / "stuck-login"
-    plugin.parent.mkdir()
-    plugin.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
-    plugin.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{plugin.parent}:/usr/bin:/bin")
-    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "stuck-login",
-                     "interactiveMode": "Never"}}
-    with api_server([(200, {})]) as (url, seen):
-        config = _kubeconfig(tmp_path / "exec.kubeconfig", url, user)
-        result = CliRunner().invoke(app, ["verify", "cluster", "--kubeconfig", str(config),
-                                          "--inspect"])
-        assert seen == [], "no unauthenticated request"
-    assert result.exit_code != 0, result.output
-    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    line = _inspect_with_plugin(tmp_path, monkeypatch, "stuck-login",
+                                f"echo $$ > {pid_file}\nexec sleep 60\n")
     assert "credential plugin stuck-login did not answer within 1s (killed)" in line, line
-    assert "Traceback" not in result.output
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped, not left running
@@ -428,19 +436,6 @@ def test_an_exec_plugin_that_fails_sends_nothing_and_says_why(tmp_path: Path,
                                                                monkeypatch: Any) -> None:
     """The kubernetes client logs a plugin's failure and goes on unauthenticated
     (kube_config.py:473-474); gpulab refuses in one line with the plugin's own words."""
-    plugin = tmp_path / "bin" / "expired-login"
-    plugin.parent.mkdir()
-    plugin.write_text("#!/bin/sh\necho 'session expired: run expired-login --renew' >&2\nexit 3\n")
-    plugin.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{plugin.parent}:/usr/bin:/bin")
-    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                     "command": "expired-login", "interactiveMode": "Never"}}
-    with api_server([(200, {})]) as (url, seen):
-        config = _kubeconfig(tmp_path / "exec.kubeconfig", url, user)
-        result = CliRunner().invoke(app, ["verify", "cluster", "--kubeconfig", str(config),
-                                          "--inspect"])
-        assert seen == [], "no unauthenticated request"
-    assert result.exit_code != 0, result.output
-    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    line = _inspect_with_plugin(tmp_path, monkeypatch, "expired-login",
+                                "echo 'session expired: run expired-login --renew' >&2\nexit 3\n")
     assert "exec: process returned 3. session expired: run expired-login --renew" in line, line
-    assert "Traceback" not in result.output
