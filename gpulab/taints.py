@@ -31,7 +31,7 @@ to `gpulab verify --kubeconfig`'s probes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 __all__ = ["SCHEDULING_EFFECTS", "SYSTEM_PREFIXES", "Taint", "blocking_taints", "gpu_taints",
@@ -44,18 +44,23 @@ SYSTEM_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")  # what keeps a pod off (PreferNoSchedule scores)
 
 
+def _scheduling_taints(node: Mapping[str, Any]) -> Iterator[Taint]:
+    """The node's keyed taints that keep an untolerating pod off it (NoSchedule, NoExecute), in
+    the node's order."""
+    for taint in (node.get("spec") or {}).get("taints") or ():
+        if not isinstance(taint, Mapping) or taint.get("effect") not in SCHEDULING_EFFECTS:
+            continue
+        key = str(taint.get("key") or "")
+        if key:
+            yield key, str(taint.get("value") or ""), str(taint["effect"])
+
+
 def blocking_taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
     """The taints of `node` that keep an untolerating pod off it (NoSchedule, NoExecute), but
     for the system's own (SYSTEM_PREFIXES), in the node's order, each once."""
     out: list[Taint] = []
-    for taint in (node.get("spec") or {}).get("taints") or ():
-        if not isinstance(taint, dict) or taint.get("effect") not in SCHEDULING_EFFECTS:
-            continue
-        key = str(taint.get("key") or "")
-        if not key or key.startswith(SYSTEM_PREFIXES):
-            continue
-        found = (key, str(taint.get("value") or ""), str(taint["effect"]))
-        if found not in out:
+    for found in _scheduling_taints(node):
+        if not found[0].startswith(SYSTEM_PREFIXES) and found not in out:
             out.append(found)
     return tuple(out)
 
@@ -72,8 +77,7 @@ def vcluster_toleration(taint: Taint) -> str:
     """`taint` as vCluster's `sync.toHost.pods.enforceTolerations` entry: `key=value:Effect`
     (operator Equal) or `key:Effect` (Exists), as vCluster v0.35.3 pkg/util/toleration/
     toleration.go:11-62 parses them (57da739f)."""
-    key, value, effect = taint
-    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+    return _written(*taint)
 
 
 def union(groups: Iterable[Iterable[Taint]]) -> tuple[Taint, ...]:
@@ -83,18 +87,12 @@ def union(groups: Iterable[Iterable[Taint]]) -> tuple[Taint, ...]:
         out += [t for t in group if t not in out]
     return tuple(out)
 
+
 def gpu_taints(node: Mapping[str, Any], is_gpu_resource: Callable[[str], bool]
                ) -> list[dict[str, str]]:
     """The node's NoSchedule/NoExecute taints whose key is a GPU resource name."""
-    out = []
-    for taint in (node.get("spec") or {}).get("taints") or ():
-        if not isinstance(taint, Mapping) or taint.get("effect") not in SCHEDULING_EFFECTS:
-            continue
-        key = str(taint.get("key") or "")
-        if key and is_gpu_resource(key):
-            out.append({"key": key, "value": str(taint.get("value") or ""),
-                        "effect": str(taint["effect"])})
-    return out
+    return [{"key": key, "value": value, "effect": effect}
+            for key, value, effect in _scheduling_taints(node) if is_gpu_resource(key)]
 
 
 def tolerations_for(taints: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -106,5 +104,10 @@ def tolerations_for(taints: Iterable[Mapping[str, str]]) -> list[dict[str, str]]
 
 def taint_text(taint: Mapping[str, str]) -> str:
     """`key=value:Effect` as kubectl writes a taint (`key:Effect` without a value)."""
-    value = f"={taint['value']}" if taint.get("value") else ""
-    return f"{taint.get('key')}{value}:{taint.get('effect')}"
+    return _written(str(taint.get("key")), str(taint.get("value") or ""),
+                    str(taint.get("effect")))
+
+
+def _written(key: str, value: str, effect: str) -> str:
+    """A taint as kubectl writes it, which is also vCluster's toleration form."""
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
