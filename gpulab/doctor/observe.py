@@ -23,7 +23,13 @@ from gpulab.paths import labs_root
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from gpulab.adapters.base import ContainerInfo, ContainerRuntime, ContainerSpec, NetworkInfo
+    from gpulab.adapters.base import (
+        ContainerInfo,
+        ContainerRuntime,
+        ContainerSpec,
+        NetworkInfo,
+        RuntimeInfo,
+    )
     from gpulab.adapters.docker_endpoint import DockerEndpoint
     from gpulab.engine.runner import Reporter
     from gpulab.profile.base import HostPort
@@ -200,7 +206,6 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
     (None: not pulled), then the privileged probe runs the first one on the host with the
     options a kind node gets on this engine (gpulab.node_options.probe_node). `host_ports` are
     bind-tested here when the engine runs on this host (`endpoint` is a unix socket)."""
-    from gpulab.node_options import probe_node
 
     info = None
     containers: tuple[ContainerInfo, ...] = ()
@@ -214,14 +219,11 @@ def observe_host(runtime: ContainerRuntime | None, docker_error: str = "",
             info = runtime.info()
             containers = tuple(runtime.containers({}))
             networks = tuple(runtime.networks())
-            images = _pull_missing(runtime, probe_images, pull)
-            engine = info
-            probe_image, probe = _probe_privileged(
-                runtime, probe_images, lambda image: probe_node(image, engine, env))
+            images, probe_image, probe = _pull_and_probe(runtime, info, probe_images, pull, env)
         except GpulabError as err:
             docker_error = str(err)
             info = None
-    local = endpoint is None or endpoint.unix_socket is not None
+    local = _local(endpoint)
     busy = ({(p.address, p.port, p.protocol): holder for p in host_ports
              if (holder := _port_holder(p.address, p.port, p.protocol))} if local else None)
     disk_root = Path("/var/lib/docker")
@@ -264,7 +266,6 @@ def observe_workers(runtime: ContainerRuntime | None, docker_error: str = "",
     """What `diagnose_workers` reads (the only I/O): the engine, the workers' `images` (each
     missing one pulled with `pull`; None: not pulled) and the privileged probe with the options
     a kind node gets on this engine (gpulab.node_options.probe_node). No kind, ports or disk."""
-    from gpulab.node_options import probe_node
 
     info = None
     states: tuple[ImageState, ...] = ()
@@ -274,18 +275,33 @@ def observe_workers(runtime: ContainerRuntime | None, docker_error: str = "",
     if runtime is not None:
         try:
             info = runtime.info()
-            states = _pull_missing(runtime, images, pull)
-            engine = info
-            probe_image, probe = _probe_privileged(
-                runtime, images, lambda image: probe_node(image, engine, env))
+            states, probe_image, probe = _pull_and_probe(runtime, info, images, pull, env)
         except GpulabError as err:
             docker_error = str(err)
             info = None
     return HostSnapshot(docker=info, docker_error=docker_error, node_images=states,
                         privileged_probe=probe, probe_image=probe_image,
                         docker_endpoint=endpoint.describe() if endpoint is not None else "",
-                        docker_local=endpoint is None or endpoint.unix_socket is not None,
-                        host_os=sys.platform)
+                        docker_local=_local(endpoint), host_os=sys.platform)
+
+
+def _pull_and_probe(runtime: ContainerRuntime, info: RuntimeInfo, images: tuple[str, ...],
+                    pull: Callable[[str], None] | None, env: Mapping[str, str]
+                    ) -> tuple[tuple[ImageState, ...], str, str | None]:
+    """(the images' states, each missing one pulled with `pull`; the privileged probe's image
+    and answer), the probe run with the options a kind node gets on this engine
+    (gpulab.node_options.probe_node)."""
+    from gpulab.node_options import probe_node
+
+    states = _pull_missing(runtime, images, pull)
+    probe_image, probe = _probe_privileged(runtime, images,
+                                           lambda image: probe_node(image, info, env))
+    return states, probe_image, probe
+
+
+def _local(endpoint: DockerEndpoint | None) -> bool:
+    """Whether the engine runs on this host (its endpoint, when known, is a unix socket)."""
+    return endpoint is None or endpoint.unix_socket is not None
 
 
 def reported_pull(runtime: ContainerRuntime, report: Reporter | None, step: str,
