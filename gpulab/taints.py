@@ -102,7 +102,7 @@ def tolerations_for(taints: Iterable[Mapping[str, str]]) -> list[dict[str, str]]
     return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in keys]
 
 
-def taint_text(taint: Mapping[str, str]) -> str:
+def taint_text(taint: Mapping[str, Any]) -> str:
     """`key=value:Effect` as kubectl writes a taint (`key:Effect` without a value)."""
     return _written(str(taint.get("key")), str(taint.get("value") or ""),
                     str(taint.get("effect")))

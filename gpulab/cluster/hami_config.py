@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpulab.cluster.rules import matches_labels
+
 __all__ = ["DEFAULT_GPU_POLICY", "MUTEX", "NAMESPACE_NAME_LABEL", "POLICY_ANNOTATION",
            "PodShape", "go_bool", "matches", "pod_policy", "satisfy", "selector_text"]
 
@@ -85,7 +87,7 @@ def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bo
     Kubernetes does not know: nothing)."""
     if not selector:
         return True
-    if any(labels.get(k) != v for k, v in _match_labels(selector).items()):
+    if not matches_labels(labels, _match_labels(selector)):
         return False
     for expression in _expressions(selector):
         key, op, values = str(expression.get("key", "")), expression.get("operator"), \

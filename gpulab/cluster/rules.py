@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gpulab import nesting
+from gpulab.taints import taint_text
 from gpulab.verify import objects as o
 from gpulab.verify.hami import HamiResources
 
@@ -97,8 +98,7 @@ def untolerated_taints(node: Mapping[str, Any],
         if not isinstance(taint, dict) or taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
         if not any(tolerates(t, taint) for t in wanted):
-            value = f"={taint['value']}" if taint.get("value") else ""
-            out.append(f"taint {taint.get('key')}{value}:{taint.get('effect')} not tolerated")
+            out.append(f"taint {taint_text(taint)} not tolerated")
     return out
 
 
